@@ -1,0 +1,1 @@
+"""The Streamlit dashboard's pages and helpers (everything that imports Streamlit)."""

@@ -1,0 +1,65 @@
+"""The ``planner`` command line: a thin layer over the library.
+
+Each sub-command lives in its own module with a ``register(subparsers)`` function that
+adds its parser and sets ``handler``. Conventions, shared by every command:
+
+- ``--json`` puts one JSON document on standard output and nothing else; messages go to
+  standard error.
+- Exit status 0 on success, 2 on bad input (argparse's own errors included), with one
+  line per problem on standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from planner import __version__
+from planner.errors import PlannerError
+
+# One entry per sub-command module, in the order ``planner --help`` lists them.
+COMMANDS = ("curves", "cards")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="planner",
+        description=(
+            "GPU Seat Planner: store batch curves, fit them, simulate live sessions and "
+            "recommend how many seats one GPU holds."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"planner {__version__}")
+    parser.add_argument(
+        "--db",
+        metavar="FILE",
+        help="the DuckDB store to use (default: $PLANNER_DB, else a file in the per-user "
+        "data directory)",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"planner.cli.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except PlannerError as exc:
+        for problem in exc.problems:
+            print(f"planner: {problem}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        # The reader went away (``planner curves list | head``); that is not an error.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the final flush
+        return 0
+    except KeyboardInterrupt:
+        print("planner: interrupted", file=sys.stderr)
+        return 130
+    return status

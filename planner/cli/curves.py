@@ -1,0 +1,169 @@
+"""``planner curves``: list, show, import, export and delete stored batch curves."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from planner.cli.output import csv_list, note, open_store, print_json, table
+from planner.curve import Curve, clean_batch
+from planner.errors import BadInput
+from planner.imports import FORMATS, MAX_FILE_BYTES, ImportOptions, read_files
+from planner.imports.native import to_csv
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("curves", help="list, show, import, export, delete curves")
+    commands = parser.add_subparsers(dest="curves_command", metavar="ACTION", required=True)
+
+    listing = commands.add_parser("list", help="list stored curves")
+    listing.add_argument("--model", help="only curves of this model")
+    listing.add_argument("--card", help="only curves measured on this card")
+    listing.add_argument("--precision", help="only curves at this precision")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(handler=list_curves)
+
+    show = commands.add_parser("show", help="show one curve and its points")
+    show.add_argument("id", help="curve id (see `planner curves list`)")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.set_defaults(handler=show_curve)
+
+    imp = commands.add_parser(
+        "import",
+        help="import curves from files",
+        description=(
+            "Import batch curves from files. Every file is read completely first; if any row "
+            "is bad nothing is stored and every problem is listed with its line. Files with "
+            "the same metadata merge into one curve; importing the same data twice stores it "
+            f"once. Files over {MAX_FILE_BYTES // 1024 // 1024} MiB are refused."
+        ),
+    )
+    imp.add_argument("files", nargs="+", type=Path, help="files to import")
+    imp.add_argument("--format", default="auto", help=f"one of {', '.join(FORMATS)} (default auto)")
+    imp.add_argument("--model", help="model name, for files that do not state it")
+    imp.add_argument("--card", help="card name, for files that do not state it")
+    imp.add_argument("--precision", help="fp32, fp16, bf16 or int8")
+    imp.add_argument("--resolution", help="input resolution WIDTHxHEIGHT, e.g. 512x288")
+    imp.add_argument("--mig-profile", help="MIG profile the curve was measured on, e.g. 3g.40gb")
+    imp.add_argument("--notes", help="free-form notes stored with the curve")
+    imp.add_argument(
+        "--batch",
+        help="batch size of perf_analyzer runs (its -b): one value, or one per file",
+    )
+    imp.add_argument("--config", help="Model Analyzer: import only this model config")
+    imp.add_argument("--json", action="store_true", help="print the stored curves as JSON")
+    imp.set_defaults(handler=import_curves)
+
+    export = commands.add_parser("export", help="write a curve as CSV or JSON")
+    export.add_argument("id", help="curve id")
+    export.add_argument("--format", choices=("csv", "json"), default="csv")
+    export.add_argument("--out", type=Path, help="file to write (default: standard output)")
+    export.set_defaults(handler=export_curve)
+
+    delete = commands.add_parser("delete", help="delete a curve")
+    delete.add_argument("id", help="curve id")
+    delete.add_argument(
+        "--yes", action="store_true", help="delete even if saved plans use the curve"
+    )
+    delete.set_defaults(handler=delete_curve)
+
+
+def list_curves(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        curves = store.curves(model=args.model, card=args.card, precision=args.precision)
+    if args.json:
+        print_json([c.summary() for c in curves])
+        return 0
+    rows = [
+        (
+            c.id,
+            c.model,
+            c.card + (f" ({c.mig_profile})" if c.mig_profile else ""),
+            c.precision or "-",
+            c.resolution or "-",
+            c.source,
+            ",".join(map(str, c.batches)),
+        )
+        for c in curves
+    ]
+    print(table(rows, ("id", "model", "card", "precision", "resolution", "source", "batches")))
+    return 0
+
+
+def show_curve(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        curve = store.curve(args.id)
+    if args.json:
+        print_json(curve.as_dict())
+        return 0
+    _describe(curve)
+    return 0
+
+
+def _describe(curve: Curve) -> None:
+    print(f"{curve.id}  {curve.label}  [{curve.source}]")
+    for key, value in sorted(curve.environment.items()):
+        print(f"  {key}: {value}")
+    fields = ("batch", "latency_ms", "p10_ms", "p50_ms", "p90_ms", "p99_ms", "std_ms", "n")
+    present = [f for f in fields if any(getattr(p, f) is not None for p in curve.points)]
+    rows = [[getattr(p, f) for f in present] for p in curve.points]
+    print(table(rows, present))
+
+
+def import_curves(args: argparse.Namespace) -> int:
+    files = []
+    for path in args.files:
+        try:
+            if path.stat().st_size > MAX_FILE_BYTES:
+                raise BadInput(
+                    f"{path}: file is {path.stat().st_size:,} bytes, over the "
+                    f"{MAX_FILE_BYTES // 1024 // 1024} MiB limit for imports"
+                )
+            files.append((str(path), path.read_bytes()))
+        except OSError as exc:
+            raise BadInput(f"{path}: cannot read ({exc.strerror})") from None
+    batches: tuple[int, ...] = ()
+    if args.batch:
+        batches = tuple(clean_batch(b) for b in csv_list(args.batch))
+    options = ImportOptions(
+        model=args.model,
+        card=args.card,
+        precision=args.precision,
+        resolution=args.resolution,
+        mig_profile=args.mig_profile,
+        notes=args.notes,
+        batch=batches,
+        config=args.config,
+    )
+    result = read_files(files, options, args.format)
+    with open_store(args) as store:
+        stored = store.add_curves(result.curves)
+    for line in result.notes:
+        note(line)
+    if args.json:
+        print_json([c.as_dict() for c in stored])
+        return 0
+    for curve in stored:
+        print(f"stored {curve.id}  {curve.label}  ({len(curve.points)} points)")
+    return 0
+
+
+def export_curve(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        curve = store.curve(args.id)
+    text = to_csv([curve]) if args.format == "csv" else json.dumps(curve.as_dict(), indent=2) + "\n"
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+        note(f"wrote {args.out}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def delete_curve(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        curve = store.delete_curve(args.id, force=args.yes)
+    note(f"deleted {curve.id}  {curve.label}")
+    return 0

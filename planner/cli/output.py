@@ -1,0 +1,46 @@
+"""Output helpers shared by the sub-commands."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+
+def print_json(document: Any) -> None:
+    """One JSON document on standard output (and nothing else goes there)."""
+    json.dump(document, sys.stdout, indent=2, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+def note(message: str) -> None:
+    """A message for people, on standard error so it never mixes with JSON."""
+    print(message, file=sys.stderr)
+
+
+def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
+    """A plain text table with columns padded to their widest cell."""
+    cells = [[str(h) for h in header]] + [["" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def csv_list(text: str) -> list[str]:
+    """Items of a comma-separated option, trimmed, empty items dropped."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def open_store(args: Any) -> Any:
+    """The store named by ``--db``, else ``PLANNER_DB``, else the per-user default."""
+    from planner.store import Store
+
+    return Store(getattr(args, "db", None))

@@ -1,0 +1,371 @@
+"""Batch curves: what a measurement of one model on one card is, and what makes it valid.
+
+A *curve* is the latency of one batched call as a function of batch size, measured for one
+model, card, precision and input resolution (optionally on one MIG profile). A *point* is
+one measured batch size. Curves are immutable values: editing a curve's points makes a new
+curve with a new id, so saved plans that use the old one keep working.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Literal
+
+from planner.errors import BadInput
+from planner.units import Megabytes, Milliseconds
+
+MAX_BATCH = 4096
+MAX_LATENCY_MS: Milliseconds = 1e6  # a thousand seconds per call is not a serving curve
+MAX_TEXT = 200
+PRECISIONS = ("fp32", "fp16", "bf16", "int8")
+SOURCES = ("built-in", "uploaded", "measured")
+Source = Literal["built-in", "uploaded", "measured"]
+SPREAD_FIELDS = ("p10_ms", "p50_ms", "p90_ms", "p99_ms", "std_ms")
+OPTIONAL_POINT_FIELDS = (*SPREAD_FIELDS, "n", "memory_mb")
+
+_RESOLUTION = re.compile(r"^\s*(\d{1,5})\s*[xX×]\s*(\d{1,5})\s*$")
+
+
+@dataclass(frozen=True, order=True)
+class Point:
+    """One measured batch size: latency of one batched call, with optional spread.
+
+    ``latency_ms`` is the central value (a median, normally). Spread fields are in
+    milliseconds too; ``n`` is how many timed calls stand behind the point and
+    ``memory_mb`` the device memory the call used, where known.
+    """
+
+    batch: int
+    latency_ms: Milliseconds
+    p10_ms: Milliseconds | None = None
+    p50_ms: Milliseconds | None = None
+    p90_ms: Milliseconds | None = None
+    p99_ms: Milliseconds | None = None
+    std_ms: Milliseconds | None = None
+    n: int | None = None
+    memory_mb: Megabytes | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The point as JSON-ready data, leaving out spread fields that are unknown."""
+        out: dict[str, Any] = {"batch": self.batch, "latency_ms": self.latency_ms}
+        for name in OPTIONAL_POINT_FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        return out
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A measured batch curve with the metadata that identifies it.
+
+    ``environment`` holds free-form metadata (driver and framework versions, device name,
+    notes); it is not part of the id. ``id`` is derived from the identifying fields and
+    the sorted (batch, latency) pairs, so the same measurement stored twice is one curve.
+    """
+
+    model: str
+    card: str
+    precision: str | None
+    resolution: str | None
+    points: tuple[Point, ...]
+    mig_profile: str | None = None
+    source: Source = "uploaded"
+    created_at: datetime | None = None
+    environment: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def id(self) -> str:
+        return curve_id(
+            self.model, self.card, self.precision, self.resolution, self.mig_profile, self.points
+        )
+
+    @property
+    def label(self) -> str:
+        """A short human name, e.g. ``ball-detector on laptop-8gb, 512x288 FP16``."""
+        parts = [p for p in (self.resolution, (self.precision or "").upper()) if p]
+        where = self.card + (f" ({self.mig_profile})" if self.mig_profile else "")
+        detail = f", {' '.join(parts)}" if parts else ""
+        return f"{self.model} on {where}{detail}"
+
+    @property
+    def batches(self) -> tuple[int, ...]:
+        return tuple(p.batch for p in self.points)
+
+    @property
+    def latencies(self) -> tuple[float, ...]:
+        return tuple(p.latency_ms for p in self.points)
+
+    def with_points(self, points: Iterable[Point], source: Source | None = None) -> Curve:
+        """A new curve (new id) with other points; the rest of the metadata is kept."""
+        return replace(
+            self,
+            points=normalise_points(points),
+            source=source or self.source,
+            created_at=None,
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """The fields ``planner curves list --json`` prints for one curve."""
+        return {
+            "id": self.id,
+            "model": self.model,
+            "card": self.card,
+            "precision": self.precision,
+            "resolution": self.resolution,
+            "mig_profile": self.mig_profile,
+            "source": self.source,
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+            "n_points": len(self.points),
+            "batches": list(self.batches),
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        """Everything about the curve as JSON-ready data (``curves show --json``)."""
+        return {
+            **self.summary(),
+            "environment": dict(self.environment),
+            "points": [p.as_dict() for p in self.points],
+        }
+
+
+def curve_id(
+    model: str,
+    card: str,
+    precision: str | None,
+    resolution: str | None,
+    mig_profile: str | None,
+    points: Iterable[Point],
+) -> str:
+    """Short URL-safe id: a hash of the identifying metadata and sorted (batch, latency).
+
+    Latencies enter with microsecond resolution so that the same file parsed twice, or a
+    value that went through JSON, gives the same id.
+    """
+    pairs = sorted((p.batch, f"{p.latency_ms:.6f}") for p in points)
+    key = json.dumps(
+        [model, card, precision or "", resolution or "", mig_profile or "", pairs],
+        separators=(",", ":"),
+    )
+    digest = hashlib.sha256(key.encode("utf-8")).digest()
+    return base64.b32encode(digest).decode("ascii").lower()[:12]
+
+
+# ---------------------------------------------------------------------------------------
+# Validation. Each function raises BadInput with a message a user can act on.
+
+
+def clean_text(value: object, what: str, *, required: bool = True) -> str | None:
+    """A single line of plain text: trimmed, no control characters, bounded length.
+
+    Text is stored exactly as given otherwise; in particular a spreadsheet formula such
+    as ``=HYPERLINK(...)`` is kept as plain text (it is escaped on CSV export).
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        if required:
+            raise BadInput(f"{what} is missing")
+        return None
+    if not isinstance(value, str):
+        value = str(value)
+    text = value.strip()
+    if any(unicodedata.category(ch).startswith("C") for ch in text):
+        raise BadInput(f"{what} contains control characters")
+    if len(text) > MAX_TEXT:
+        raise BadInput(f"{what} is longer than {MAX_TEXT} characters")
+    return text
+
+
+def clean_precision(value: object) -> str | None:
+    """``fp32``, ``fp16``, ``bf16`` or ``int8`` (any case), or None when not given."""
+    text = clean_text(value, "precision", required=False)
+    if text is None:
+        return None
+    lowered = text.lower()
+    if lowered not in PRECISIONS:
+        raise BadInput(f"precision {text!r} is not one of {', '.join(PRECISIONS)}")
+    return lowered
+
+
+def clean_resolution(value: object) -> str | None:
+    """``WIDTHxHEIGHT`` such as ``512x288``, or None when not given."""
+    text = clean_text(value, "resolution", required=False)
+    if text is None:
+        return None
+    match = _RESOLUTION.match(text)
+    if not match or int(match[1]) < 1 or int(match[2]) < 1:
+        raise BadInput(f"resolution {text!r} is not WIDTHxHEIGHT, e.g. 512x288")
+    return f"{int(match[1])}x{int(match[2])}"
+
+
+def parse_resolution(text: str) -> tuple[int, int]:
+    """(width, height) from ``WIDTHxHEIGHT``."""
+    clean = clean_resolution(text)
+    if clean is None:
+        raise BadInput("resolution is missing")
+    width, height = clean.split("x")
+    return int(width), int(height)
+
+
+def clean_batch(value: object) -> int:
+    """A batch size: a whole number from 1 to MAX_BATCH."""
+    number = _number(value, "batch")
+    if not number.is_integer():
+        raise BadInput(f"batch {value!r} is not a whole number")
+    if number < 1:
+        raise BadInput(f"batch {value!r} is below 1")
+    if number > MAX_BATCH:
+        raise BadInput(f"batch {value!r} is above the largest supported batch {MAX_BATCH}")
+    return int(number)
+
+
+def clean_latency(value: object, what: str = "latency_ms") -> float:
+    """A latency in ms: finite, above zero, below a thousand seconds."""
+    number = _number(value, what)
+    if number <= 0:
+        raise BadInput(f"{what} {value!r} must be above zero")
+    if number > MAX_LATENCY_MS:
+        raise BadInput(f"{what} {value!r} is implausibly large (over {MAX_LATENCY_MS:g} ms)")
+    return number
+
+
+def clean_optional(value: object, what: str) -> float | None:
+    """An optional non-negative finite number (spread, memory); empty means unknown."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    number = _number(value, what)
+    if number < 0:
+        raise BadInput(f"{what} {value!r} is negative")
+    return number
+
+
+def _number(value: object, what: str) -> float:
+    if isinstance(value, bool):
+        raise BadInput(f"{what} {value!r} is not a number")
+    if isinstance(value, int | float):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise BadInput(f"{what} {value!r} is not a number") from None
+    else:
+        raise BadInput(f"{what} {value!r} is not a number")
+    if not math.isfinite(number):
+        raise BadInput(f"{what} {value!r} is not a finite number")
+    return number
+
+
+def make_point(raw: Mapping[str, object]) -> Point:
+    """A validated point from a mapping with ``batch``, ``latency_ms`` and optional fields."""
+    problems: list[str] = []
+    values: dict[str, Any] = {}
+    for name, check in (("batch", clean_batch), ("latency_ms", clean_latency)):
+        try:
+            values[name] = check(raw.get(name))
+        except BadInput as exc:
+            problems.extend(exc.problems)
+    for name in OPTIONAL_POINT_FIELDS:
+        try:
+            value = clean_optional(raw.get(name), name)
+            if value is not None and name == "n":
+                if not value.is_integer():
+                    raise BadInput(f"n {raw.get(name)!r} is not a whole number")
+                value = int(value)
+            values[name] = value
+        except BadInput as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise BadInput(problems)
+    return Point(**values)
+
+
+def normalise_points(points: Iterable[Point]) -> tuple[Point, ...]:
+    """Points sorted by batch; the same batch twice is allowed only with the same value."""
+    by_batch: dict[int, Point] = {}
+    problems = []
+    for point in points:
+        seen = by_batch.get(point.batch)
+        if seen is not None and not math.isclose(seen.latency_ms, point.latency_ms, rel_tol=1e-9):
+            problems.append(
+                f"batch {point.batch} appears twice with different latencies "
+                f"({seen.latency_ms:g} and {point.latency_ms:g} ms)"
+            )
+        by_batch.setdefault(point.batch, point)
+    if problems:
+        raise BadInput(problems)
+    if not by_batch:
+        raise BadInput("a curve needs at least one point")
+    return tuple(by_batch[b] for b in sorted(by_batch))
+
+
+def make_curve(
+    *,
+    model: object,
+    card: object,
+    precision: object = None,
+    resolution: object = None,
+    points: Iterable[Point],
+    mig_profile: object = None,
+    source: Source = "uploaded",
+    created_at: datetime | None = None,
+    environment: Mapping[str, Any] | None = None,
+) -> Curve:
+    """A validated curve; every problem found is reported at once."""
+    problems: list[str] = []
+
+    def attempt(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except BadInput as exc:
+            problems.extend(exc.problems)
+            return None
+
+    curve_model = attempt(clean_text, model, "model")
+    curve_card = attempt(clean_text, card, "card")
+    curve_precision = attempt(clean_precision, precision)
+    curve_resolution = attempt(clean_resolution, resolution)
+    curve_mig = attempt(clean_text, mig_profile, "MIG profile", required=False)
+    curve_points = attempt(normalise_points, points)
+    if source not in SOURCES:
+        problems.append(f"source {source!r} is not one of {', '.join(SOURCES)}")
+    if problems:
+        raise BadInput(problems)
+    return Curve(
+        model=curve_model,
+        card=curve_card,
+        precision=curve_precision,
+        resolution=curve_resolution,
+        points=curve_points,
+        mig_profile=curve_mig,
+        source=source,
+        created_at=created_at,
+        environment=dict(environment or {}),
+    )
+
+
+def parse_points_option(text: str) -> tuple[Point, ...]:
+    """Points from the command-line form ``"1:9.82,2:20.36"`` (any order)."""
+    if not text or not text.strip():
+        raise BadInput("--points is empty; expected e.g. 1:9.82,2:20.36")
+    points = []
+    problems = []
+    for item in text.split(","):
+        batch, sep, latency = item.partition(":")
+        if not sep:
+            problems.append(f"{item.strip()!r} is not BATCH:LATENCY_MS, e.g. 4:46.15")
+            continue
+        try:
+            points.append(make_point({"batch": batch, "latency_ms": latency}))
+        except BadInput as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise BadInput(problems)
+    return normalise_points(points)

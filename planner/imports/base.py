@@ -1,0 +1,229 @@
+"""Shared pieces of every importer: options, results, decoding and row grouping.
+
+An importer turns the bytes of one file into *rows*: a point plus the metadata that file
+gives for it, each with the line it came from. Rows from all files of one import are then
+grouped by metadata into curves, so several files with the same metadata merge into one
+curve. Nothing is stored here; the caller stores the curves in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner.curve import (
+    Curve,
+    Point,
+    Source,
+    clean_precision,
+    clean_resolution,
+    clean_text,
+    make_curve,
+)
+from planner.errors import BadInput
+
+MAX_FILE_BYTES = 5 * 1024 * 1024
+"""Largest file accepted (5 MiB): real benchmark exports are a few kilobytes."""
+
+METADATA_FIELDS = ("model", "card", "precision", "resolution", "mig_profile", "notes")
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """Metadata given on the command line or in the upload form.
+
+    A field given here fills in what a file leaves out; a file that states a different
+    value is rejected rather than silently overridden. ``batch`` is the batch size of
+    perf_analyzer runs (its ``-b``), one value or one per file; ``config`` picks one model
+    configuration from a Model Analyzer table.
+    """
+
+    model: str | None = None
+    card: str | None = None
+    precision: str | None = None
+    resolution: str | None = None
+    mig_profile: str | None = None
+    notes: str | None = None
+    batch: tuple[int, ...] = ()
+    config: str | None = None
+    source: Source = "uploaded"
+    environment: Mapping[str, Any] = field(default_factory=dict)
+
+    def metadata(self) -> dict[str, str | None]:
+        return {name: getattr(self, name) for name in METADATA_FIELDS}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One point read from a file, with the metadata that file states for it."""
+
+    point: Point
+    metadata: Mapping[str, str | None]
+    where: str  # "file.csv line 3"
+    environment: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ParsedFile:
+    """What an importer read from one file: rows, plus notes for the validation report."""
+
+    name: str
+    format: str
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ImportResult:
+    """Curves ready to store, and the report a user sees before saving."""
+
+    curves: list[Curve]
+    files: list[ParsedFile]
+
+    @property
+    def notes(self) -> list[str]:
+        return [f"{f.name}: {note}" for f in self.files for note in f.notes]
+
+
+def decode_text(name: str, data: bytes) -> str:
+    """UTF-8 text (a byte-order mark is accepted); BadInput for anything else."""
+    if len(data) > MAX_FILE_BYTES:
+        raise BadInput(
+            f"{name}: file is {len(data):,} bytes, over the {MAX_FILE_BYTES // 1024 // 1024} MiB "
+            "limit for imports"
+        )
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BadInput(
+            f"{name}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "save the file as UTF-8"
+        ) from None
+    if not text.strip():
+        raise BadInput(f"{name}: file is empty")
+    if "\x00" in text:
+        raise BadInput(f"{name}: file contains NUL bytes; it is not a text table")
+    return text
+
+
+def unescape_formula(text: str) -> str:
+    """Undo the CSV export's formula guard (a leading apostrophe before = + - @)."""
+    if len(text) > 1 and text[0] == "'" and text[1] in "=+-@\t\r":
+        return text[1:]
+    return text
+
+
+def escape_formula(text: str) -> str:
+    """Guard text that a spreadsheet would evaluate (``=HYPERLINK(...)``) with an apostrophe."""
+    if text and text[0] in "=+-@\t\r":
+        return "'" + text
+    return text
+
+
+def resolve_metadata(
+    stated: Mapping[str, str | None], options: ImportOptions, where: str
+) -> dict[str, str | None]:
+    """Metadata for one row: the file's values, with options filling what the file omits.
+
+    Raises BadInput when the file and an option disagree, or a value is invalid.
+    """
+    given = options.metadata()
+    merged: dict[str, str | None] = {}
+    problems = []
+    for name in METADATA_FIELDS:
+        file_value = stated.get(name)
+        file_value = unescape_formula(file_value.strip()) if file_value else None
+        option_value = given.get(name)
+        if (
+            file_value
+            and option_value
+            and _canonical(name, file_value) != _canonical(name, option_value)
+        ):
+            problems.append(
+                f"{where}: {name} is {file_value!r} in the file but {option_value!r} was given"
+            )
+        merged[name] = file_value or option_value
+    if problems:
+        raise BadInput(problems)
+    return merged
+
+
+def _canonical(name: str, value: str) -> str | None:
+    try:
+        if name == "precision":
+            return clean_precision(value)
+        if name == "resolution":
+            return clean_resolution(value)
+    except BadInput:
+        return value
+    return value.strip()
+
+
+def rows_to_curves(rows: Iterable[Row], options: ImportOptions) -> list[Curve]:
+    """Group rows by metadata into validated curves (rows with equal metadata merge)."""
+    groups: dict[tuple[Any, ...], list[Row]] = {}
+    problems: list[str] = []
+    for row in rows:
+        meta = row.metadata
+        row_problems: list[str] = []
+        for name, flag in (("model", "--model"), ("card", "--card")):
+            if not (meta.get(name) or "").strip():
+                file = row.where.split(" line ")[0].split(" point ")[0]
+                row_problems.append(f"{file}: {name} is missing (give {flag} or a {name} column)")
+        if row_problems:
+            problems.extend(row_problems)
+            continue
+        try:
+            key = (
+                clean_text(meta.get("model"), "model"),
+                clean_text(meta.get("card"), "card"),
+                clean_precision(meta.get("precision")),
+                clean_resolution(meta.get("resolution")),
+                clean_text(meta.get("mig_profile"), "MIG profile", required=False),
+            )
+        except BadInput as exc:
+            problems.extend(f"{row.where}: {p}" for p in exc.problems)
+            continue
+        groups.setdefault(key, []).append(row)
+    if problems:
+        raise BadInput(_dedupe(problems))
+    curves = []
+    for (model, card, precision, resolution, mig), group in groups.items():
+        seen: dict[int, Row] = {}
+        for row in group:
+            earlier = seen.get(row.point.batch)
+            if earlier and earlier.point.latency_ms != row.point.latency_ms:
+                problems.append(
+                    f"{row.where}: batch {row.point.batch} was already given as "
+                    f"{earlier.point.latency_ms:g} ms ({earlier.where}) and now as "
+                    f"{row.point.latency_ms:g} ms"
+                )
+            seen.setdefault(row.point.batch, row)
+        environment: dict[str, Any] = dict(options.environment)
+        notes = [r.metadata.get("notes") for r in group if r.metadata.get("notes")]
+        if notes:
+            environment["notes"] = "; ".join(dict.fromkeys(n for n in notes if n))
+        for row in group:
+            environment.update(row.environment)
+        if problems:
+            continue
+        curves.append(
+            make_curve(
+                model=model,
+                card=card,
+                precision=precision,
+                resolution=resolution,
+                mig_profile=mig,
+                points=[r.point for r in seen.values()],
+                source=options.source,
+                environment=environment,
+            )
+        )
+    if problems:
+        raise BadInput(problems)
+    return curves
+
+
+def _dedupe(problems: list[str]) -> list[str]:
+    return list(dict.fromkeys(problems))
