@@ -1,0 +1,237 @@
+"""Scheduling policies: which pending frames go into the next batch (SPEC §3.3).
+
+A policy is one small function with one signature, compiled with Numba so the fast
+engine can call it in its inner loop; the reference engine calls the same function as
+plain Python (``.py_func``). At each decision the GPU is free and the engine passes:
+
+- ``now``: the decision time (ms);
+- ``pending``: for each session, the arrival time of its pending frame (the newest one),
+  or +inf when it has none;
+- ``latency``: ``latency[b]`` = the latency of a batch of ``b`` frames as the scheduler
+  knows it (index 0 unused);
+- ``params``: ``[max_batch, max_queue_delay_ms, slo_ms]`` (each policy reads its own);
+- ``state``: the policy's memory between decisions (``STATE_SIZE`` floats, zeroed by
+  ``initial_state``); ``feedback``: the worst GPU-side latency of the batch that completed
+  since the previous decision, or NaN;
+- ``chosen`` / ``expired``: output buffers.
+
+It returns ``(count, wake)``: run the sessions ``chosen[:count]`` as one batch; or, with
+``count == 0``, run nothing and decide again at ``wake`` (+inf: at the next arrival).
+Sessions it marks in ``expired`` drop their pending frame as expired.
+
+Adding a policy: write its kernel, add a ``Policy`` entry to ``POLICIES`` and a branch to
+``decide`` — all in this file. The dashboard and the command line list ``POLICIES``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numba
+import numpy as np
+
+STATE_SIZE = 4
+_NO_WAKE = math.inf
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A policy's name (part of the interface), what it does, and its parameters."""
+
+    name: str
+    pid: int
+    summary: str
+    params: tuple[str, ...] = ()
+    defaults: Mapping[str, float] = field(default_factory=dict)
+
+
+# -- kernels -----------------------------------------------------------------------------
+# Every kernel has the signature described in the module docstring. Ties in arrival time
+# are broken by the lower session index; np.argsort(kind="mergesort") is stable, which
+# gives exactly that order.
+
+
+@numba.njit(cache=True, inline="always")
+def _oldest_first(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
+    best = -1
+    for i in range(pending.size):
+        if pending[i] < math.inf and (best < 0 or pending[i] < pending[best]):
+            best = i
+    if best < 0:
+        return 0, _NO_WAKE
+    chosen[0] = best
+    return 1, _NO_WAKE
+
+
+@numba.njit(cache=True, inline="always")
+def _round_robin(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
+    # state[0] = 1 + the last session served (0 before the first decision).
+    n = pending.size
+    start = int(state[0])
+    for step in range(n):
+        i = (start + step) % n
+        if pending[i] < math.inf:
+            chosen[0] = i
+            state[0] = i + 1
+            return 1, _NO_WAKE
+    return 0, _NO_WAKE
+
+
+@numba.njit(cache=True, inline="always")
+def _take_oldest(pending, limit, chosen):  # type: ignore[no-untyped-def]
+    """Put up to ``limit`` pending sessions, oldest frame first, into ``chosen``."""
+    order = np.argsort(pending, kind="mergesort")
+    count = 0
+    for k in range(order.size):
+        i = order[k]
+        if count >= limit or not pending[i] < math.inf:
+            break
+        chosen[count] = i
+        count += 1
+    return count
+
+
+@numba.njit(cache=True, inline="always")
+def _batch_all(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
+    count = 0
+    for i in range(pending.size):
+        if pending[i] < math.inf:
+            chosen[count] = i
+            count += 1
+    return count, _NO_WAKE
+
+
+@numba.njit(cache=True, inline="always")
+def _max_batch(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
+    return _take_oldest(pending, int(params[0]), chosen), _NO_WAKE
+
+
+@numba.njit(cache=True, inline="always")
+def _triton(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
+    limit = int(params[0])
+    waiting = 0
+    oldest = math.inf
+    for i in range(pending.size):
+        if pending[i] < math.inf:
+            waiting += 1
+            oldest = min(oldest, pending[i])
+    if waiting == 0:
+        return 0, _NO_WAKE
+    deadline = oldest + params[1]
+    if waiting >= limit or now >= deadline:
+        return _take_oldest(pending, limit, chosen), _NO_WAKE
+    return 0, deadline
+
+
+@numba.njit(cache=True, inline="always")
+def _aimd(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
+    # state[1] = the batch cap; 0 means "not started" and reads as 1.
+    cap = max(1.0, state[1])
+    if not math.isnan(feedback):
+        if feedback <= params[2]:
+            cap = min(cap + 1.0, float(pending.size))
+        else:
+            cap = max(1.0, math.floor(0.9 * cap))
+    state[1] = cap
+    return _take_oldest(pending, int(cap), chosen), _NO_WAKE
+
+
+@numba.njit(cache=True, inline="always")
+def _deadline(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
+    slo = params[2]
+    live = pending.copy()
+    for i in range(live.size):
+        if live[i] < math.inf and now + latency[1] > live[i] + slo:
+            expired[i] = True  # cannot finish within the objective even alone
+            live[i] = math.inf
+    order = np.argsort(live, kind="mergesort")
+    waiting = 0
+    while waiting < order.size and live[order[waiting]] < math.inf:
+        waiting += 1
+    if waiting == 0:
+        return 0, _NO_WAKE
+    # The oldest frame has the earliest deadline, so a batch of the k oldest meets every
+    # deadline exactly when it meets the oldest one's; the largest such k runs.
+    oldest = live[order[0]]
+    size = 1
+    for k in range(waiting, 0, -1):
+        if now + latency[k] <= oldest + slo:
+            size = k
+            break
+    for k in range(size):
+        chosen[k] = order[k]
+    return size, _NO_WAKE
+
+
+POLICIES: dict[str, Policy] = {
+    p.name: p
+    for p in (
+        Policy("oldest-first", 0, "one frame at a time, the oldest pending frame first"),
+        Policy("round-robin", 1, "one frame at a time, sessions served in turn"),
+        Policy("batch-all", 2, "every pending frame in one batch (the production worker)"),
+        Policy(
+            "max-batch", 3, "up to B pending frames, oldest first", ("max_batch",), {"max_batch": 4}
+        ),
+        Policy(
+            "triton",
+            4,
+            "Triton's dynamic batcher: wait up to D µs for B frames, then run up to B oldest",
+            ("max_batch", "max_queue_delay_us"),
+            {"max_batch": 8, "max_queue_delay_us": 2000},
+        ),
+        Policy(
+            "aimd",
+            5,
+            "Clipper's AIMD: grow the batch cap by 1 while the objective holds, cut 10% if not",
+            ("slo_ms",),
+            {"slo_ms": 50},
+        ),
+        Policy(
+            "deadline",
+            6,
+            "Clockwork-like: drop frames that cannot meet the objective, run the largest "
+            "batch that meets every deadline",
+            ("slo_ms",),
+            {"slo_ms": 50},
+        ),
+    )
+}
+
+
+@numba.njit(cache=True, inline="always")
+def decide(pid, now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
+    """Dispatch to the kernel of policy ``pid`` (``Policy.pid``)."""
+    if pid == 0:
+        return _oldest_first(now, pending, latency, params, state, feedback, chosen, expired)
+    if pid == 1:
+        return _round_robin(now, pending, latency, params, state, feedback, chosen, expired)
+    if pid == 2:
+        return _batch_all(now, pending, latency, params, state, feedback, chosen, expired)
+    if pid == 3:
+        return _max_batch(now, pending, latency, params, state, feedback, chosen, expired)
+    if pid == 4:
+        return _triton(now, pending, latency, params, state, feedback, chosen, expired)
+    if pid == 5:
+        return _aimd(now, pending, latency, params, state, feedback, chosen, expired)
+    return _deadline(now, pending, latency, params, state, feedback, chosen, expired)
+
+
+def policy_params(policy: str, values: Mapping[str, float | None]) -> np.ndarray:
+    """The ``params`` array of a policy: ``[max_batch, max_queue_delay_ms, slo_ms]``."""
+    spec = POLICIES[policy]
+
+    def get(name: str) -> float:
+        value = values.get(name)
+        if value is None:
+            value = spec.defaults.get(name, 0.0)
+        return float(value)
+
+    return np.array(
+        [get("max_batch"), get("max_queue_delay_us") / 1000.0, get("slo_ms")], dtype=np.float64
+    )
+
+
+def initial_state() -> np.ndarray:
+    return np.zeros(STATE_SIZE, dtype=np.float64)

@@ -1,0 +1,55 @@
+"""What a simulation run produces: flat records of frames, batches and sessions.
+
+Both engines fill the same ``Records``; the results (``planner.results``) are computed
+from them by one function, so the engines are compared on the records themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Records:
+    """Raw output of one run.
+
+    - frames: one row per delivered frame, in delivery order: ``frame_session``,
+      ``frame_index`` (k of that session), ``frame_batch`` (row in the batch arrays),
+      ``frame_arrival`` and ``frame_latency`` (completion minus arrival, ms, GPU side);
+    - batches: ``batch_start``, ``batch_end`` (ms) and ``batch_size``;
+    - sessions: ``arrived``, ``delivered``, ``overwritten``, ``expired``, ``pending``
+      (1 if a frame was still waiting at the end).
+    """
+
+    frame_session: np.ndarray
+    frame_index: np.ndarray
+    frame_batch: np.ndarray
+    frame_arrival: np.ndarray
+    frame_latency: np.ndarray
+    batch_start: np.ndarray
+    batch_end: np.ndarray
+    batch_size: np.ndarray
+    arrived: np.ndarray
+    delivered: np.ndarray
+    overwritten: np.ndarray
+    expired: np.ndarray
+    pending: np.ndarray
+
+    def same_as(self, other: Records, tolerance_ms: float = 1e-9) -> list[str]:
+        """Differences from ``other`` (empty when the runs agree): integer fields exactly,
+        times within ``tolerance_ms``."""
+        problems = []
+        for name in self.__dataclass_fields__:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if mine.shape != theirs.shape:
+                problems.append(f"{name}: shape {mine.shape} vs {theirs.shape}")
+            elif mine.dtype.kind == "f":
+                if not np.allclose(mine, theirs, rtol=0.0, atol=tolerance_ms):
+                    worst = int(np.argmax(np.abs(mine - theirs)))
+                    problems.append(f"{name}[{worst}]: {mine[worst]!r} vs {theirs[worst]!r}")
+            elif not np.array_equal(mine, theirs):
+                first = int(np.argmax(mine != theirs))
+                problems.append(f"{name}[{first}]: {mine[first]!r} vs {theirs[first]!r}")
+        return problems

@@ -1,0 +1,212 @@
+"""A scenario: everything one simulation run depends on, as a frozen, validated value.
+
+The same object is simulated, cached, compared and encoded into a link, so it holds plain
+values only (numbers, strings, tuples) and does no I/O. Construction validates every
+field and reports all problems at once with messages a user can act on.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal
+
+from planner.errors import BadInput
+from planner.policies import POLICIES
+from planner.units import FramesPerSecond, Milliseconds, Seconds
+
+Phases = Literal["random", "even", "aligned"]
+PHASES: tuple[str, ...] = ("random", "even", "aligned")
+Mode = Literal["exclusive", "time-slicing", "mps", "mig"]
+MODES: tuple[str, ...] = ("exclusive", "time-slicing", "mps", "mig")
+
+MAX_SESSIONS = 1024
+MAX_FPS: FramesPerSecond = 240.0
+MAX_DURATION_S: Seconds = 3600.0
+MAX_ARRIVALS = 20_000_000  # keeps one run's frame records within a few hundred MB
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """How the card is shared (SPEC §3.4); ``exclusive`` is the curve as measured.
+
+    - ``time-slicing``: ``cotenants`` are the duty cycles (0..1) of the other jobs on the
+      card, each alternating exponential busy and idle periods with a mean busy period of
+      ``busy_period_ms``; while k of them are busy a running batch progresses at 1/(k+1)
+      of its speed.
+    - ``mps``: we get ``mps_share`` percent of the card's compute.
+    - ``mig``: an instance of ``mig_slices`` of the card's ``mig_total`` compute slices
+      (profile ``mig_profile``). ``mig_derived`` is False when the curve was measured on
+      that profile, so it is used as it is.
+    """
+
+    mode: Mode = "exclusive"
+    cotenants: tuple[float, ...] = ()
+    busy_period_ms: Milliseconds = 50.0
+    mps_share: float | None = None
+    mig_profile: str | None = None
+    mig_slices: int | None = None
+    mig_total: int | None = None
+    mig_derived: bool = True
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.mode not in MODES:
+            problems.append(f"sharing mode {self.mode!r} is not one of {', '.join(MODES)}")
+        for duty in self.cotenants:
+            if not (isinstance(duty, int | float) and 0.0 <= duty <= 1.0):
+                problems.append(f"co-tenant duty cycle {duty!r} must be between 0 and 1")
+        if len(self.cotenants) > 32:
+            problems.append("at most 32 co-tenants")
+        if not (_finite(self.busy_period_ms) and 0.1 <= self.busy_period_ms <= 60_000):
+            problems.append("the mean busy period must be between 0.1 and 60000 ms")
+        if self.mode == "mps" and not (
+            _finite(self.mps_share) and 0 < float(self.mps_share or 0) <= 100
+        ):
+            problems.append("the MPS compute share must be above 0 and at most 100 (%)")
+        if self.mode == "mig":
+            slices, total = self.mig_slices, self.mig_total
+            if not (isinstance(slices, int) and isinstance(total, int) and 0 < slices <= total):
+                problems.append("a MIG instance needs its slice count and the card's total")
+        if problems:
+            raise BadInput(problems)
+
+    @property
+    def label(self) -> str:
+        if self.mode == "time-slicing":
+            duties = ", ".join(f"{d:g}" for d in self.cotenants) or "none"
+            return f"time-slicing (co-tenants busy {duties})"
+        if self.mode == "mps":
+            return f"MPS ({self.mps_share:g}% share)"
+        if self.mode == "mig":
+            return f"MIG {self.mig_profile or f'{self.mig_slices}/{self.mig_total}'}"
+        return "exclusive"
+
+
+EXCLUSIVE = Sharing()
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """N camera sessions sharing one GPU under one scheduling policy (SPEC §3.3).
+
+    ``latency_ms[b - 1]`` is the latency of a batch of ``b`` frames on the card as measured
+    (exclusive use); the table must cover every batch up to ``sessions`` (at most one frame
+    per session can be pending, so no batch is larger). The MPS and MIG models use the
+    whole table to find the card's best throughput, so the planner passes tables for batch
+    1..max(64, sessions).
+
+    Policy parameters left as None take the policy's default; parameters a policy does not
+    use are dropped, so two scenarios that simulate the same thing compare equal.
+    """
+
+    latency_ms: tuple[Milliseconds, ...]
+    sessions: int
+    policy: str = "oldest-first"
+    fps: tuple[FramesPerSecond, ...] = (30.0,)
+    duration_s: Seconds = 30.0
+    phases: Phases = "random"
+    seed: int = 0
+    jitter_ms: Milliseconds = 0.0
+    overhead_ms: Milliseconds = 0.0
+    max_batch: int | None = None
+    max_queue_delay_us: float | None = None
+    slo_ms: Milliseconds | None = None
+    sharing: Sharing = field(default=EXCLUSIVE)
+
+    def __post_init__(self) -> None:
+        problems = _problems(self)
+        if problems:
+            raise BadInput(problems)
+        # Canonical form: a tuple of floats, parameters the policy does not use dropped.
+        object.__setattr__(self, "latency_ms", tuple(float(v) for v in self.latency_ms))
+        object.__setattr__(self, "fps", tuple(float(v) for v in self.fps))
+        used = POLICIES[self.policy].params
+        for name in ("max_batch", "max_queue_delay_us", "slo_ms"):
+            if name not in used:
+                object.__setattr__(self, name, None)
+
+    @property
+    def session_fps(self) -> tuple[FramesPerSecond, ...]:
+        """Frames per second of each session (a single value applies to all)."""
+        return self.fps * self.sessions if len(self.fps) == 1 else self.fps
+
+    @property
+    def duration_ms(self) -> Milliseconds:
+        return self.duration_s * 1000.0
+
+    def param(self, name: str) -> float:
+        """A policy parameter's value, the policy's default where not set."""
+        value = getattr(self, name)
+        if value is None:
+            value = POLICIES[self.policy].defaults[name]
+        return float(value)
+
+    def with_(self, **changes: Any) -> Scenario:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+
+def scenario_fields() -> tuple[str, ...]:
+    return tuple(f.name for f in fields(Scenario))
+
+
+def _problems(s: Scenario) -> list[str]:
+    problems: list[str] = []
+    if not (isinstance(s.sessions, int) and 1 <= s.sessions <= MAX_SESSIONS):
+        problems.append(f"sessions must be a whole number from 1 to {MAX_SESSIONS}")
+        return problems
+    if s.policy not in POLICIES:
+        problems.append(f"policy {s.policy!r} is not one of {', '.join(POLICIES)}")
+        return problems
+    table: Sequence[float] = s.latency_ms
+    if len(table) < s.sessions:
+        problems.append(
+            f"the latency table covers batch 1..{len(table)} but {s.sessions} sessions can "
+            f"form a batch of {s.sessions}"
+        )
+    if not all(_finite(v) and v > 0 for v in table):
+        problems.append("every latency in the table must be a finite number above zero")
+    elif any(b < a for a, b in itertools.pairwise(table)):
+        problems.append("latency must not decrease with batch size")
+    if len(s.fps) not in (1, s.sessions):
+        problems.append(
+            f"give one frame rate for all sessions or one per session ({s.sessions}), "
+            f"not {len(s.fps)}"
+        )
+    if not all(_finite(v) and 0 < v <= MAX_FPS for v in s.fps):
+        problems.append(f"frame rates must be above 0 and at most {MAX_FPS:g} fps")
+    if not (_finite(s.duration_s) and 0 < s.duration_s <= MAX_DURATION_S):
+        problems.append(f"duration must be above 0 and at most {MAX_DURATION_S:g} s")
+    if s.phases not in PHASES:
+        problems.append(f"phases {s.phases!r} is not one of {', '.join(PHASES)}")
+    if not (isinstance(s.seed, int) and not isinstance(s.seed, bool) and 0 <= s.seed < 2**63):
+        problems.append("seed must be a non-negative whole number")
+    if not (_finite(s.jitter_ms) and s.jitter_ms >= 0):
+        problems.append("jitter must be a non-negative number of ms")
+    if not (_finite(s.overhead_ms) and 0 <= s.overhead_ms <= 60_000):
+        problems.append("overhead must be between 0 and 60000 ms")
+    if s.max_batch is not None and not (isinstance(s.max_batch, int) and 1 <= s.max_batch <= 4096):
+        problems.append("max batch must be a whole number from 1 to 4096")
+    if s.max_queue_delay_us is not None and not (
+        _finite(s.max_queue_delay_us) and 0 <= s.max_queue_delay_us <= 60_000_000
+    ):
+        problems.append("max queue delay must be between 0 and 60000000 µs")
+    if s.slo_ms is not None and not (_finite(s.slo_ms) and 0 < s.slo_ms <= 600_000):
+        problems.append("the latency objective (slo_ms) must be above 0 and at most 600000 ms")
+    if not isinstance(s.sharing, Sharing):
+        problems.append("sharing must be a Sharing value")
+    if not problems and _finite(s.duration_s):
+        arrivals = sum(s.session_fps) * s.duration_s
+        if arrivals > MAX_ARRIVALS:
+            problems.append(
+                f"the scenario has about {arrivals:,.0f} frames; at most {MAX_ARRIVALS:,} "
+                "fit in one run (shorten the duration or lower the frame rates)"
+            )
+    return problems

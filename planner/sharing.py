@@ -1,0 +1,153 @@
+"""GPU sharing modes as models of how a batch's latency changes (SPEC §2.5, §3.4).
+
+- ``exclusive``: the curve as measured.
+- ``time-slicing``: co-tenant jobs alternate exponential busy and idle periods; while k of
+  them are busy, the card alternates among k+1 contexts and a running batch progresses at
+  1/(k+1) of its speed. The batch's end is found by integrating that speed from its start
+  (``finish``), so it depends on when it runs, not on a fixed multiplier.
+- ``mps``: a batch of size b needs a fraction ``u(b) = min(1, thr(b) / thr_max)`` of the
+  card; with a compute share p% its latency becomes ``L(b) * max(1, u(b) * 100 / p)``.
+- ``mig``: an instance of g of the card's S compute slices: ``L(b) * max(1, u(b) * S / g)``
+  unless the curve was measured on that profile.
+
+Isolation (SPEC §2.5) travels with each mode so the seat cap is never shown without it.
+All of these are models; their assumptions are listed in ``ASSUMPTIONS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from planner.arrivals import COTENANT_STREAM, generators
+from planner.scenario import Sharing
+
+
+@dataclass(frozen=True)
+class Isolation:
+    memory: str
+    fault: str
+
+
+ISOLATION: dict[str, Isolation] = {
+    "exclusive": Isolation(memory="whole card", fault="whole card"),
+    "time-slicing": Isolation(memory="none", fault="none"),
+    "mps": Isolation(memory="capped", fault="not confirmed by the docs"),
+    "mig": Isolation(memory="yes", fault="yes"),
+}
+
+ASSUMPTIONS: dict[str, str] = {
+    "exclusive": "The card runs only this worker; latency is the curve as measured or fitted.",
+    "time-slicing": (
+        "Each co-tenant alternates busy and idle periods drawn from exponential "
+        "distributions (mean busy period as set, idle mean chosen to give its duty cycle). "
+        "While k co-tenants are busy the card alternates among k+1 contexts, so a running "
+        "batch progresses at 1/(k+1) of its speed; context-switch overhead is ignored. "
+        "The scheduler does not see co-tenants: policies plan with the exclusive curve."
+    ),
+    "mps": (
+        "A batch uses a share of the card in proportion to its throughput relative to the "
+        "curve's best throughput; when that exceeds our compute share it slows down in "
+        "proportion. Co-tenants do not time-slice us; memory-bandwidth contention is ignored."
+    ),
+    "mig": (
+        "Unless a curve measured on the profile is stored, a batch that needs more of the "
+        "card than the instance's slices slows down in proportion (the MPS model with the "
+        "instance's share of compute slices); instances do not affect each other."
+    ),
+}
+
+
+def utilisation(table: np.ndarray) -> np.ndarray:
+    """``u(b) = min(1, thr(b) / thr_max)`` for every batch of the table (index 0 = batch 1)."""
+    batches = np.arange(1, table.size + 1, dtype=np.float64)
+    throughput = batches / table
+    return np.minimum(1.0, throughput / throughput.max())
+
+
+def effective_table(table: np.ndarray, sharing: Sharing) -> np.ndarray:
+    """The latency table under ``sharing`` (time-slicing acts in ``finish`` instead)."""
+    table = np.asarray(table, dtype=np.float64)
+    if sharing.mode == "mps":
+        share = 100.0 / float(sharing.mps_share or 100.0)
+        return table * np.maximum(1.0, utilisation(table) * share)
+    if sharing.mode == "mig" and sharing.mig_derived:
+        share = float(sharing.mig_total or 1) / float(sharing.mig_slices or 1)
+        return table * np.maximum(1.0, utilisation(table) * share)
+    return table
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Piecewise-constant speed of our context: ``speed[m]`` on ``[edges[m], edges[m+1])``.
+
+    ``work[m]`` is the work done (in exclusive-card milliseconds) from time 0 to
+    ``edges[m]``. The last segment extends to infinity.
+    """
+
+    edges: np.ndarray
+    speed: np.ndarray
+    work: np.ndarray
+
+
+def cotenant_timeline(sharing: Sharing, seed: int, horizon_ms: float) -> Timeline | None:
+    """The time-slicing speed profile for a run, or None when nothing slows us down.
+
+    Each co-tenant gets its own generator spawned from the scenario's co-tenant stream, so
+    adding a co-tenant leaves the others' activity (and the phases) unchanged.
+    """
+    if sharing.mode != "time-slicing" or not any(d > 0 for d in sharing.cotenants):
+        return None
+    stream = generators(seed)[COTENANT_STREAM]
+    children = np.random.SeedSequence(int(stream.integers(2**63))).spawn(len(sharing.cotenants))
+    changes: list[np.ndarray] = []
+    for duty, child in zip(sharing.cotenants, children, strict=True):
+        if duty <= 0:
+            continue
+        rng = np.random.default_rng(child)
+        changes.append(_busy_changes(rng, duty, sharing.busy_period_ms, horizon_ms))
+    times = np.concatenate([c[:, 0] for c in changes])
+    deltas = np.concatenate([c[:, 1] for c in changes])
+    order = np.argsort(times, kind="mergesort")
+    times, deltas = times[order], deltas[order]
+    busy = np.cumsum(deltas)
+    # Collapse changes at the same instant; the busy count after the last one holds.
+    # Every co-tenant contributes a row at time 0, so the first edge is 0.
+    last = np.r_[times[1:] != times[:-1], True]
+    edges, counts = times[last], busy[last]
+    speed = 1.0 / (counts + 1.0)
+    work = np.r_[0.0, np.cumsum(np.diff(edges) * speed[:-1])]
+    return Timeline(edges=edges, speed=speed, work=work)
+
+
+def _busy_changes(
+    rng: np.random.Generator, duty: float, busy_ms: float, horizon_ms: float
+) -> np.ndarray:
+    """(time, +1/-1) rows: when one co-tenant starts and stops being busy, from time 0."""
+    rows = [(0.0, 0.0)]
+    if duty >= 1.0:
+        return np.array([(0.0, 1.0)])
+    idle_ms = busy_ms * (1.0 - duty) / duty
+    busy = rng.random() < duty  # start in the stationary state
+    t = 0.0
+    if busy:
+        rows.append((0.0, 1.0))
+    while t < horizon_ms:
+        t += rng.exponential(busy_ms if busy else idle_ms)
+        busy = not busy
+        rows.append((t, 1.0 if busy else -1.0))
+    return np.array(rows)
+
+
+@numba.njit(cache=True)
+def finish(edges, speed, work, start, amount):  # type: ignore[no-untyped-def]
+    """When a batch that needs ``amount`` ms of exclusive-card time, started at ``start``,
+    completes under the speed profile."""
+    m = np.searchsorted(edges, start, side="right") - 1
+    target = work[m] + (start - edges[m]) * speed[m] + amount
+    j = np.searchsorted(work, target, side="right") - 1
+    if j < m:
+        j = m
+    return edges[j] + (target - work[j]) / speed[j]

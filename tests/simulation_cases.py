@@ -1,0 +1,84 @@
+"""Hypothesis strategies for random scenarios, shared by the simulator's tests."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from planner.policies import POLICIES
+from planner.scenario import Scenario, Sharing
+
+LAPTOP_FP16 = {1: 9.82, 2: 20.36, 3: 32.71, 4: 46.15, 8: 103.77, 16: 221.25}
+
+
+def straight_line_table(points: dict[int, float], upto: int = 64) -> tuple[float, ...]:
+    """Latency for batch 1..upto by linear interpolation and the last segment's line."""
+    batches = np.array(sorted(points), dtype=float)
+    values = np.array([points[int(b)] for b in batches])
+    b = np.arange(1, upto + 1, dtype=float)
+    inside = np.interp(b, batches, values)
+    slope = (values[-1] - values[-2]) / (batches[-1] - batches[-2])
+    beyond = values[-1] + slope * (b - batches[-1])
+    return tuple(np.where(b > batches[-1], beyond, inside))
+
+
+LAPTOP_TABLE = straight_line_table(LAPTOP_FP16)
+
+
+@st.composite
+def monotone_tables(draw: st.DrawFn, length: int) -> tuple[float, ...]:
+    """A random non-decreasing latency table: sub-linear, linear or super-linear."""
+    first = draw(st.floats(0.5, 60.0, allow_nan=False))
+    exponent = draw(st.sampled_from([0.0, 0.3, 0.7, 1.0, 1.2]))
+    steps = draw(
+        st.lists(st.floats(0.0, 2.0, allow_nan=False), min_size=length - 1, max_size=length - 1)
+    )
+    values = [first]
+    for b, step in enumerate(steps, start=2):
+        values.append(values[-1] + first * step * (b**exponent - (b - 1) ** exponent))
+    return tuple(values)
+
+
+@st.composite
+def sharings(draw: st.DrawFn) -> Sharing:
+    mode = draw(st.sampled_from(["exclusive", "exclusive", "time-slicing", "mps", "mig"]))
+    if mode == "time-slicing":
+        duties = draw(st.lists(st.sampled_from([0.0, 0.3, 0.9, 1.0]), min_size=1, max_size=3))
+        busy = draw(st.sampled_from([5.0, 50.0]))
+        return Sharing(mode="time-slicing", cotenants=tuple(duties), busy_period_ms=busy)
+    if mode == "mps":
+        return Sharing(mode="mps", mps_share=draw(st.sampled_from([10.0, 50.0, 100.0])))
+    if mode == "mig":
+        total = draw(st.sampled_from([4, 7]))
+        return Sharing(mode="mig", mig_slices=draw(st.integers(1, total)), mig_total=total)
+    return Sharing()
+
+
+@st.composite
+def scenarios(draw: st.DrawFn, max_sessions: int = 48) -> Scenario:
+    """Random scenarios across every policy, phase model, sharing mode and frame-rate mix."""
+    sessions = draw(st.integers(1, max_sessions))
+    policy = draw(st.sampled_from(list(POLICIES)))
+    if draw(st.booleans()):
+        fps: tuple[float, ...] = (draw(st.sampled_from([30.0, 15.0, 60.0, 24.0])),)
+    else:
+        fps = tuple(
+            draw(st.lists(st.sampled_from([30.0, 15.0, 25.0, 60.0, 7.5]), min_size=sessions,
+                          max_size=sessions))
+        )  # fmt: skip
+    table_length = max(sessions, draw(st.integers(1, 64)))
+    return Scenario(
+        latency_ms=draw(monotone_tables(table_length)),
+        sessions=sessions,
+        policy=policy,
+        fps=fps,
+        duration_s=draw(st.sampled_from([0.2, 0.5, 1.0, 2.0])),
+        phases=draw(st.sampled_from(["random", "even", "aligned"])),
+        seed=draw(st.integers(0, 2**32)),
+        jitter_ms=draw(st.sampled_from([0.0, 0.0, 1.0, 8.0])),
+        overhead_ms=draw(st.sampled_from([0.0, 5.0])),
+        max_batch=draw(st.one_of(st.none(), st.integers(1, 12))),
+        max_queue_delay_us=draw(st.one_of(st.none(), st.sampled_from([0.0, 500.0, 20000.0]))),
+        slo_ms=draw(st.one_of(st.none(), st.floats(5.0, 200.0))),
+        sharing=draw(sharings()),
+    )

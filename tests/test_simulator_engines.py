@@ -1,0 +1,85 @@
+"""The fast engine against the reference engine, and the invariants both must keep."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner.arrivals import arrivals
+from planner.engine_fast import run_fast
+from planner.engine_reference import run_reference
+from planner.scenario import Scenario, Sharing
+from planner.sharing import effective_table
+from planner.simulate import simulate
+
+from .simulation_cases import LAPTOP_TABLE, scenarios
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_fast_engine_matches_reference_engine_exactly(scenario: Scenario) -> None:
+    fast = run_fast(scenario)
+    reference = run_reference(scenario)
+    assert fast.same_as(reference, tolerance_ms=1e-9) == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios())
+def test_every_frame_is_accounted_for(scenario: Scenario) -> None:
+    r = run_fast(scenario)
+    assert np.array_equal(r.arrived, r.delivered + r.overwritten + r.expired + r.pending)
+    offered = np.diff(arrivals(scenario).start)
+    assert np.array_equal(r.arrived, offered)
+    assert np.all(r.delivered <= r.arrived)
+    assert np.all(np.bincount(r.frame_session, minlength=scenario.sessions) == r.delivered)
+    pairs = set(zip(r.frame_session.tolist(), r.frame_index.tolist(), strict=True))
+    assert len(pairs) == r.frame_session.size  # no frame delivered twice
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios())
+def test_one_batch_at_a_time_and_latency_at_least_batch_one(scenario: Scenario) -> None:
+    r = run_fast(scenario)
+    assert np.all(r.batch_start[1:] >= r.batch_end[:-1])  # the GPU runs one batch at a time
+    assert np.all(r.batch_start < scenario.duration_ms)  # nothing dispatched after the end
+    assert np.all(r.batch_size >= 1) and np.all(r.batch_size <= scenario.sessions)
+    one = effective_table(np.asarray(scenario.latency_ms), scenario.sharing)[0]
+    assert np.all(r.frame_latency >= one - 1e-9)
+    assert np.all(r.frame_arrival <= r.batch_start[r.frame_batch])
+
+
+@settings(max_examples=50, deadline=None)
+@given(scenarios())
+def test_same_scenario_same_result(scenario: Scenario) -> None:
+    assert run_fast(scenario).same_as(run_fast(scenario), tolerance_ms=0.0) == []
+    again = Scenario(**{f: getattr(scenario, f) for f in scenario.__dataclass_fields__})
+    assert again == scenario and hash(again) == hash(scenario)
+
+
+@settings(max_examples=50, deadline=None)
+@given(scenarios(), st.lists(st.sampled_from([0.2, 0.9, 1.0]), min_size=1, max_size=3))
+def test_co_tenants_never_change_the_phases_of_a_seed(
+    scenario: Scenario, duties: list[float]
+) -> None:
+    shared = scenario.with_(sharing=Sharing(mode="time-slicing", cotenants=tuple(duties)))
+    plain, busy = arrivals(scenario), arrivals(shared)
+    assert np.array_equal(plain.times, busy.times) and np.array_equal(plain.start, busy.start)
+
+
+def test_jitter_keeps_frames_in_order_and_inside_the_run() -> None:
+    s = Scenario(latency_ms=LAPTOP_TABLE, sessions=8, jitter_ms=50.0, duration_s=5.0)
+    a = arrivals(s)
+    for i in range(8):
+        times = a.of(i)
+        assert np.all(np.diff(times) >= 0)
+        assert times.min() >= 0 and times.max() < 5000.0
+    assert a.times.size != arrivals(s.with_(jitter_ms=0.0)).times.size or not np.array_equal(
+        a.times, arrivals(s.with_(jitter_ms=0.0)).times
+    )
+
+
+def test_simulate_with_the_reference_engine_gives_the_same_results() -> None:
+    s = Scenario(latency_ms=LAPTOP_TABLE, sessions=5, policy="batch-all", seed=3)
+    fast, reference = simulate(s), simulate(s, engine="reference")
+    assert fast.as_dict() == reference.as_dict()
