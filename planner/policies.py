@@ -6,7 +6,7 @@ plain Python (``.py_func``). At each decision the GPU is free and the engine pas
 
 - ``now``: the decision time (ms);
 - ``pending``: for each session, the arrival time of its pending frame (the newest one),
-  or +inf when it has none;
+  or +inf when it has none (a kernel may overwrite it: the engines rebuild it each time);
 - ``latency``: ``latency[b]`` = the latency of a batch of ``b`` frames as the scheduler
   knows it (index 0 unused);
 - ``params``: ``[max_batch, max_queue_delay_ms, slo_ms]`` (each policy reads its own);
@@ -20,7 +20,10 @@ It returns ``(count, wake)``: run the sessions ``chosen[:count]`` as one batch; 
 Sessions it marks in ``expired`` drop their pending frame as expired.
 
 Adding a policy: write its kernel, add a ``Policy`` entry to ``POLICIES`` and a branch to
-``decide`` — all in this file. The dashboard and the command line list ``POLICIES``.
+``decide`` in this file, and the same branch to the fast engine's switch
+(``planner.engine_fast._loop``, which cannot call ``decide``: see there). The dashboard and
+the command line list ``POLICIES``; the differential test runs every policy in both
+engines, so a policy missing from either switch fails it.
 """
 
 from __future__ import annotations
@@ -49,11 +52,11 @@ class Policy:
 
 # -- kernels -----------------------------------------------------------------------------
 # Every kernel has the signature described in the module docstring. Ties in arrival time
-# are broken by the lower session index; np.argsort(kind="mergesort") is stable, which
-# gives exactly that order.
+# are broken by the lower session index. Kernels allocate nothing: they run at every
+# decision of every simulation.
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _oldest_first(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     best = -1
     for i in range(pending.size):
@@ -65,7 +68,7 @@ def _oldest_first(now, pending, latency, params, state, feedback, chosen, expire
     return 1, _NO_WAKE
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _round_robin(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     # state[0] = 1 + the last session served (0 before the first decision).
     n = pending.size
@@ -79,21 +82,33 @@ def _round_robin(now, pending, latency, params, state, feedback, chosen, expired
     return 0, _NO_WAKE
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _take_oldest(pending, limit, chosen):  # type: ignore[no-untyped-def]
-    """Put up to ``limit`` pending sessions, oldest frame first, into ``chosen``."""
-    order = np.argsort(pending, kind="mergesort")
+    """Put up to ``limit`` pending sessions, oldest frame first, into ``chosen``.
+
+    A bounded insertion sort: sessions are scanned in index order and an equal arrival
+    never moves ahead of an earlier index, so ties go to the lower session index.
+    """
     count = 0
-    for k in range(order.size):
-        i = order[k]
-        if count >= limit or not pending[i] < math.inf:
-            break
-        chosen[count] = i
-        count += 1
+    for i in range(pending.size):
+        arrived = pending[i]
+        if not arrived < math.inf:
+            continue
+        if count < limit:
+            position = count
+            count += 1
+        elif arrived < pending[chosen[count - 1]]:
+            position = count - 1  # displaces the youngest of those taken so far
+        else:
+            continue
+        while position > 0 and pending[chosen[position - 1]] > arrived:
+            chosen[position] = chosen[position - 1]
+            position -= 1
+        chosen[position] = i
     return count
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _batch_all(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     count = 0
     for i in range(pending.size):
@@ -103,12 +118,12 @@ def _batch_all(now, pending, latency, params, state, feedback, chosen, expired):
     return count, _NO_WAKE
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _max_batch(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     return _take_oldest(pending, int(params[0]), chosen), _NO_WAKE
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _triton(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     limit = int(params[0])
     waiting = 0
@@ -125,7 +140,7 @@ def _triton(now, pending, latency, params, state, feedback, chosen, expired):  #
     return 0, deadline
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _aimd(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     # state[1] = the batch cap; 0 means "not started" and reads as 1.
     cap = max(1.0, state[1])
@@ -138,30 +153,24 @@ def _aimd(now, pending, latency, params, state, feedback, chosen, expired):  # t
     return _take_oldest(pending, int(cap), chosen), _NO_WAKE
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _deadline(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     slo = params[2]
-    live = pending.copy()
-    for i in range(live.size):
-        if live[i] < math.inf and now + latency[1] > live[i] + slo:
+    for i in range(pending.size):
+        if pending[i] < math.inf and now + latency[1] > pending[i] + slo:
             expired[i] = True  # cannot finish within the objective even alone
-            live[i] = math.inf
-    order = np.argsort(live, kind="mergesort")
-    waiting = 0
-    while waiting < order.size and live[order[waiting]] < math.inf:
-        waiting += 1
+            pending[i] = math.inf
+    waiting = _take_oldest(pending, pending.size, chosen)
     if waiting == 0:
         return 0, _NO_WAKE
     # The oldest frame has the earliest deadline, so a batch of the k oldest meets every
     # deadline exactly when it meets the oldest one's; the largest such k runs.
-    oldest = live[order[0]]
+    oldest = pending[chosen[0]]
     size = 1
     for k in range(waiting, 0, -1):
         if now + latency[k] <= oldest + slo:
             size = k
             break
-    for k in range(size):
-        chosen[k] = order[k]
     return size, _NO_WAKE
 
 
@@ -200,7 +209,7 @@ POLICIES: dict[str, Policy] = {
 }
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def decide(pid, now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     """Dispatch to the kernel of policy ``pid`` (``Policy.pid``)."""
     if pid == 0:
