@@ -307,7 +307,7 @@ def test_the_samples_directory_is_there() -> None:
     assert len(sample_names()) >= len(EXPECTED), f"samples missing under {SAMPLES}"
 
 
-@pytest.mark.parametrize("name", sample_names())
+@pytest.mark.parametrize("name", sample_names(), ids=sample_names())
 def test_sample_imports_correctly_or_is_refused_with_a_reason(name: str) -> None:
     expected = EXPECTED.get(name)
     assert expected is not None, f"new sample {name}: write its expected outcome in EXPECTED"

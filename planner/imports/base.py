@@ -286,13 +286,16 @@ class Table:
 
     Header cells keep their spelling (for messages); ``index`` finds a column by its
     name in any case. Blank lines are skipped, and empty cells that trail past the header
-    are dropped (older perf_analyzer versions end every data row with a comma).
+    are dropped (older perf_analyzer versions end every data row with a comma). Records
+    wider than the header are left out and described in ``problems``, which a parser
+    raises once it has checked the header (a wrong header explains more).
     """
 
     name: str
     header: list[str]
     header_line: int
     records: list[tuple[int, list[str]]]
+    problems: list[str]
 
     def index(self, *names: str) -> int | None:
         """Position of the first column called one of ``names`` (any case), or None."""
@@ -304,7 +307,7 @@ class Table:
 
 
 def read_table(name: str, text: str) -> Table:
-    """The header and records of a CSV table; BadInput for a record wider than the header."""
+    """The header and records of a CSV table; BadInput if it is empty or not CSV."""
     reader = csv.reader(io.StringIO(text, newline=""))
     header: list[str] | None = None
     header_line = 0
@@ -333,9 +336,9 @@ def read_table(name: str, text: str) -> Table:
         raise BadInput(f"{name} line {reader.line_num}: not a readable CSV table ({exc})") from None
     if header is None:
         raise BadInput(f"{name}: file is empty")
-    if problems:
-        raise BadInput(problems)
-    return Table(name=name, header=header, header_line=header_line, records=records)
+    return Table(
+        name=name, header=header, header_line=header_line, records=records, problems=problems
+    )
 
 
 def table_number(cell: str, column: str, *, positive: bool = False) -> float:

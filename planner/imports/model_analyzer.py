@@ -101,7 +101,7 @@ def parse(name: str, text: str, options: ImportOptions) -> ParsedFile:
         raise BadInput(
             f"{name} line {table.header_line}: missing required column(s) {', '.join(missing)}"
         )
-    if not table.records:
+    if not table.records and not table.problems:
         raise BadInput(f"{name}: has a header but no data rows")
     runs = _read_runs(table, load_column)
 
@@ -170,7 +170,7 @@ def _reject_tables_without_latency(table: Table) -> None:
 
 def _read_runs(table: Table, load_column: str) -> list[_Run]:
     runs: list[_Run] = []
-    problems: list[str] = []
+    problems: list[str] = list(table.problems)
     for line, cells in table.records:
         where = f"{table.name} line {line}"
 

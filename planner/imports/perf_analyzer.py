@@ -126,10 +126,10 @@ def parse(name: str, text: str, options: ImportOptions) -> ParsedFile:
                 f"{name} line {table.header_line}: missing required column(s) p50 latency "
                 f"(or, for perf_client files without percentiles, {', '.join(missing)})"
             )
-    if not table.records:
+    if not table.records and not table.problems:
         raise BadInput(f"{name}: has a header but no data rows")
     measured: list[_Measured] = []
-    problems: list[str] = []
+    problems: list[str] = list(table.problems)
     if len(options.batch) != 1:
         problems.append(
             f"{name}: a perf_analyzer CSV does not record the batch size; give the run's -b "
