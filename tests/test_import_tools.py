@@ -310,6 +310,18 @@ def test_nexus_options_name_the_curve_but_a_different_resolution_is_an_error() -
     assert read(("ssd.txt", NEXUS_2019), resolution="512X288").curves[0].resolution == "512x288"
 
 
+def test_nexuslb_six_column_layout_uses_peak_memory() -> None:
+    text = (
+        "tensorflow:resnet_0:1\nTesla_K80\nGenericCPU\nForward latency\n"
+        "batch,latency(us),std(us),static memory(B),peak memory(B),repeat\n"
+        "1,20232,638,536870912,1073741824,10\n"
+        "2,30232,700,536870912,2147483648,10\n"
+    )
+    (curve,) = read(("lb.txt", text)).curves
+    assert [p.memory_mb for p in curve.points] == [1024.0, 2048.0]  # peak, not static
+    assert curve.latencies == (20.232, 30.232)
+
+
 def test_nexus_header_units_are_honoured() -> None:
     text = NEXUS_2019.replace("latency(us),std(us)", "latency(ms),std(ms)")
     assert read(("ms.txt", text)).curves[0].latencies == (5120.5, 7340.0, 11800.3)
