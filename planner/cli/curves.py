@@ -37,22 +37,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Import batch curves from files. Every file is read completely first; if any row "
             "is bad nothing is stored and every problem is listed with its line. Files with "
             "the same metadata merge into one curve; importing the same data twice stores it "
-            f"once. Files over {MAX_FILE_BYTES // 1024 // 1024} MiB are refused."
+            f"once. Files over {MAX_FILE_BYTES // 1024 // 1024} MiB are refused. Formats, "
+            "detected from the content: csv and json (the planner's own), perf-analyzer "
+            "(Triton perf_analyzer -f CSV; needs --batch), model-analyzer (Triton Model "
+            "Analyzer metrics-model-inference.csv; one curve per model config) and nexus "
+            "(a Nexus model profile). Which row and latency each format stores is printed "
+            "as notes on standard error."
         ),
     )
     imp.add_argument("files", nargs="+", type=Path, help="files to import")
     imp.add_argument("--format", default="auto", help=f"one of {', '.join(FORMATS)} (default auto)")
-    imp.add_argument("--model", help="model name, for files that do not state it")
-    imp.add_argument("--card", help="card name, for files that do not state it")
+    imp.add_argument(
+        "--model",
+        help="model name, for files that do not state it; names the curve in place of a "
+        "tool's own name (Triton model, Nexus profile)",
+    )
+    imp.add_argument(
+        "--card",
+        help="card name, for files that do not state it; names the card in place of a Nexus "
+        "device name",
+    )
     imp.add_argument("--precision", help="fp32, fp16, bf16 or int8")
     imp.add_argument("--resolution", help="input resolution WIDTHxHEIGHT, e.g. 512x288")
     imp.add_argument("--mig-profile", help="MIG profile the curve was measured on, e.g. 3g.40gb")
     imp.add_argument("--notes", help="free-form notes stored with the curve")
     imp.add_argument(
         "--batch",
-        help="batch size of perf_analyzer runs (its -b): one value, or one per file",
+        help="batch size of perf_analyzer runs (their -b): one value for all perf_analyzer "
+        "files, or one per perf_analyzer file in order, e.g. 1,2,4",
     )
-    imp.add_argument("--config", help="Model Analyzer: import only this model config")
+    imp.add_argument(
+        "--config", help="Model Analyzer: import only this model config (e.g. add_sub_config_3)"
+    )
     imp.add_argument("--json", action="store_true", help="print the stored curves as JSON")
     imp.set_defaults(handler=import_curves)
 

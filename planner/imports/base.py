@@ -8,8 +8,11 @@ curve. Nothing is stored here; the caller stores the curves in one transaction.
 
 from __future__ import annotations
 
+import csv
+import io
+import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.curve import (
@@ -56,12 +59,17 @@ class ImportOptions:
 
 @dataclass(frozen=True)
 class Row:
-    """One point read from a file, with the metadata that file states for it."""
+    """One point read from a file, with the metadata that file states for it.
+
+    ``variant`` separates rows whose metadata is equal but which belong to different
+    curves, such as two model configurations in one Model Analyzer table.
+    """
 
     point: Point
     metadata: Mapping[str, str | None]
     where: str  # "file.csv line 3"
     environment: Mapping[str, Any] = field(default_factory=dict)
+    variant: str | None = None
 
 
 @dataclass
@@ -149,6 +157,25 @@ def resolve_metadata(
     return merged
 
 
+def tool_metadata(
+    named: Mapping[str, str | None],
+    stated: Mapping[str, str | None],
+    options: ImportOptions,
+    where: str,
+) -> dict[str, str | None]:
+    """Metadata for a row of a benchmark tool's file.
+
+    ``named`` holds the tool's own identifiers (a Triton model name, a Nexus device name):
+    they name the curve only where the options leave the field empty, because a tool's
+    naming is not the planner's (``Tesla_T4`` versus the catalogue's ``t4``). ``stated``
+    holds facts the file records (an input resolution): like a column of the planner's
+    own CSV, they are checked against the options by :func:`resolve_metadata`.
+    """
+    given = options.metadata()
+    defaults = {k: v for k, v in named.items() if v and not (given.get(k) or "").strip()}
+    return resolve_metadata({**stated, **defaults}, options, where)
+
+
 def _canonical(name: str, value: str) -> str | None:
     try:
         if name == "precision":
@@ -185,11 +212,11 @@ def rows_to_curves(rows: Iterable[Row], options: ImportOptions) -> list[Curve]:
         except BadInput as exc:
             problems.extend(f"{row.where}: {p}" for p in exc.problems)
             continue
-        groups.setdefault(key, []).append(row)
+        groups.setdefault((*key, row.variant), []).append(row)
     if problems:
         raise BadInput(_dedupe(problems))
-    curves = []
-    for (model, card, precision, resolution, mig), group in groups.items():
+    curves: dict[str, Curve] = {}
+    for (model, card, precision, resolution, mig, _variant), group in groups.items():
         seen: dict[int, Row] = {}
         for row in group:
             earlier = seen.get(row.point.batch)
@@ -205,25 +232,127 @@ def rows_to_curves(rows: Iterable[Row], options: ImportOptions) -> list[Curve]:
         if notes:
             environment["notes"] = "; ".join(dict.fromkeys(n for n in notes if n))
         for row in group:
-            environment.update(row.environment)
+            environment = merge_environment(environment, row.environment)
         if problems:
             continue
-        curves.append(
-            make_curve(
-                model=model,
-                card=card,
-                precision=precision,
-                resolution=resolution,
-                mig_profile=mig,
-                points=[r.point for r in seen.values()],
-                source=options.source,
-                environment=environment,
-            )
+        curve = make_curve(
+            model=model,
+            card=card,
+            precision=precision,
+            resolution=resolution,
+            mig_profile=mig,
+            points=[r.point for r in seen.values()],
+            source=options.source,
+            environment=environment,
         )
+        # Two variants that measured exactly the same points are one curve (its id is the
+        # same); keep one and let its environment name both.
+        earlier_curve = curves.get(curve.id)
+        if earlier_curve is not None:
+            curve = replace(
+                earlier_curve,
+                environment=merge_environment(earlier_curve.environment, curve.environment),
+            )
+        curves[curve.id] = curve
     if problems:
         raise BadInput(problems)
-    return curves
+    return list(curves.values())
+
+
+def merge_environment(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` updated with ``extra``; text values that differ are joined with "; ".
+
+    Rows merged into one curve can come from different files or table rows; each row's
+    account of itself (which row was used, which configuration) is kept, not overwritten.
+    """
+    merged = dict(base)
+    for key, value in extra.items():
+        old = merged.get(key)
+        if isinstance(old, str) and isinstance(value, str) and old and value:
+            parts = list(dict.fromkeys([*old.split("; "), *value.split("; ")]))
+            merged[key] = "; ".join(parts)
+        else:
+            merged[key] = value
+    return merged
 
 
 def _dedupe(problems: list[str]) -> list[str]:
     return list(dict.fromkeys(problems))
+
+
+@dataclass(frozen=True)
+class Table:
+    """A CSV table from a tool: the header cells and the data records with line numbers.
+
+    Header cells keep their spelling (for messages); ``index`` finds a column by its
+    name in any case. Blank lines are skipped, and empty cells that trail past the header
+    are dropped (older perf_analyzer versions end every data row with a comma). Records
+    wider than the header are left out and described in ``problems``, which a parser
+    raises once it has checked the header (a wrong header explains more).
+    """
+
+    name: str
+    header: list[str]
+    header_line: int
+    records: list[tuple[int, list[str]]]
+    problems: list[str]
+
+    def index(self, *names: str) -> int | None:
+        """Position of the first column called one of ``names`` (any case), or None."""
+        lowered = [h.strip().lower() for h in self.header]
+        for wanted in names:
+            if wanted.lower() in lowered:
+                return lowered.index(wanted.lower())
+        return None
+
+
+def read_table(name: str, text: str) -> Table:
+    """The header and records of a CSV table; BadInput if it is empty or not CSV."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header: list[str] | None = None
+    header_line = 0
+    records: list[tuple[int, list[str]]] = []
+    problems: list[str] = []
+    try:
+        for record in reader:
+            cells = [c.strip() for c in record]
+            if not any(cells):
+                continue
+            if header is None:
+                while cells and not cells[-1]:
+                    cells.pop()
+                header, header_line = cells, reader.line_num
+                continue
+            while len(cells) > len(header) and not cells[-1]:
+                cells.pop()
+            if len(cells) > len(header):
+                problems.append(
+                    f"{name} line {reader.line_num}: {len(cells)} cells but the header has "
+                    f"{len(header)}"
+                )
+                continue
+            records.append((reader.line_num, cells + [""] * (len(header) - len(cells))))
+    except csv.Error as exc:
+        raise BadInput(f"{name} line {reader.line_num}: not a readable CSV table ({exc})") from None
+    if header is None:
+        raise BadInput(f"{name}: file is empty")
+    return Table(
+        name=name, header=header, header_line=header_line, records=records, problems=problems
+    )
+
+
+def table_number(cell: str, column: str, *, positive: bool = False) -> float:
+    """A finite, non-negative number from a table cell (above zero when ``positive``)."""
+    if not cell:
+        raise BadInput(f"{column} is empty")
+    try:
+        value = float(cell)
+    except ValueError:
+        raise BadInput(f"{column} {cell!r} is not a number") from None
+    if not math.isfinite(value):
+        raise BadInput(f"{column} {cell!r} is not a finite number")
+    if positive and value <= 0:
+        raise BadInput(f"{column} {cell!r} must be above zero")
+    if value < 0:
+        raise BadInput(f"{column} {cell!r} is negative")
+    return value
