@@ -114,6 +114,10 @@ def describe(device: str) -> dict[str, Any]:
             info["hip"] = torch.version.hip
         if torch.backends.cudnn.is_available():
             info["cudnn"] = str(torch.backends.cudnn.version())
+        # FP32 convolutions run on TF32 tensor cores by default on Ampere and newer: an
+        # "fp32" curve means that unless this says otherwise.
+        info["tf32_convolutions"] = bool(torch.backends.cudnn.allow_tf32)
+        info["tf32_matmul"] = bool(torch.backends.cuda.matmul.allow_tf32)
         uuid = getattr(props, "uuid", None)
         info.update(nvidia_smi(str(uuid) if uuid is not None else None))
         info["cpu"] = cpu_model()

@@ -408,9 +408,9 @@ class _Sweep:
             lowered = str(exc).lower()
             if "guard" in lowered or "size()[0]" in lowered:
                 message += (
-                    " (a torch.export archive accepts other batch sizes only if it was "
-                    "exported with a dynamic batch dimension, "
-                    "dynamic_shapes={'x': {0: Dim('batch')}})"
+                    " (a torch.export archive accepts only the batch sizes it was exported "
+                    "for: export it with dynamic_shapes=({0: torch.export.Dim('batch', "
+                    "max=N)},) covering the batches to measure)"
                 )
             elif not points and precision != "fp32":
                 message += (
