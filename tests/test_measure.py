@@ -476,6 +476,8 @@ def no_cuda(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         (("--device", "tpu"), "device 'tpu' is not one of cuda, cpu, mps"),
         (("--device", "cuda"), "--device cuda: CUDA is not available here"),
         (("--input-shape", "3,8,8"), "the reference model takes --resolution"),
+        (("--out", "no-such-folder/curve.csv"), "the folder no-such-folder does not exist"),
+        (("--out", "."), "--out . is a folder"),
     ],
 )
 def test_bad_options_exit_2_with_one_line(cli, no_cuda, args, expected) -> None:

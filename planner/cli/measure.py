@@ -174,6 +174,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def measure(args: argparse.Namespace) -> int:
     options = options_from_args(args)
     resolve_device(options.device)  # an unusable --device is bad input: say so first
+    if args.out is not None and args.out.is_dir():
+        raise BadInput(f"--out {args.out} is a folder; give a file name ending in .csv or .json")
     if args.out is not None and not args.out.parent.is_dir():
         raise BadInput(f"--out {args.out}: the folder {args.out.parent} does not exist")
     if args.store:
