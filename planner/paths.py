@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import platformdirs
-
 _PACKAGE = Path(__file__).resolve().parent
 
 
@@ -24,4 +22,8 @@ def default_store_path() -> Path:
     configured = os.environ.get("PLANNER_DB", "").strip()
     if configured:
         return Path(configured).expanduser()
+    # Imported here so that commands which never open a store (``planner measure`` on a
+    # GPU host with only PyTorch installed) do not need it.
+    import platformdirs
+
     return Path(platformdirs.user_data_dir("gpu-seat-planner", appauthor=False)) / "planner.duckdb"
