@@ -1,0 +1,157 @@
+"""Sweeps: one call that simulates a grid of policies x session counts x seeds.
+
+Seeds are pooled the way the recommendation judges an option (SPEC §3.5): latency
+percentiles over the delivered frames of all seeds together, the slowest session's frame
+rate on the worst seed, overwritten and expired fractions over all frames. The dashboard
+draws its charts from these rows and recomputes them on every control change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from planner.ensemble import Outcome, run_many
+from planner.errors import BadInput
+from planner.policies import POLICIES
+from planner.scenario import Scenario
+from planner.units import FramesPerSecond, Milliseconds
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """One (policy, mode, session count) over several seeds.
+
+    ``latency_ms`` is the ``percentile``-th GPU-side latency over the delivered frames of
+    all seeds (None when nothing was delivered); end-to-end latency adds the scenario's
+    per-frame overhead. ``frames_beyond`` is how many frames lie beyond that percentile:
+    under 10 and the percentile is low-confidence.
+    """
+
+    policy: str
+    mode: str
+    sessions: int
+    seeds: tuple[int, ...]
+    percentile: float
+    latency_ms: Milliseconds | None
+    e2e_latency_ms: Milliseconds | None
+    p50_ms: Milliseconds | None
+    p90_ms: Milliseconds | None
+    p99_ms: Milliseconds | None
+    max_ms: Milliseconds | None
+    frames: int
+    min_fps_by_seed: tuple[FramesPerSecond, ...]
+    mean_fps: FramesPerSecond
+    overwritten_fraction: float
+    expired_fraction: float
+    gpu_busy_fraction: float
+    batch_sizes: tuple[int, ...]  # batch_sizes[b] = batches of b frames, all seeds
+
+    @property
+    def min_fps(self) -> FramesPerSecond:
+        """The slowest session's frame rate on the worst seed."""
+        return min(self.min_fps_by_seed)
+
+    @property
+    def frames_beyond(self) -> float:
+        return self.frames * (1.0 - self.percentile / 100.0)
+
+    @property
+    def low_confidence(self) -> bool:
+        return self.frames_beyond < 10
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "mode": self.mode,
+            "sessions": self.sessions,
+            "percentile": self.percentile,
+            "latency_ms": self.latency_ms,
+            "e2e_latency_ms": self.e2e_latency_ms,
+            "p50_ms": self.p50_ms,
+            "p90_ms": self.p90_ms,
+            "p99_ms": self.p99_ms,
+            "max_ms": self.max_ms,
+            "frames": self.frames,
+            "low_confidence": self.low_confidence,
+            "min_fps": self.min_fps,
+            "mean_fps": self.mean_fps,
+            "overwritten_fraction": self.overwritten_fraction,
+            "expired_fraction": self.expired_fraction,
+            "gpu_busy_fraction": self.gpu_busy_fraction,
+        }
+
+
+def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
+    """Pool the outcomes of one option at one session count (one outcome per seed)."""
+    first = outcomes[0].scenario
+    latencies = np.concatenate([o.latency_ms for o in outcomes])
+    if latencies.size:
+        p, p50, p90, p99 = (
+            float(v) for v in np.percentile(latencies, [percentile, 50.0, 90.0, 99.0])
+        )
+        worst: float | None = float(latencies.max())
+    else:
+        p = p50 = p90 = p99 = worst = None  # type: ignore[assignment]
+    arrived = max(sum(o.arrived for o in outcomes), 1)
+    width = max(o.batch_sizes.size for o in outcomes)
+    sizes = np.zeros(width, np.int64)
+    for o in outcomes:
+        sizes[: o.batch_sizes.size] += o.batch_sizes
+    return Pooled(
+        policy=first.policy,
+        mode=first.sharing.mode,
+        sessions=first.sessions,
+        seeds=tuple(o.scenario.seed for o in outcomes),
+        percentile=percentile,
+        latency_ms=p,
+        e2e_latency_ms=None if p is None else p + first.overhead_ms,
+        p50_ms=p50,
+        p90_ms=p90,
+        p99_ms=p99,
+        max_ms=worst,
+        frames=int(latencies.size),
+        min_fps_by_seed=tuple(o.min_fps for o in outcomes),
+        mean_fps=float(np.mean([o.fps.mean() for o in outcomes])),
+        overwritten_fraction=sum(o.overwritten for o in outcomes) / arrived,
+        expired_fraction=sum(o.expired for o in outcomes) / arrived,
+        gpu_busy_fraction=float(np.mean([o.gpu_busy_fraction for o in outcomes])),
+        batch_sizes=tuple(int(v) for v in sizes),
+    )
+
+
+def sweep(
+    template: Scenario,
+    policies: Iterable[str] = tuple(POLICIES),
+    sessions: Iterable[int] = range(1, 33),
+    seeds: Iterable[int] = range(4),
+    percentile: float = 99.0,
+) -> list[Pooled]:
+    """Simulate every policy x session count, pooling the seeds; rows in that order.
+
+    ``template`` gives everything else (curve table, frame rate, duration, phases, jitter,
+    overhead, policy parameters, sharing); its table must cover the largest session
+    count, and it must give one frame rate for all sessions.
+    """
+    policies, counts, seeds = list(policies), sorted(set(sessions)), list(seeds)
+    if len(template.fps) != 1:
+        raise BadInput("a sweep over session counts needs one frame rate for all sessions")
+    if not counts or not seeds or not policies:
+        raise BadInput("a sweep needs at least one policy, one session count and one seed")
+    if not 0.0 < percentile < 100.0:
+        raise BadInput("the percentile must be above 0 and below 100")
+    grid = [
+        template.with_(policy=p, sessions=n, seed=s) for p in policies for n in counts for s in seeds
+    ]
+    outcomes = run_many(grid)
+    k = len(seeds)
+    return [pool(outcomes[i : i + k], percentile) for i in range(0, len(outcomes), k)]
+
+
+def table(rows: Sequence[Pooled]) -> dict[str, list[Any]]:
+    """Rows as columns (``pandas.DataFrame(table(rows))`` makes a data frame)."""
+    dicts = [r.as_dict() for r in rows]
+    return {key: [d[key] for d in dicts] for key in (dicts[0] if dicts else {})}
