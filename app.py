@@ -7,6 +7,8 @@ inputs, calls the library and renders what it returns. The pages are listed in
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from dashboard.navigation import pages
@@ -14,10 +16,12 @@ from dashboard.state import store
 from dashboard.text import md_list
 from planner.errors import PlannerError
 
+WORDMARK = Path(__file__).resolve().parent / "dashboard" / "assets" / "wordmark.svg"
+
 st.set_page_config(page_title="GPU Seat Planner", page_icon=":material/memory:", layout="wide")
+st.logo(str(WORDMARK), size="large")
 page = st.navigation(pages())
 with st.sidebar:
-    st.markdown("### GPU Seat Planner")
     st.caption("How many live camera sessions can one GPU hold?")
 
 try:

@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from dashboard.navigation import PAGES
+
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parent.parent
@@ -179,8 +181,14 @@ def screenshot(page: Page, name: str) -> Path:
     return path
 
 
+def page_url(server: str, script: str) -> str:
+    """Where a page is served: the landing page at ``/``, the others at their path."""
+    entry = next(e for e in PAGES if e.script == script)
+    return f"{server}/" if entry is PAGES[0] else f"{server}/{entry.url_path}"
+
+
 def test_curves_page_upload_journey(server: str, page: Page, tmp_path: Path) -> None:
-    page.goto(f"{server}/")
+    page.goto(page_url(server, "curves.py"))
     expect(page.get_by_role("heading", name="Batch curves")).to_be_visible()
     expect(page.get_by_text("5 of 5 stored curves")).to_be_visible()
     expect(page.get_by_text("latency per call (ms)").first).to_be_visible()
@@ -218,7 +226,7 @@ def test_curves_page_upload_journey(server: str, page: Page, tmp_path: Path) -> 
 
 
 def test_a_link_to_an_unknown_curve_opens_with_a_message(server: str, page: Page) -> None:
-    page.goto(f"{server}/?curve=<script>alert(1)</script>")
+    page.goto(page_url(server, "curves.py") + "?curve=<script>alert(1)</script>")
     expect(page.get_by_text("No stored curve has the id", exact=False)).to_be_visible()
     expect(page.get_by_text("<script>alert(1)</script>", exact=False)).to_be_visible()
     expect(page.get_by_role("heading", name="Batch curves")).to_be_visible()

@@ -36,6 +36,15 @@ def run(at: AppTest) -> AppTest:
     return at
 
 
+def open_curves(at: AppTest) -> AppTest:
+    """Run the app and show the Curves page (whichever page is the landing page)."""
+    run(at)
+    if PAGES[0].script != "curves.py":
+        at.switch_page("dashboard/pages/curves.py")
+        run(at)
+    return at
+
+
 def db() -> Store:
     return store()  # the very store the app uses (same process, same cache)
 
@@ -65,17 +74,18 @@ def upload(at: AppTest, name: str, data: bytes, **fields: str) -> AppTest:
 
 
 def test_app_renders_the_curves_page_on_a_fresh_store(app: AppTest) -> None:
-    run(app)
+    open_curves(app)
     assert texts(app.title) == ["Batch curves"]
     rows = table(app, "curves_table")
     assert len(rows) == 5 and {r["source"] for r in rows} == {"built-in"}
     assert set(rows[0]) >= {"id", "model", "card", "MIG profile", "precision", "resolution"}
     assert rows[0]["points"] == len(db().curve(str(rows[0]["id"])).points)
-    assert "GPU Seat Planner" in app.sidebar.markdown[0].value
+    assert "camera sessions" in app.sidebar.caption[0].value
+    assert "GPU Seat Planner" in (REPO / "dashboard" / "assets" / "wordmark.svg").read_text()
 
 
 def test_every_widget_has_an_explicit_key(app: AppTest) -> None:
-    run(app)
+    open_curves(app)
     upload(app, "new.csv", GOOD_CSV, model="m", card="t4")
     widgets = [node for node in app._tree if isinstance(node, Widget)]
     assert len(widgets) > 15
@@ -83,7 +93,7 @@ def test_every_widget_has_an_explicit_key(app: AppTest) -> None:
 
 
 def test_selected_curve_shows_points_metadata_and_charts_with_units(app: AppTest) -> None:
-    run(app)
+    open_curves(app)
     shown = db().curve(app.selectbox(key="curve").value)
     assert app.subheader[0].value  # the curve's label, escaped
     assert table(app, f"points_editor_{shown.id}")[0]["batch"] == shown.points[0].batch
@@ -106,7 +116,7 @@ def test_selected_curve_shows_points_metadata_and_charts_with_units(app: AppTest
 
 
 def test_filters_narrow_the_table(app: AppTest) -> None:
-    run(app)
+    open_curves(app)
     app.selectbox(key="card").set_value("server-24gb")
     run(app)
     rows = table(app, "curves_table")
@@ -120,17 +130,17 @@ def test_filters_narrow_the_table(app: AppTest) -> None:
 def test_a_link_to_a_curve_opens_it_and_an_unknown_id_says_so(app: AppTest) -> None:
     server = db().curves(card="server-24gb")[0]
     app.query_params["curve"] = server.id
-    run(app)
+    open_curves(app)
     assert app.selectbox(key="curve").value == server.id
     assert app.query_params["curve"] == [server.id] or app.query_params["curve"] == server.id
     other = AppTest.from_file(str(REPO / "app.py"), default_timeout=30)
     other.query_params["curve"] = "nosuchcurve0"
-    run(other)
+    open_curves(other)
     assert any("No stored curve has the id" in w for w in texts(other.warning))
 
 
 def test_a_good_upload_shows_a_preview_and_stores_only_on_save(app: AppTest) -> None:
-    run(app)
+    open_curves(app)
     upload(app, "new card.csv", GOOD_CSV, model="yolo", card="t4", precision="fp16")
     preview = table(app, "upload_preview")
     assert [(r["model"], r["card"], r["points"], r["already stored"]) for r in preview] == [
@@ -154,7 +164,7 @@ def test_a_good_upload_shows_a_preview_and_stores_only_on_save(app: AppTest) -> 
 
 
 def test_metadata_typed_in_the_form_is_checked_before_the_files(app: AppTest) -> None:
-    run(app)
+    open_curves(app)
     upload(app, "new.csv", GOOD_CSV, model="yolo", card="t4", resolution="wide", batch="0")
     (error,) = texts(app.error)
     assert "resolution" in error and "batch" in error
@@ -162,7 +172,7 @@ def test_metadata_typed_in_the_form_is_checked_before_the_files(app: AppTest) ->
 
 
 def test_a_bad_upload_lists_every_problem_and_stores_nothing(app: AppTest) -> None:
-    run(app)
+    open_curves(app)
     upload(app, "bad.csv", BAD_CSV, model="yolo", card="t4")
     (error,) = texts(app.error)
     assert "nothing was stored" in error
@@ -173,7 +183,7 @@ def test_a_bad_upload_lists_every_problem_and_stores_nothing(app: AppTest) -> No
 
 
 def test_a_file_without_model_or_card_asks_for_them(app: AppTest) -> None:
-    run(app)
+    open_curves(app)
     upload(app, "bare.csv", GOOD_CSV)
     (error,) = texts(app.error)
     assert "model is missing" in error and "card is missing" in error
@@ -181,7 +191,7 @@ def test_a_file_without_model_or_card_asks_for_them(app: AppTest) -> None:
 
 
 def test_user_text_is_shown_literally_not_as_markup(app: AppTest) -> None:
-    run(app)
+    open_curves(app)
     hostile = "**bold** [x](https://example.com) :red[red] <b>b</b>"
     upload(app, "x.csv", GOOD_CSV, model=hostile, card="t4")
     app.button(key="upload_save").click()
@@ -194,7 +204,7 @@ def test_user_text_is_shown_literally_not_as_markup(app: AppTest) -> None:
 
 
 def test_editing_points_saves_a_new_curve_and_keeps_the_old(app: AppTest) -> None:
-    run(app)
+    open_curves(app)
     original = db().curve(app.selectbox(key="curve").value)
     app.session_state[f"points_editor_{original.id}"] = {
         "edited_rows": {0: {"latency_ms": 10.0}},
@@ -214,7 +224,7 @@ def test_editing_points_saves_a_new_curve_and_keeps_the_old(app: AppTest) -> Non
 
 
 def test_invalid_edits_are_reported_and_nothing_is_saved(app: AppTest) -> None:
-    run(app)
+    open_curves(app)
     original = db().curve(app.selectbox(key="curve").value)
     app.session_state[f"points_editor_{original.id}"] = {
         "edited_rows": {1: {"latency_ms": -4.0}},
@@ -231,7 +241,7 @@ def test_invalid_edits_are_reported_and_nothing_is_saved(app: AppTest) -> None:
 
 
 def test_unchanged_points_are_not_saved_again(app: AppTest) -> None:
-    run(app)
+    open_curves(app)
     app.button(key="points_save").click()
     run(app)
     assert any("unchanged" in i for i in texts(app.info))
@@ -239,7 +249,7 @@ def test_unchanged_points_are_not_saved_again(app: AppTest) -> None:
 
 
 def test_deleting_an_unused_curve(app: AppTest) -> None:
-    run(app)
+    open_curves(app)
     doomed = app.selectbox(key="curve").value
     app.button(key="curve_delete").click()
     run(app)
@@ -249,7 +259,7 @@ def test_deleting_an_unused_curve(app: AppTest) -> None:
 
 
 def test_deleting_a_curve_that_plans_use_asks_first(app: AppTest) -> None:
-    run(app)
+    open_curves(app)
     used = app.selectbox(key="curve").value
     plan_id = db().save_plan(saved_params(PlanParams(curve=used)))
     app.button(key="curve_delete").click()
