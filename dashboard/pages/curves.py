@@ -98,10 +98,11 @@ def browse(db: Store) -> None:
     linked = st.query_params.get("curve")
     if linked and all(c.id != linked for c in everything):
         st.warning(f"No stored curve has the id {md(repr(linked[:40]))}; showing another one.")
+    if linked in by_id and "curve" not in st.session_state:
+        st.session_state["curve"] = linked  # the link's choice, on the page's first run
     chosen = st.selectbox(
         "Curve to show",
         list(by_id),
-        index=list(by_id).index(linked) if linked in by_id else 0,
         format_func=lambda i: f"{by_id[i].label}  ({i})",
         key="curve",
     )
