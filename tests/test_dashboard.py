@@ -13,6 +13,7 @@ from streamlit.testing.v1.element_tree import Widget
 
 from dashboard.navigation import PAGES, PAGES_DIR
 from dashboard.state import store
+from planner.imports import MAX_FILE_BYTES
 from planner.links import PlanParams, saved_params
 from planner.store import Store
 
@@ -182,6 +183,15 @@ def test_a_bad_upload_lists_every_problem_and_stores_nothing(app: AppTest) -> No
     assert len(db().curves()) == 5
 
 
+def test_a_file_over_the_size_limit_is_refused(app: AppTest) -> None:
+    open_curves(app)
+    huge = GOOD_CSV + b"#" * MAX_FILE_BYTES  # AppTest does not apply the server's limit
+    upload(app, "huge.csv", huge, model="m", card="t4")
+    (error,) = texts(app.error)
+    assert "over the 5 MiB limit" in error
+    assert len(db().curves()) == 5
+
+
 def test_a_file_without_model_or_card_asks_for_them(app: AppTest) -> None:
     open_curves(app)
     upload(app, "bare.csv", GOOD_CSV)
@@ -288,3 +298,24 @@ def test_every_page_entry_has_a_script_and_links_open_the_right_page() -> None:
         if entry.params is not None:
             expected = "" if index == 0 else entry.url_path
             assert entry.params.page_path == expected
+
+
+def _link_page() -> None:
+    import streamlit as st
+
+    from dashboard.ui import link_params
+    from planner.links import PlanParams, encode
+
+    params = link_params(PlanParams)
+    st.text(repr(sorted(encode(params).items())))
+
+
+def test_link_params_restore_a_plan_and_explain_what_was_ignored() -> None:
+    at = AppTest.from_function(_link_page, default_timeout=30)
+    at.query_params["budget_ms"] = "40"
+    at.query_params["policies"] = "batch-all,oldest-first"
+    at.query_params["percentile"] = "[x](https://example.com)"
+    run(at)
+    assert at.text[0].value == repr([("budget_ms", "40"), ("policies", "batch-all,oldest-first")])
+    (warning,) = texts(at.warning)
+    assert "percentile" in warning and "\\[x\\]\\(https" in warning
