@@ -1,36 +1,33 @@
 """GPU Seat Planner dashboard: ``streamlit run app.py``.
 
-A thin layer over the ``planner`` library: each page collects inputs, calls the library
-and renders what it returns.
+A thin layer over the ``planner`` library: each page in ``dashboard/pages/`` collects
+inputs, calls the library and renders what it returns. The pages are listed in
+``dashboard/navigation.py``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
+from dashboard.navigation import pages
 from dashboard.state import store
+from dashboard.text import md_list
+from planner.errors import PlannerError
+
+WORDMARK = Path(__file__).resolve().parent / "dashboard" / "assets" / "wordmark.svg"
 
 st.set_page_config(page_title="GPU Seat Planner", page_icon=":material/memory:", layout="wide")
+st.logo(str(WORDMARK), size="large")
+page = st.navigation(pages())
+with st.sidebar:
+    st.caption("How many live camera sessions can one GPU hold?")
 
-st.title("GPU Seat Planner")
-st.caption("How many live camera sessions can one GPU hold?")
+try:
+    store()
+except PlannerError as exc:  # e.g. another process holds the DuckDB file
+    st.error(f"**The curve store cannot be opened.**\n\n{md_list(exc.problems)}")
+    st.stop()
 
-curves = store().curves()
-st.subheader("Stored batch curves")
-st.dataframe(
-    [
-        {
-            "id": c.id,
-            "model": c.model,
-            "card": c.card,
-            "precision": c.precision or "",
-            "resolution": c.resolution or "",
-            "source": c.source,
-            "batches": ", ".join(map(str, c.batches)),
-            "latency (ms)": ", ".join(f"{v:g}" for v in c.latencies),
-        }
-        for c in curves
-    ],
-    hide_index=True,
-    key="curves_table",
-)
+page.run()

@@ -1,17 +1,24 @@
 """Process-wide resources of the dashboard.
 
-One ``Store`` (one root DuckDB connection) per server process, shared by every session;
-the store hands each operation its own cursor, so sessions never share a connection.
+One ``Store`` (one root DuckDB connection) per store file and server process, shared by
+every session; the store hands each operation its own cursor, so sessions never share a
+connection. Everything a user chooses lives in that user's ``st.session_state`` or URL,
+never here.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
+from planner.paths import default_store_path
 from planner.store import Store
 
 
-@st.cache_resource(on_release=lambda s: s.close(), show_spinner=False)
 def store() -> Store:
-    """The store named by ``PLANNER_DB`` (or the per-user default)."""
-    return Store()
+    """The store named by ``PLANNER_DB`` (or the per-user default), opened once per file."""
+    return _open(str(default_store_path()))
+
+
+@st.cache_resource(on_release=lambda s: s.close(), show_spinner=False, max_entries=4)
+def _open(path: str) -> Store:
+    return Store(path)

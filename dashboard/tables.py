@@ -1,0 +1,136 @@
+"""Curves as table rows for the dashboard, and edited table rows back into points.
+
+Plain functions of curves and rows (no Streamlit), so the pages stay thin and the
+conversions are tested on their own.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from planner.curve import OPTIONAL_POINT_FIELDS, Curve, Point, make_point, normalise_points
+from planner.errors import BadInput
+
+MISSING = "-"
+LONG_TEXT = 48  # characters; longer metadata values are shown in full below the table
+POINT_COLUMNS = ("batch", "latency_ms", *OPTIONAL_POINT_FIELDS)
+
+
+def curve_rows(curves: Iterable[Curve], stored: set[str] | None = None) -> list[dict[str, Any]]:
+    """One row per curve for the curves table; ``stored`` marks ids already in the store."""
+    rows = []
+    for curve in curves:
+        row: dict[str, Any] = {
+            "id": curve.id,
+            "model": curve.model,
+            "card": curve.card,
+            "MIG profile": curve.mig_profile or MISSING,
+            "precision": curve.precision or MISSING,
+            "resolution": curve.resolution or MISSING,
+            "source": curve.source,
+            "points": len(curve.points),
+            "batches": ", ".join(str(b) for b in curve.batches),
+        }
+        if stored is not None:
+            row["already stored"] = curve.id in stored
+        rows.append(row)
+    return rows
+
+
+def metadata_rows(curve: Curve, *, longest: int = LONG_TEXT) -> list[dict[str, str]]:
+    """The curve's identity and environment as (field, value) text rows, leaving out
+    notes and values longer than ``longest`` characters (see ``long_metadata``)."""
+    rows = [
+        ("id", curve.id),
+        ("model", curve.model),
+        ("card", curve.card),
+        ("MIG profile", curve.mig_profile or MISSING),
+        ("precision", curve.precision or MISSING),
+        ("resolution", curve.resolution or MISSING),
+        ("source", curve.source),
+        ("stored", curve.created_at.strftime("%Y-%m-%d %H:%M UTC") if curve.created_at else ""),
+    ]
+    rows += [(k, v) for k, v in _environment(curve) if len(v) <= longest]
+    return [{"field": k, "value": v} for k, v in rows]
+
+
+def long_metadata(curve: Curve, *, longest: int = LONG_TEXT) -> list[tuple[str, str]]:
+    """Notes and other environment values too long for a table cell, to show in full."""
+    return [(k, v) for k, v in _environment(curve) if len(v) > longest]
+
+
+def _environment(curve: Curve) -> list[tuple[str, str]]:
+    items = [(str(k), _text(v)) for k, v in sorted(curve.environment.items())]
+    # Notes first among the long texts: they are what a person wrote about the curve.
+    return sorted(items, key=lambda kv: kv[0] != "notes")
+
+
+def point_columns(curve: Curve) -> list[str]:
+    """Batch and latency, plus each optional column that some point of the curve has."""
+    optional = [
+        c for c in OPTIONAL_POINT_FIELDS if any(getattr(p, c) is not None for p in curve.points)
+    ]
+    return ["batch", "latency_ms", *optional]
+
+
+def point_rows(curve: Curve, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The curve's points as rows with the given columns (default: ``point_columns``)."""
+    wanted = list(columns or point_columns(curve))
+    return [{c: getattr(p, c) for c in wanted} for p in curve.points]
+
+
+def points_from_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[Point, ...]:
+    """Validated points from edited table rows; BadInput lists every bad row by number.
+
+    Rows left completely empty (a row added and not filled in) are skipped. Row numbers
+    count from 1 in the order the table shows them.
+    """
+    points: list[Point] = []
+    problems: list[str] = []
+    for number, row in enumerate(rows, start=1):
+        cells = {name: _cell(row.get(name)) for name in POINT_COLUMNS}
+        if all(value is None for value in cells.values()):
+            continue
+        missing = [name for name in ("batch", "latency_ms") if cells[name] is None]
+        if missing:
+            problems.append(f"row {number}: {' and '.join(missing)} is empty")
+            continue
+        try:
+            points.append(make_point(cells))
+        except BadInput as exc:
+            problems.extend(f"row {number}: {p}" for p in exc.problems)
+    if problems:
+        raise BadInput(problems)
+    return normalise_points(points)
+
+
+def download_name(curve: Curve) -> str:
+    """A safe file name for a curve's CSV: ``model__card__id.csv``, odd characters dashed."""
+
+    def slug(text: str) -> str:
+        return re.sub(r"[^A-Za-z0-9._]+", "-", text).strip("-.")[:40] or "curve"
+
+    return f"{slug(curve.model)}__{slug(curve.card)}__{curve.id}.csv"
+
+
+def _cell(value: Any) -> Any:
+    """A table cell as a plain Python value: blanks and NaN become None."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, numbers.Number):
+        number = float(value)  # type: ignore[arg-type]
+        return None if math.isnan(number) else number
+    if isinstance(value, str):
+        return value.strip() or None
+    return value
+
+
+def _text(value: object) -> str:
+    if isinstance(value, Mapping | list | tuple):
+        return json.dumps(value, default=str, sort_keys=True)
+    return str(value)

@@ -1,0 +1,84 @@
+"""Small Streamlit helpers shared by the pages: messages that survive a rerun, and
+widget values set by an action for the next run.
+
+Both live in the user's own ``st.session_state``, so nothing one user does reaches
+another user's session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
+
+import streamlit as st
+
+from dashboard.text import md_list
+from planner.links import LinkParams, decode
+
+Kind = Literal["success", "info", "warning", "error"]
+_FLASH = "_flash"
+_PENDING = "_pending"
+FORGET = object()
+P = TypeVar("P", bound=LinkParams)
+
+
+def flash(kind: Kind, markdown: str) -> None:
+    """Show ``markdown`` at the top of the page on the next run (after ``st.rerun``).
+
+    The caller escapes any user text in it with ``dashboard.text.md``.
+    """
+    st.session_state.setdefault(_FLASH, []).append((kind, markdown))
+
+
+def show_flash() -> None:
+    """Show, once, the messages ``flash`` left for this run."""
+    for kind, markdown in st.session_state.pop(_FLASH, []):
+        getattr(st, kind)(markdown)
+
+
+def set_next_run(**values: Any) -> None:
+    """Set widget values at the start of the next run, before the widgets exist.
+
+    Streamlit forbids changing a widget's value after it was drawn in the same run; an
+    action (Save, Delete) that wants another selection records it here and reruns.
+    ``FORGET`` removes a widget's state, so it starts again from its default.
+    """
+    st.session_state.setdefault(_PENDING, {}).update(values)
+
+
+def apply_next_run() -> None:
+    """Apply what ``set_next_run`` recorded; call at the top of a page."""
+    for key, value in st.session_state.pop(_PENDING, {}).items():
+        if value is FORGET:
+            st.session_state.pop(key, None)
+        else:
+            st.session_state[key] = value
+
+
+def show_problems(title: str, problems: Iterable[str]) -> None:
+    """An error box: a bold title, then every problem as a literal bullet."""
+    items = list(problems)
+    st.error(f"**{title}**\n\n{md_list(items)}")
+
+
+def table(rows: Sequence[Mapping[str, Any]], *, key: str, **options: Any) -> None:
+    """A read-only table in a container keyed ``key``, so tests can find it by key
+    (a read-only ``st.dataframe`` does not carry its own key)."""
+    with st.container(key=key):
+        st.dataframe(rows, hide_index=True, **options)
+
+
+def link_params(cls: type[P], load_plan: Callable[[str], Mapping[str, Any]] | None = None) -> P:
+    """The page's parameters from the URL, with one warning box listing what was ignored.
+
+    Reads every value of every query parameter (a key given twice is reported, not
+    silently resolved) and never fails: bad values fall back to their defaults.
+    """
+    query = {key: st.query_params.get_all(key) for key in st.query_params}
+    params, ignored = decode(cls, query, load_plan=load_plan)
+    if ignored:
+        st.warning(
+            "**Parts of this link were ignored; the page uses its defaults for them.**\n\n"
+            + md_list(ignored)
+        )
+    return params

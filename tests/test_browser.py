@@ -1,0 +1,233 @@
+"""A real browser against a real server: the journeys AppTest cannot see.
+
+Starts ``streamlit run app.py`` on a free port of 127.0.0.1 with a store file of its own,
+drives Debian's Chromium (``/usr/bin/chromium``) through Playwright, and writes a
+screenshot of each page visited to ``artifacts/browser/`` (ignored by git) to look at.
+The server and the browser are stopped at the end, whether the journey passed or not.
+
+Chromium is installed by the test command (``bash scripts/test.sh``); without it these
+tests fail with the command that installs it. They are never skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from dashboard.navigation import PAGES
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO / "artifacts" / "browser"
+CHROMIUM = Path("/usr/bin/chromium")
+INSTALL = (
+    "apt-get update && apt-get install -y --no-install-recommends "
+    "chromium chromium-headless-shell fonts-liberation"
+)
+# Headless in a sandboxed container, and never reaching outside hosts.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
+WIDTH = 1400
+STARTUP_S = 60
+UI_TIMEOUT_MS = 30_000
+
+NEW_CURVE_CSV = (
+    "batch,latency_ms,p10_ms,p90_ms,model,card,precision,resolution\n"
+    "1,6.1,5.9,6.4,ball-detector,l4,fp16,512x288\n"
+    "2,10.4,10.1,10.9,ball-detector,l4,fp16,512x288\n"
+    "4,19.0,18.5,19.8,ball-detector,l4,fp16,512x288\n"
+    "8,37.2,36.1,38.8,ball-detector,l4,fp16,512x288\n"
+)
+BAD_CSV = "batch,latency_ms,model,card\n1,6.1,m,l4\ntwo,10.4,m,l4\n4,-1,m,l4\n"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _wait_until_healthy(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(
+                f"streamlit exited with status {process.returncode}:\n{log.read_text()[-3000:]}",
+                pytrace=False,
+            )
+        try:
+            with urllib.request.urlopen(f"{base}/_stcore/health", timeout=1) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    pytest.fail(
+        f"streamlit did not answer /_stcore/health within {STARTUP_S} s:\n"
+        f"{log.read_text()[-3000:]}",
+        pytrace=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``streamlit run app.py`` on a free local port with a fresh store; its base URL."""
+    folder = tmp_path_factory.mktemp("server")
+    port = _free_port()
+    log_path = folder / "streamlit.log"
+    env = {**os.environ, "PLANNER_DB": str(folder / "planner.duckdb")}
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless=true",
+        "--server.address=127.0.0.1",
+        f"--server.port={port}",
+        "--browser.gatherUsageStats=false",
+        "--server.fileWatcherType=none",
+    ]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            _wait_until_healthy(base, process, log_path)
+            yield base
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    """Debian's Chromium, headless, driven by Playwright (never a downloaded browser)."""
+    if not CHROMIUM.exists():
+        pytest.fail(
+            f"Chromium is not installed at {CHROMIUM}; the browser journey needs it. "
+            f"`bash scripts/test.sh` installs it, or run: {INSTALL}",
+            pytrace=False,
+        )
+    playwright = sync_playwright().start()
+    try:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+    finally:
+        playwright.stop()
+
+
+@pytest.fixture
+def page(chromium: Browser) -> Iterator[Page]:
+    """A page in a fresh browser context (no cookies or storage from other tests)."""
+    context = chromium.new_context(viewport={"width": WIDTH, "height": 1000})
+    context.set_default_timeout(UI_TIMEOUT_MS)
+    expect.set_options(timeout=UI_TIMEOUT_MS)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def settle(page: Page) -> None:
+    """Wait until the script run triggered by the last action has finished."""
+    page.wait_for_timeout(300)  # the run starts a moment after the click
+    expect(page.get_by_test_id("stStatusWidget")).to_have_count(0)
+
+
+def screenshot(page: Page, name: str) -> Path:
+    """The whole page as ``artifacts/browser/NAME.png`` (the viewport grown to fit)."""
+    settle(page)
+    # Tables and charts load their code on first use and show placeholders until then.
+    expect(page.locator("[data-testid^='stSkeleton']")).to_have_count(0)
+    charts = page.get_by_test_id("stPlotlyChart")
+    for index in range(charts.count()):
+        expect(charts.nth(index).locator(".main-svg").first).to_be_attached()
+    height = page.evaluate(
+        "() => document.querySelector('[data-testid=\"stMainBlockContainer\"]').scrollHeight"
+    )
+    page.set_viewport_size({"width": WIDTH, "height": int(height) + 150})
+    page.wait_for_timeout(800)  # charts re-layout to the new size
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size({"width": WIDTH, "height": 1000})
+    return path
+
+
+def page_url(server: str, script: str) -> str:
+    """Where a page is served: the landing page at ``/``, the others at their path."""
+    entry = next(e for e in PAGES if e.script == script)
+    return f"{server}/" if entry is PAGES[0] else f"{server}/{entry.url_path}"
+
+
+def test_curves_page_upload_journey(server: str, page: Page, tmp_path: Path) -> None:
+    page.goto(page_url(server, "curves.py"))
+    expect(page.get_by_role("heading", name="Batch curves")).to_be_visible()
+    expect(page.get_by_text("5 of 5 stored curves")).to_be_visible()
+    expect(page.get_by_text("latency per call (ms)").first).to_be_visible()
+    screenshot(page, "curves")
+
+    # A bad file: every problem listed, nothing stored.
+    page.get_by_role("tab", name="Upload").click()
+    bad = tmp_path / "bad.csv"
+    bad.write_text(BAD_CSV)
+    page.locator("input[type=file]").set_input_files(bad)
+    expect(page.get_by_text("nothing was stored", exact=False)).to_be_visible()
+    expect(page.get_by_text("bad.csv line 3", exact=False)).to_be_visible()
+    expect(page.get_by_text("bad.csv line 4", exact=False)).to_be_visible()
+    screenshot(page, "upload-problems")
+    page.get_by_role("button", name="Remove bad.csv").click()
+    settle(page)
+
+    # A good file: preview first, stored only on Save, then shown in the list.
+    good = tmp_path / "l4.csv"
+    good.write_text(NEW_CURVE_CSV)
+    page.locator("input[type=file]").set_input_files(good)
+    expect(page.get_by_text("Every row is valid")).to_be_visible()
+    expect(page.get_by_text("1 curve(s) read from 1 file(s)")).to_be_visible()
+    screenshot(page, "upload-preview")
+    page.get_by_role("button", name="Save 1 new curve(s)").click()
+    expect(page.get_by_text("Saved 1 curve(s)", exact=False)).to_be_visible()
+    expect(page.get_by_text("6 of 6 stored curves")).to_be_visible()
+    label = "ball-detector on l4, 512x288 FP16"
+    expect(page.get_by_role("heading", name=label)).to_be_visible()
+    page.get_by_test_id("stSelectbox").filter(has_text="Curve to show").click()
+    expect(page.get_by_role("option", name=label, exact=False)).to_be_visible()
+    page.keyboard.press("Escape")
+    assert "curve=" in page.url
+    screenshot(page, "curves-after-upload")
+
+
+def test_a_link_to_an_unknown_curve_opens_with_a_message(server: str, page: Page) -> None:
+    page.goto(page_url(server, "curves.py") + "?curve=<script>alert(1)</script>")
+    expect(page.get_by_text("No stored curve has the id", exact=False)).to_be_visible()
+    expect(page.get_by_text("<script>alert(1)</script>", exact=False)).to_be_visible()
+    expect(page.get_by_role("heading", name="Batch curves")).to_be_visible()
+    screenshot(page, "curves-unknown-link")
