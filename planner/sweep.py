@@ -144,7 +144,10 @@ def sweep(
     if not 0.0 < percentile < 100.0:
         raise BadInput("the percentile must be above 0 and below 100")
     grid = [
-        template.with_(policy=p, sessions=n, seed=s) for p in policies for n in counts for s in seeds
+        template.with_(policy=p, sessions=n, seed=s)
+        for p in policies
+        for n in counts
+        for s in seeds
     ]
     outcomes = run_many(grid)
     k = len(seeds)
