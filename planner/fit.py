@@ -374,8 +374,8 @@ def _assumptions(
         p = pts[0]
         return (
             f"Only batch {p.batch} was measured, so the shape of the curve is assumed: the "
-            f"central estimate grows as batch^{ONE_POINT_SLOPE:g}, a typical first step of "
-            "published curves.",
+            f"central estimate grows as batch^{ONE_POINT_SLOPE:g}, which predicted published "
+            "curves best from their first point alone.",
             "The optimistic edge assumes batching is free (latency stays flat); the "
             "pessimistic edge assumes it gains nothing (latency proportional to batch size).",
             caps,

@@ -58,8 +58,8 @@ MARGINAL_HIGH = 0.15
 # after d doublings beyond the last measurement is 1 - 2**(-FADE * d). These three were
 # chosen on published curves (tests/data/fit_devset, figures in docs/performance.md).
 FADE = 0.45
-# With a single point the central estimate assumes latency grows as batch**ONE_POINT_SLOPE
-# (the median log-log slope of the first step of the published curves is about this).
+# With a single point the central estimate assumes latency grows as batch**ONE_POINT_SLOPE:
+# predicting every other published point from the first alone, 0.15-0.25 did best.
 ONE_POINT_SLOPE = 0.25
 
 
