@@ -10,8 +10,9 @@ specification defines it. The numerical model lives in ``planner.shape``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+import numbers
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Literal
 
@@ -209,7 +210,7 @@ class FittedCurve:
         return max(near, key=lambda b: (float(np.min(np.abs(np.log(b) - logs))), -b))
 
 
-def fit_curve(points: Sequence[Point]) -> FittedCurve:
+def fit_curve(points: Iterable[Point]) -> FittedCurve:
     """Fit a whole batch curve, with an optimistic/pessimistic band, to measured points.
 
     Model assumptions: latency of one batched call never falls as the batch grows;
@@ -276,7 +277,7 @@ def fit_curve(points: Sequence[Point]) -> FittedCurve:
     )
 
 
-def straight_line(points: Sequence[Point]) -> Callable[[ArrayLike], FloatArray]:
+def straight_line(points: Iterable[Point]) -> Callable[[ArrayLike], FloatArray]:
     """The baseline from the specification (what the one-off script did), exactly.
 
     Inside the measured range: linear interpolation between the two measured neighbours.
@@ -312,17 +313,27 @@ def _batches(batch: ArrayLike) -> FloatArray:
     return b
 
 
-def _validated(points: Sequence[Point]) -> tuple[Point, ...]:
+def _validated(points: Iterable[Point]) -> tuple[Point, ...]:
+    """Points checked, as plain Python numbers, sorted by batch (duplicates must agree)."""
     problems = []
+    clean: list[Point] = []
     for p in points:
-        if isinstance(p.batch, bool) or not isinstance(p.batch, int | np.integer) or p.batch < 1:
-            problems.append(f"batch {p.batch!r} is not a whole number of at least 1")
-        latency = p.latency_ms
-        if not isinstance(latency, int | float) or not math.isfinite(latency) or latency <= 0:
-            problems.append(f"latency {latency!r} ms at batch {p.batch!r} is not above zero")
+        batch, latency = p.batch, p.latency_ms
+        if isinstance(batch, bool) or not isinstance(batch, numbers.Integral) or batch < 1:
+            problems.append(f"batch {batch!r} is not a whole number of at least 1")
+            continue
+        if (
+            isinstance(latency, bool)
+            or not isinstance(latency, numbers.Real)
+            or not math.isfinite(latency)
+            or latency <= 0
+        ):
+            problems.append(f"latency {latency!r} ms at batch {batch} is not above zero")
+            continue
+        clean.append(replace(p, batch=int(batch), latency_ms=float(latency)))
     if problems:
         raise BadInput(problems)
-    return normalise_points(points)
+    return normalise_points(clean)
 
 
 def _tolerance(point: Point) -> float:

@@ -61,6 +61,13 @@ def test_points_may_come_in_any_order() -> None:
     assert np.array_equal(shuffled.table(100), ordered.table(100))
 
 
+def test_points_may_be_any_iterable_of_numpy_numbers() -> None:
+    fit = fit_curve(Point(np.int64(b), np.float32(ms)) for b, ms in SERVER)
+    assert fit.points == tuple(pts(SERVER))
+    assert type(fit.points[0].batch) is int and type(fit.points[0].latency_ms) is float
+    assert fit == fit_curve(pts(SERVER))
+
+
 def test_one_point_works_with_a_wide_band_and_says_the_shape_is_assumed() -> None:
     fit = fit_curve(pts([(4, 20.0)]))
     assert fit.latency(4) == pytest.approx(20.0)
