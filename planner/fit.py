@@ -251,21 +251,25 @@ def fit_curve(points: Iterable[Point]) -> FittedCurve:
     pts = _validated(points)
     batches = np.array([p.batch for p in pts], dtype=np.float64)
     measured = np.array([p.latency_ms for p in pts], dtype=np.float64)
-    tolerance = np.array([_tolerance(p) for p in pts], dtype=np.float64)
+    noise = np.array([_noise(p) for p in pts], dtype=np.float64)
+    noise_low, noise_high = noise[:, 0].copy(), noise[:, 1].copy()
     # Nearest non-decreasing curve in log space (relative errors), weighted by certainty.
     # Points the reconciliation left alone keep their measured value exactly.
     logs = np.log(measured)
-    nearest = isotonic_regression(logs, weights=1 / tolerance**2).x
+    nearest = isotonic_regression(logs, weights=4 / (noise_low + noise_high) ** 2).x
     fitted = np.where(np.abs(nearest - logs) < 1e-12, measured, np.exp(nearest))
-    honour = np.maximum(tolerance, HONOUR)
-    moved = np.abs(fitted - measured) > honour * measured * (1 + 1e-9)
-    reconciled = tuple(int(b) for b in batches[moved])
-    for arr in (batches, fitted, tolerance):
+    slack = 1e-9 * measured
+    honoured = (fitted >= measured * (1 - np.maximum(noise_low, HONOUR)) - slack) & (
+        fitted <= measured * (1 + np.maximum(noise_high, HONOUR)) + slack
+    )
+    reconciled = tuple(int(b) for b in batches[~honoured])
+    for arr in (batches, fitted, noise_low, noise_high):
         arr.flags.writeable = False
     shape = Shape(
         batches=batches,
         latencies=fitted,
-        tolerance=tolerance,
+        noise_low=noise_low,
+        noise_high=noise_high,
         best_per_frame=float(np.min(measured / batches)),
     )
     return FittedCurve(
@@ -336,14 +340,19 @@ def _validated(points: Iterable[Point]) -> tuple[Point, ...]:
     return normalise_points(clean)
 
 
-def _tolerance(point: Point) -> float:
-    """Relative noise of a measured point: NOISE, or its reported spread if wider."""
-    spread = 0.0
+def _noise(point: Point) -> tuple[float, float]:
+    """Relative noise below and above a measured latency: NOISE, or the reported spread
+    (p10 and p90, else the standard deviation) where that is wider; at most 50%."""
+    ms = point.latency_ms
+    below = above = 0.0
     if point.p10_ms is not None and point.p90_ms is not None:
-        spread = max(point.latency_ms - point.p10_ms, point.p90_ms - point.latency_ms)
+        below, above = ms - point.p10_ms, point.p90_ms - ms
     elif point.std_ms is not None:
-        spread = point.std_ms
-    return max(NOISE, min(spread / point.latency_ms, 0.5))
+        below = above = point.std_ms
+    return (
+        max(NOISE, min(below / ms, 0.5)),
+        max(NOISE, min(above / ms, 0.5)),
+    )
 
 
 def _candidates(upto: int) -> list[int]:

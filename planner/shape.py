@@ -8,8 +8,8 @@ batch sizes. The reasoning behind each rule (and the data that chose the constan
 
 Model assumptions, in the order they are used:
 
-* Measured latencies carry a relative noise ``tolerance`` each (``NOISE`` unless the point
-  reports a wider spread).
+* Measured latencies carry a relative noise below and above them (``NOISE`` each, unless
+  the point reports a wider spread).
 * Between two measured batches latency does not fall and the time per frame moves
   monotonically from one measured value to the other. The central estimate is the straight
   line between the two points; the band is every latency those two facts allow.
@@ -67,14 +67,16 @@ ONE_POINT_SLOPE = 0.25
 class Shape:
     """Reconciled measured points and what the model needs to evaluate them.
 
-    ``batches`` and ``latencies`` are sorted, with latencies non-decreasing; ``tolerance``
-    is each point's relative noise; ``best_per_frame`` is the lowest measured time per
-    frame (ms), which sets the throughput caps.
+    ``batches`` and ``latencies`` are sorted, with latencies non-decreasing; ``noise_low``
+    and ``noise_high`` are each point's relative noise below and above its latency;
+    ``best_per_frame`` is the lowest measured time per frame (ms), which sets the
+    throughput caps.
     """
 
     batches: FloatArray
     latencies: FloatArray
-    tolerance: FloatArray
+    noise_low: FloatArray
+    noise_high: FloatArray
     best_per_frame: float
 
     def evaluate(self, batch: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -109,8 +111,8 @@ class Shape:
 
     def _knot_band(self) -> tuple[FloatArray, FloatArray]:
         """The band at the measured points, made monotone across neighbours."""
-        low = np.maximum.accumulate(self.latencies * (1 - self.tolerance))
-        high = np.minimum.accumulate((self.latencies * (1 + self.tolerance))[::-1])[::-1]
+        low = np.maximum.accumulate(self.latencies * (1 - self.noise_low))
+        high = np.minimum.accumulate((self.latencies * (1 + self.noise_high))[::-1])[::-1]
         return low, high
 
     def _inside(self, b: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -124,10 +126,11 @@ class Shape:
         from_right = y1 * b / b1
         base_low = np.maximum(y0, np.minimum(from_left, from_right))
         base_high = np.minimum(y1, np.maximum(from_left, from_right))
-        tol = np.maximum(self.tolerance[j], self.tolerance[j + 1])
+        under = np.maximum(self.noise_low[j], self.noise_low[j + 1])
+        over = np.maximum(self.noise_high[j], self.noise_high[j + 1])
         knot_low, knot_high = self._knot_band()
-        low = np.clip(base_low * (1 - tol), knot_low[j], knot_low[j + 1])
-        high = np.clip(base_high * (1 + tol), knot_high[j], knot_high[j + 1])
+        low = np.clip(base_low * (1 - under), knot_low[j], knot_low[j + 1])
+        high = np.clip(base_high * (1 + over), knot_high[j], knot_high[j + 1])
         exact = np.isin(b, xs)
         if exact.any():
             k = np.searchsorted(xs, b[exact])
@@ -138,7 +141,8 @@ class Shape:
 
     def _step(self, i: int, k: int) -> tuple[float, float, float]:
         """Marginal cost per frame of the step between points i and k, and its noise."""
-        xs, ys, tol = self.batches, self.latencies, self.tolerance
+        xs, ys = self.batches, self.latencies
+        tol = (self.noise_low + self.noise_high) / 2
         width = abs(xs[k] - xs[i])
         slope = max((ys[k] - ys[i]) / (xs[k] - xs[i]), 0.0)
         noise = (tol[i] * ys[i] + tol[k] * ys[k]) / width
@@ -146,8 +150,8 @@ class Shape:
         return float(slope), float(noise), log_slope
 
     def _above(self, b: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        xs, ys, tol = self.batches, self.latencies, self.tolerance
-        bn, yn, tn = xs[-1], ys[-1], tol[-1]
+        xs, ys = self.batches, self.latencies
+        bn, yn = xs[-1], ys[-1]
         slope, noise, log_slope = self._step(-2, -1)
         average = yn / bn
         extra = b - bn
@@ -169,16 +173,16 @@ class Shape:
                 no_more_rise, yn + extra * max(slope * (1 - MARGINAL_LOW[0]) - noise, 0)
             )
         central = np.maximum(central, self._cap(b, CENTRAL_GAIN_CAP))
-        low = np.maximum(low * (1 - tn), self._cap(b, OPTIMISTIC_GAIN_CAP))
+        low = np.maximum(low * (1 - self.noise_low[-1]), self._cap(b, OPTIMISTIC_GAIN_CAP))
         # Never below the band at the last measured point, so the edge cannot step down.
         low = np.maximum(low, self._knot_band()[0][-1])
-        return central, low, high * (1 + tn)
+        return central, low, high * (1 + self.noise_high[-1])
 
     # -- below the smallest measured point ----------------------------------------------
 
     def _below(self, b: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        xs, ys, tol = self.batches, self.latencies, self.tolerance
-        b0, y0, t0 = xs[0], ys[0], tol[0]
+        xs, ys = self.batches, self.latencies
+        b0, y0 = xs[0], ys[0]
         slope, noise, log_slope = self._step(0, 1)
         average = y0 / b0
         fewer = b0 - b
@@ -199,23 +203,24 @@ class Shape:
         # Keep the optimistic edge physical: a frame never costs less than half the time per
         # frame measured at the smallest batch.
         low = np.maximum(low, 0.5 * proportional)
-        high = np.minimum(np.minimum(high, y0) * (1 + t0), self._knot_band()[1][0])
-        return central, low * (1 - t0), high
+        high = np.minimum(np.minimum(high, y0) * (1 + self.noise_high[0]), self._knot_band()[1][0])
+        return central, low * (1 - self.noise_low[0]), high
 
     # -- a single measured point ----------------------------------------------------------
 
     def _one_point_up(self, b: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        b0, y0, t0 = self.batches[0], self.latencies[0], self.tolerance[0]
+        b0, y0 = self.batches[0], self.latencies[0]
         ratio = b / b0
         central = np.maximum(y0 * ratio**ONE_POINT_SLOPE, self._cap(b, CENTRAL_GAIN_CAP))
-        low = np.maximum(y0 * (1 - t0), self._cap(b, OPTIMISTIC_GAIN_CAP))
-        high = y0 * ratio * (1 + t0)
+        low = np.maximum(y0 * (1 - self.noise_low[0]), self._cap(b, OPTIMISTIC_GAIN_CAP))
+        high = y0 * ratio * (1 + self.noise_high[0])
         return central, low, high
 
     def _one_point_down(self, b: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        b0, y0, t0 = self.batches[0], self.latencies[0], self.tolerance[0]
+        b0, y0 = self.batches[0], self.latencies[0]
         ratio = b / b0
-        return y0 * ratio**ONE_POINT_SLOPE, y0 * ratio * (1 - t0), y0 * (1 + t0)
+        low = y0 * ratio * (1 - self.noise_low[0])
+        return y0 * ratio**ONE_POINT_SLOPE, low, y0 * (1 + self.noise_high[0])
 
 
 def _marginal_range(

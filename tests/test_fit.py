@@ -95,10 +95,16 @@ def test_decreasing_latency_is_reconciled_and_the_points_not_honoured_are_listed
 def test_a_reported_spread_widens_the_band_at_that_point() -> None:
     noisy = [Point(1, 10.0), Point(2, 12.0, p10_ms=11.0, p90_ms=13.5), Point(4, 16.0)]
     fit = fit_curve(noisy)
-    assert fit.optimistic(2) == pytest.approx(12.0 * (1 - 1.5 / 12))
-    assert fit.pessimistic(2) == pytest.approx(12.0 * (1 + 1.5 / 12))
+    assert fit.optimistic(2) == pytest.approx(11.0)  # exactly the reported spread
+    assert fit.pessimistic(2) == pytest.approx(13.5)
     quiet = fit_curve([Point(1, 10.0), Point(2, 12.0), Point(4, 16.0)])
     assert (quiet.pessimistic(2) - quiet.optimistic(2)) / 12.0 <= 0.02
+    # A one-sided spread widens only its own side; a standard deviation widens both.
+    lopsided = fit_curve([Point(1, 10.0), Point(2, 12.0, p10_ms=11.95, p90_ms=13.0)])
+    assert lopsided.optimistic(2) == pytest.approx(quiet.optimistic(2))
+    assert lopsided.pessimistic(2) == pytest.approx(13.0)
+    spread = fit_curve([Point(1, 10.0), Point(2, 12.0, std_ms=0.6), Point(4, 16.0)])
+    assert float(spread.pessimistic(2) - spread.optimistic(2)) == pytest.approx(1.2)
 
 
 def test_throughput_is_bounded_and_the_optimistic_edge_says_what_it_assumes() -> None:
