@@ -434,10 +434,15 @@ def _assumptions(
             f"Below batch {pts[0].batch} the same rules run downwards from the first measured step."
         )
     if reconciled:
-        listed = ", ".join(str(b) for b in reconciled)
+        names = [str(b) for b in reconciled]
+        listed = (
+            f"batch {names[0]}"
+            if len(names) == 1
+            else f"batches {', '.join(names[:-1])} and {names[-1]}"
+        )
         out.append(
             "Measured latency fell with batch size, which the fit does not allow: the "
             "points were reconciled to the nearest non-decreasing curve, and the latency "
-            f"measured at batch {listed} could not be honoured (likely measurement noise)."
+            f"measured at {listed} could not be honoured (likely measurement noise)."
         )
     return tuple(out)
