@@ -44,3 +44,40 @@ def open_store(args: Any) -> Any:
     from planner.store import Store
 
     return Store(getattr(args, "db", None))
+
+
+def add_curve_source(parser: Any) -> None:
+    """``--curve ID | --points "1:9.82,2:20.36"``: where a command's batch curve comes from."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--curve", metavar="ID", help="a stored curve (see `planner curves list`)")
+    source.add_argument(
+        "--points", metavar="B:MS,...", help='measured points, e.g. "1:9.82,2:20.36,4:46.15"'
+    )
+
+
+def read_curve_source(args: Any) -> tuple[tuple[Any, ...], Any]:
+    """(points, stored curve or None) from ``--curve`` / ``--points``."""
+    from planner.curve import parse_points_option
+
+    if getattr(args, "points", None) is not None:
+        return parse_points_option(args.points), None
+    with open_store(args) as store:
+        curve = store.curve(args.curve)
+    return curve.points, curve
+
+
+def number(text: str, what: str, *, low: float, high: float, whole: bool = False) -> float:
+    """A number option checked against its range; BadInput says which option and why."""
+    import math
+
+    from planner.errors import BadInput
+
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise BadInput(f"{what} {text!r} is not a number") from None
+    if not math.isfinite(value) or not low <= value <= high:
+        raise BadInput(f"{what} {text!r} must be between {low:g} and {high:g}")
+    if whole and not value.is_integer():
+        raise BadInput(f"{what} {text!r} is not a whole number")
+    return value

@@ -1,0 +1,223 @@
+"""``planner simulate``: one scenario in detail, under any policy and sharing mode."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+from typing import Any
+
+from planner.cli.output import (
+    add_curve_source,
+    csv_list,
+    note,
+    number,
+    open_store,
+    print_json,
+    read_curve_source,
+)
+from planner.errors import BadInput
+from planner.fit import EDGES, fit_curve
+from planner.modes import parse_duties, sharing_for
+from planner.policies import POLICIES
+from planner.scenario import MODES, PHASES, Scenario
+from planner.simulate import simulate
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="simulate N sessions on one GPU under a policy and sharing mode",
+        description=(
+            "Simulate N camera sessions sharing one GPU: each sends frames at its frame rate, "
+            "the worker keeps only the newest frame per session, and the policy decides which "
+            "waiting frames run as the next batch. The batch curve is fitted to the points "
+            "(or the stored curve) for every batch size."
+        ),
+    )
+    add_curve_source(parser)
+    add_scenario_options(parser)
+    parser.add_argument(
+        "--edge",
+        choices=EDGES,
+        default="central",
+        help="simulate on the fitted curve (central, default) or an edge of its band",
+    )
+    parser.add_argument(
+        "--frames", type=Path, metavar="FILE", help="also write every delivered frame as CSV"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(handler=run)
+
+
+def add_scenario_options(parser: argparse.ArgumentParser) -> None:
+    """The options that describe one scenario (shared with ``planner link``)."""
+    parser.add_argument("--sessions", required=True, help="number of sessions (1-1024)")
+    parser.add_argument(
+        "--policy", default="oldest-first", choices=list(POLICIES), help="scheduling policy"
+    )
+    parser.add_argument("--max-batch", help="max-batch and triton: largest batch B")
+    parser.add_argument(
+        "--max-queue-delay-us", help="triton: longest wait for a fuller batch, µs (default 2000)"
+    )
+    parser.add_argument("--slo-ms", help="aimd and deadline: GPU-side latency objective, ms")
+    parser.add_argument(
+        "--fps", default="30", help="frames per second: one value, or one per session (30,30,15)"
+    )
+    parser.add_argument("--duration-s", default="30", help="simulated seconds (default 30)")
+    parser.add_argument("--phases", default="random", choices=PHASES, help="session phases")
+    parser.add_argument("--seed", default="0", help="random seed (default 0)")
+    parser.add_argument("--jitter-ms", default="0", help="std of arrival jitter, ms (default 0)")
+    parser.add_argument(
+        "--overhead-ms", default="0", help="per-frame time outside the GPU, ms (default 0)"
+    )
+    parser.add_argument("--mode", default="exclusive", choices=MODES, help="GPU sharing mode")
+    parser.add_argument("--cotenants", help="time-slicing: co-tenant duty cycles, e.g. 0.9,0.9")
+    parser.add_argument(
+        "--busy-period-ms", default="50", help="time-slicing: co-tenants' mean busy period"
+    )
+    parser.add_argument("--mps-share", help="mps: our compute share, percent (default 50)")
+    parser.add_argument("--mig-profile", help="mig: the card's MIG profile, e.g. 3g.40gb")
+    parser.add_argument("--card", help="the card (for MIG; default: the stored curve's card)")
+
+
+def scenario_from(
+    args: argparse.Namespace, table: tuple[float, ...], curve: Any = None
+) -> Scenario:
+    """A validated scenario from parsed options (every problem reported at once)."""
+    problems: list[str] = []
+
+    def get(fn: Any, *a: Any, **k: Any) -> Any:
+        try:
+            return fn(*a, **k)
+        except BadInput as exc:
+            problems.extend(exc.problems)
+            return None
+
+    sessions = get(number, args.sessions, "--sessions", low=1, high=1024, whole=True)
+    fps = tuple(get(number, f, "--fps", low=1e-3, high=240) for f in (csv_list(args.fps) or ["?"]))
+    options = {
+        "max_batch": (args.max_batch, "--max-batch", 1, 4096, True),
+        "max_queue_delay_us": (args.max_queue_delay_us, "--max-queue-delay-us", 0, 6e7, False),
+        "slo_ms": (args.slo_ms, "--slo-ms", 1e-3, 6e5, False),
+    }
+    params: dict[str, Any] = {}
+    for name, (text, flag, low, high, whole) in options.items():
+        if text is None:
+            continue
+        if name not in POLICIES[args.policy].params:
+            problems.append(f"{flag} does not apply to the {args.policy} policy")
+            continue
+        value = get(number, text, flag, low=low, high=high, whole=whole)
+        params[name] = int(value) if whole and value is not None else value
+    sharing = get(sharing_from, args, curve)
+    duration = get(number, args.duration_s, "--duration-s", low=1e-3, high=3600)
+    seed = get(number, args.seed, "--seed", low=0, high=2**63 - 1, whole=True)
+    jitter = get(number, args.jitter_ms, "--jitter-ms", low=0, high=1e6)
+    overhead = get(number, args.overhead_ms, "--overhead-ms", low=0, high=60_000)
+    if problems:
+        raise BadInput(problems)
+    if len(fps) not in (1, int(sessions)):
+        raise BadInput(
+            f"--fps gives {len(fps)} frame rates for {int(sessions)} sessions; give one for "
+            "all or one per session"
+        )
+    upto = max(64, int(sessions))
+    return Scenario(
+        latency_ms=table[:upto],
+        sessions=int(sessions),
+        policy=args.policy,
+        fps=fps,
+        duration_s=duration,
+        phases=args.phases,
+        seed=int(seed),
+        jitter_ms=jitter,
+        overhead_ms=overhead,
+        sharing=sharing,
+        **params,
+    )
+
+
+def sharing_from(args: argparse.Namespace, curve: Any = None) -> Any:
+    """The sharing mode from ``--mode`` and its parameters."""
+    card = None
+    if args.mode == "mig":
+        name = args.card or (curve.card if curve is not None else None)
+        if name:
+            with open_store(args) as store:
+                card = store.card(name)
+    elif args.mig_profile:
+        raise BadInput("--mig-profile needs --mode mig")
+    if args.cotenants and args.mode != "time-slicing":
+        raise BadInput("--cotenants needs --mode time-slicing")
+    if args.mps_share and args.mode != "mps":
+        raise BadInput("--mps-share needs --mode mps")
+    measured = bool(
+        curve is not None and args.mig_profile and curve.mig_profile == args.mig_profile.strip()
+    )
+    return sharing_for(
+        args.mode,
+        cotenants=parse_duties(args.cotenants) if args.cotenants else (),
+        busy_period_ms=number(args.busy_period_ms, "--busy-period-ms", low=0.1, high=60_000),
+        mps_share=None
+        if args.mps_share is None
+        else number(args.mps_share, "--mps-share", low=1e-3, high=100),
+        mig_profile=args.mig_profile,
+        card=card,
+        measured_on_profile=measured,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    points, curve = read_curve_source(args)
+    fitted = fit_curve(points)
+    sessions = number(args.sessions, "--sessions", low=1, high=1024, whole=True)
+    table = tuple(float(v) for v in fitted.table(max(64, int(sessions)), args.edge))
+    scenario = scenario_from(args, table, curve)
+    results = simulate(scenario)
+    if args.frames:
+        _write_frames(args.frames, results.frame_table())
+        note(f"wrote {len(results.records.frame_latency)} frames to {args.frames}")
+    if args.json:
+        print_json(results.as_dict())
+        return 0
+    _print(results)
+    return 0
+
+
+def _write_frames(path: Path, columns: dict[str, Any]) -> None:
+    names = list(columns)
+    try:
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(names)
+            writer.writerows(zip(*(columns[n].tolist() for n in names), strict=True))
+    except OSError as exc:
+        raise BadInput(f"cannot write {path}: {exc.strerror}") from None
+
+
+def _print(results: Any) -> None:
+    s = results.scenario
+    doc = results.as_dict()
+    print(f"{s.sessions} sessions, {s.policy}, {s.sharing.label}, {s.duration_s:g} s")
+    print(
+        f"fps per session: mean {doc['mean_fps']:.2f}, min {doc['min_fps']:.2f}, "
+        f"max {doc['max_fps']:.2f} (Jain {doc['jain']:.3f})"
+    )
+    for name, key in (("GPU latency", "latency_ms"), ("end-to-end", "e2e_latency_ms")):
+        lat = doc[key]
+        if lat["frames"]:
+            print(
+                f"{name}: p50 {lat['p50']:.1f} ms, p90 {lat['p90']:.1f} ms, "
+                f"p99 {lat['p99']:.1f} ms, max {lat['max']:.1f} ms ({lat['frames']} frames)"
+            )
+    print(
+        f"overwritten {doc['overwritten_fraction']:.1%}, expired {doc['expired_fraction']:.1%}, "
+        f"GPU busy {doc['gpu_busy_fraction']:.1%}"
+    )
+    hist = ", ".join(f"{k}x{v}" for k, v in doc["batch_histogram"].items())
+    print(f"batches (size x count): {hist}")
+    if doc["starved_sessions"]:
+        print(f"starved sessions (below half the mean fps): {doc['starved_sessions']}")
+    sys.stdout.flush()

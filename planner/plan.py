@@ -1,0 +1,145 @@
+"""From a plan's parameters (``PlanParams``: the Plan page, a link, ``planner recommend``)
+to a recommendation request: the curve, the card, the sharing modes and the price."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.cards import Card
+from planner.curve import Curve, make_curve
+from planner.errors import BadInput, NotFound
+from planner.fit import FittedCurve, fit_curve
+from planner.links import PlanParams
+from planner.modes import sharing_for
+from planner.recommend import Criteria, Request
+from planner.scenario import Sharing
+from planner.store import Store
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """What a plan runs on: the curve (stored or embedded), its card, and the request."""
+
+    curve: Curve
+    fitted: FittedCurve
+    card: Card | None
+    request: Request
+
+
+def default_curve(store: Store) -> Curve:
+    """The curve a plan opens with: the laptop 512x288 FP16 reference curve if present,
+    else the first stored curve."""
+    curves = store.curves()
+    if not curves:
+        raise NotFound("the store holds no curves; import one first")
+    for curve in curves:
+        if (curve.card, curve.precision, curve.resolution, curve.source) == (
+            "laptop-8gb", "fp16", "512x288", "built-in"
+        ):  # fmt: skip
+            return curve
+    return curves[0]
+
+
+def plan_curve(params: PlanParams, store: Store | None) -> Curve:
+    """The curve a plan names: embedded points, a stored id, or the default curve."""
+    if params.points is not None:
+        return make_curve(
+            model=params.model or "unnamed model",
+            card=params.card or "unnamed card",
+            precision=params.precision,
+            resolution=params.resolution,
+            points=params.points,
+        )
+    if store is None:
+        raise BadInput("a plan without embedded points needs the store")
+    if params.curve is not None:
+        return store.curve(params.curve)
+    return default_curve(store)
+
+
+def modes_of(params: PlanParams) -> tuple[str, ...]:
+    """The sharing modes to consider: as given, else exclusive plus each mode whose
+    parameters are given (co-tenants, an MPS share, a MIG profile)."""
+    if params.modes is not None:
+        return params.modes
+    modes = ["exclusive"]
+    if params.cotenants:
+        modes.append("time-slicing")
+    if params.mps_share is not None:
+        modes.append("mps")
+    if params.mig_profile is not None:
+        modes.append("mig")
+    return tuple(modes)
+
+
+def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
+    """Resolve a plan's parameters into a recommendation request (BadInput if they
+    do not fit together, e.g. MIG on a card that does not support it)."""
+    curve = plan_curve(params, store)
+    card: Card | None = None
+    if store is not None:
+        try:
+            card = store.card(curve.card)
+        except NotFound:
+            card = None
+    fitted = fit_curve(curve.points)
+    sharings: list[Sharing] = []
+    profile_curves: list[tuple[str, FittedCurve]] = []
+    problems: list[str] = []
+    for mode in modes_of(params):
+        measured: Curve | None = None
+        if mode == "mig" and params.mig_profile and store is not None:
+            measured = _profile_curve(store, curve, params.mig_profile)
+        try:
+            sharing = sharing_for(
+                mode,
+                cotenants=params.cotenants,
+                busy_period_ms=params.busy_period_ms,
+                mps_share=params.mps_share,
+                mig_profile=params.mig_profile,
+                card=card,
+                measured_on_profile=measured is not None,
+            )
+        except BadInput as exc:
+            problems.extend(exc.problems)
+            continue
+        sharings.append(sharing)
+        if measured is not None and sharing.mig_profile:
+            profile_curves.append((sharing.mig_profile, fit_curve(measured.points)))
+    if problems:
+        raise BadInput(problems)
+    price = params.price_per_hour
+    if price is None and card is not None:
+        price = card.price_per_hour
+    request = Request(
+        curve=fitted,
+        criteria=Criteria(
+            budget_ms=params.budget_ms,
+            percentile=params.percentile,
+            min_fps=params.min_fps,
+            max_overwritten=params.max_overwritten,
+            overhead_ms=params.overhead_ms,
+        ),
+        policies=params.policies,
+        sharings=tuple(sharings),
+        seeds=params.seeds,
+        duration_s=params.duration_s,
+        max_sessions=params.max_sessions,
+        profile_curves=tuple(profile_curves),
+        peak_sessions=params.peak_sessions,
+        headroom=params.headroom,
+        price_per_hour=price,
+    )
+    return PlanInputs(curve=curve, fitted=fitted, card=card, request=request)
+
+
+def _profile_curve(store: Store, curve: Curve, profile: str) -> Curve | None:
+    """A stored curve of the same model, card, precision and resolution measured on the
+    MIG profile, if there is one (the newest)."""
+    candidates = [
+        c
+        for c in store.curves(model=curve.model, card=curve.card)
+        if c.mig_profile == profile.strip().lower()
+        and (c.precision, c.resolution) == (curve.precision, curve.resolution)
+    ]
+    return candidates[-1] if candidates else None

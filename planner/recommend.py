@@ -1,0 +1,515 @@
+"""The recommendation: seat caps per policy and sharing mode under a latency budget
+(SPEC §3.5), with ranges from the fit's band, plain-language reasons, and fleet size.
+
+An option (policy, sharing mode) *meets* the criteria at n sessions when, over all seeds,
+the pooled latency percentile (end to end) is within the budget, the slowest session's
+frame rate is at or above the floor on every seed, and the pooled overwritten fraction is
+within its limit. Its *seat cap* is the largest N such that it meets them at every
+n <= N: passing is not monotone in n, so the search goes upward one n at a time and stops
+at the first failure. The search runs on the fitted curve (``cap``) and on both edges of
+its band (``cap_high`` on the optimistic edge, ``cap_low`` on the pessimistic one), all
+options in lockstep, so it runs no more simulations than those searches need.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from planner.ensemble import run_many
+from planner.errors import BadInput
+from planner.fit import EDGES, Edge, FittedCurve
+from planner.policies import POLICIES
+from planner.scenario import Phases, Scenario, Sharing
+from planner.sharing import ASSUMPTIONS, ISOLATION
+from planner.sweep import Pooled, pool
+from planner.units import FramesPerSecond, Milliseconds, UsdPerHour
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """What a user asks of every seat (SPEC §3.5 defaults)."""
+
+    budget_ms: Milliseconds = 50.0
+    percentile: float = 99.0
+    min_fps: FramesPerSecond = 28.5
+    max_overwritten: float | None = None
+    overhead_ms: Milliseconds = 0.0
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not (_finite(self.budget_ms) and 0 < self.budget_ms <= 600_000):
+            problems.append("the latency budget must be above 0 and at most 600000 ms")
+        if not (_finite(self.percentile) and 0 < self.percentile < 100):
+            problems.append("the percentile must be above 0 and below 100")
+        if not (_finite(self.min_fps) and 0 <= self.min_fps <= 240):
+            problems.append("the frame-rate floor must be between 0 and 240 fps")
+        if self.max_overwritten is not None and not (
+            _finite(self.max_overwritten) and 0 <= self.max_overwritten <= 1
+        ):
+            problems.append("the overwritten limit must be a fraction between 0 and 1")
+        if not (_finite(self.overhead_ms) and 0 <= self.overhead_ms <= 60_000):
+            problems.append("the overhead must be between 0 and 60000 ms")
+        elif _finite(self.budget_ms) and self.overhead_ms >= self.budget_ms:
+            problems.append(
+                f"the overhead ({self.overhead_ms:g} ms) leaves nothing of the "
+                f"{self.budget_ms:g} ms budget for the GPU"
+            )
+        if problems:
+            raise BadInput(problems)
+
+
+@dataclass(frozen=True)
+class Request:
+    """Everything a recommendation depends on; frozen, so it can be cached and linked.
+
+    ``curve`` is the fitted whole-card curve. ``profile_curves`` maps a MIG profile name to
+    a curve measured on that profile, used instead of deriving one. ``slo_ms`` fixes the
+    objective of the ``aimd`` and ``deadline`` policies; by default it is the budget minus
+    the overhead. ``price_per_hour`` is the card's hourly price, if known.
+    """
+
+    curve: FittedCurve
+    criteria: Criteria = field(default_factory=Criteria)
+    policies: tuple[str, ...] = tuple(POLICIES)
+    sharings: tuple[Sharing, ...] = (Sharing(),)
+    seeds: int = 8
+    duration_s: float = 30.0
+    max_sessions: int = 64
+    fps: FramesPerSecond = 30.0
+    phases: Phases = "random"
+    jitter_ms: Milliseconds = 0.0
+    max_batch: int | None = None
+    max_queue_delay_us: float | None = None
+    slo_ms: Milliseconds | None = None
+    profile_curves: tuple[tuple[str, FittedCurve], ...] = ()
+    peak_sessions: int | None = None
+    headroom: float = 0.2
+    price_per_hour: UsdPerHour | None = None
+
+    def __post_init__(self) -> None:
+        problems = []
+        unknown = [p for p in self.policies if p not in POLICIES]
+        if unknown or not self.policies:
+            problems.append(
+                f"policies must be some of {', '.join(POLICIES)}"
+                + (f" (not {', '.join(unknown)})" if unknown else "")
+            )
+        if len(set(self.policies)) != len(self.policies):
+            problems.append("a policy is listed twice")
+        if not self.sharings:
+            problems.append("at least one sharing mode is needed")
+        if not (isinstance(self.seeds, int) and 1 <= self.seeds <= 64):
+            problems.append("seeds must be a whole number from 1 to 64")
+        if not (isinstance(self.max_sessions, int) and 1 <= self.max_sessions <= 256):
+            problems.append("the largest session count must be a whole number from 1 to 256")
+        if self.peak_sessions is not None and not (
+            isinstance(self.peak_sessions, int) and 1 <= self.peak_sessions <= 10_000_000
+        ):
+            problems.append("peak sessions must be a whole number from 1 to 10000000")
+        if not (_finite(self.headroom) and 0 <= self.headroom <= 10):
+            problems.append("headroom must be a fraction from 0 to 10 (0.2 = 20%)")
+        if self.price_per_hour is not None and not (
+            _finite(self.price_per_hour) and 0 <= self.price_per_hour <= 10_000
+        ):
+            problems.append("the price must be between 0 and 10000 USD per hour")
+        if problems:
+            raise BadInput(problems)
+        # Scenario validates duration, fps, phases, jitter and policy parameters.
+        self.scenario("oldest-first", Sharing(), "central", 1, 0)
+
+    @property
+    def objective_ms(self) -> Milliseconds:
+        """The GPU-side objective of ``aimd`` and ``deadline``."""
+        if self.slo_ms is not None:
+            return self.slo_ms
+        return self.criteria.budget_ms - self.criteria.overhead_ms
+
+    def curve_for(self, sharing: Sharing) -> FittedCurve:
+        """The curve a sharing mode runs on: a measured MIG profile's, else the card's."""
+        if sharing.mode == "mig" and not sharing.mig_derived:
+            return dict(self.profile_curves)[sharing.mig_profile or ""]
+        return self.curve
+
+    def table(self, sharing: Sharing, edge: Edge) -> tuple[float, ...]:
+        upto = max(64, self.max_sessions)
+        return tuple(float(v) for v in self.curve_for(sharing).table(upto, edge))
+
+    def scenario(
+        self, policy: str, sharing: Sharing, edge: Edge, sessions: int, seed: int
+    ) -> Scenario:
+        return Scenario(
+            latency_ms=self.table(sharing, edge),
+            sessions=sessions,
+            policy=policy,
+            fps=(self.fps,),
+            duration_s=self.duration_s,
+            phases=self.phases,
+            seed=seed,
+            jitter_ms=self.jitter_ms,
+            overhead_ms=self.criteria.overhead_ms,
+            max_batch=self.max_batch,
+            max_queue_delay_us=self.max_queue_delay_us,
+            slo_ms=self.objective_ms,
+            sharing=sharing,
+        )
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One criterion an option fails at some session count, in plain words."""
+
+    constraint: str  # "latency", "fps" or "overwritten"
+    sessions: int
+    detail: str  # e.g. "the slowest session gets 9.3 fps under oldest-first, below ..."
+
+    @property
+    def sentence(self) -> str:
+        return f"at {self.sessions} session{'s' if self.sessions != 1 else ''} {self.detail}"
+
+
+@dataclass(frozen=True)
+class Option:
+    """One (policy, sharing mode) with its seat caps and why the next seat fails."""
+
+    policy: str
+    sharing: Sharing
+    cap: int
+    cap_low: int
+    cap_high: int
+    at_cap: Pooled | None  # central curve, at the cap
+    failures: tuple[Failure, ...]  # at cap + 1 on the central curve; empty at the limit
+    binding_constraint: str
+    extrapolated: bool
+    history: tuple[Pooled, ...]  # central curve, n = 1 .. cap + 1
+    deciding_batches: tuple[int, ...] = ()  # frames per batch size in the deciding runs
+
+    @property
+    def mode(self) -> str:
+        return self.sharing.mode
+
+    @property
+    def label(self) -> str:
+        return f"{self.policy}, {self.sharing.label}"
+
+    @property
+    def seats(self) -> str:
+        """``"3"`` or ``"4–5"`` when the band makes the cap a range."""
+        low, high = (
+            min(self.cap_low, self.cap, self.cap_high),
+            max(self.cap_low, self.cap, self.cap_high),
+        )
+        return str(self.cap) if low == high else f"{low}–{high}"
+
+    def as_dict(self) -> dict[str, Any]:
+        isolation = ISOLATION[self.sharing.mode]
+        at = self.at_cap
+        return {
+            "policy": self.policy,
+            "mode": self.sharing.mode,
+            "sharing": self.sharing.label,
+            "cap": self.cap,
+            "cap_low": self.cap_low,
+            "cap_high": self.cap_high,
+            "seats": self.seats,
+            "binding_constraint": self.binding_constraint,
+            "failures": [f.sentence for f in self.failures],
+            "extrapolated": self.extrapolated,
+            "isolation": {"memory": isolation.memory, "fault": isolation.fault},
+            "percentile": at.percentile if at else None,
+            "latency_ms_at_cap": at.e2e_latency_ms if at else None,
+            "frames_at_cap": at.frames if at else 0,
+            "low_confidence": at.low_confidence if at else False,
+            "min_fps_at_cap": at.min_fps if at else None,
+        }
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """GPUs for a peak of concurrent sessions, and what a seat costs (SPEC §3.5)."""
+
+    peak_sessions: int | None
+    headroom: float
+    cap: int
+    cap_low: int
+    gpus: int | None
+    gpus_worst: int | None  # on the pessimistic cap
+    price_per_hour: UsdPerHour | None
+    cost_per_seat_hour: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "peak_sessions": self.peak_sessions,
+            "headroom": self.headroom,
+            "cap": self.cap,
+            "gpus": self.gpus,
+            "gpus_at_cap_low": self.gpus_worst,
+            "price_per_hour": self.price_per_hour,
+            "cost_per_seat_hour": self.cost_per_seat_hour,
+            "cost_per_hour": None
+            if self.gpus is None or self.price_per_hour is None
+            else self.gpus * self.price_per_hour,
+        }
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """Ranked options, the recommended one (or None), a one-sentence summary, the batch
+    size to measure next, fleet and cost, and the assumptions behind it all."""
+
+    request: Request
+    options: tuple[Option, ...]
+    recommended: Option | None
+    summary: str
+    measure_next: int | None
+    fleet: Fleet | None
+    assumptions: tuple[str, ...]
+    simulations: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The document ``planner recommend --json`` prints."""
+        return {
+            "recommended": self.recommended.as_dict() if self.recommended else None,
+            "summary": self.summary,
+            "options": [o.as_dict() for o in self.options],
+            "measure_next": self.measure_next,
+            "fleet": self.fleet.as_dict() if self.fleet else None,
+            "assumptions": list(self.assumptions),
+            "simulations": self.simulations,
+        }
+
+
+def fleet_size(peak_sessions: int, headroom: float, cap: int) -> int:
+    """GPUs needed: ``ceil(D * (1 + h) / cap)``."""
+    return math.ceil(peak_sessions * (1.0 + headroom) / cap - 1e-9)
+
+
+def failures(pooled: Pooled, criteria: Criteria) -> tuple[Failure, ...]:
+    """The criteria ``pooled`` fails, latency budget first, then fps floor, then overwriting."""
+    n, policy = pooled.sessions, pooled.policy
+    out = []
+    p = f"p{pooled.percentile:g}"
+    if pooled.e2e_latency_ms is None:
+        out.append(Failure("latency", n, f"no frame is delivered under {policy}"))
+    elif pooled.e2e_latency_ms > criteria.budget_ms:
+        out.append(
+            Failure(
+                "latency",
+                n,
+                f"the {p} latency is {pooled.e2e_latency_ms:.1f} ms under {policy}, "
+                f"over the {criteria.budget_ms:g} ms budget",
+            )
+        )
+    if pooled.min_fps < criteria.min_fps:
+        out.append(
+            Failure(
+                "fps",
+                n,
+                f"the slowest session gets {pooled.min_fps:.1f} fps under {policy}, "
+                f"below the {criteria.min_fps:g} fps floor",
+            )
+        )
+    limit = criteria.max_overwritten
+    if limit is not None and pooled.overwritten_fraction > limit:
+        out.append(
+            Failure(
+                "overwritten",
+                n,
+                f"{pooled.overwritten_fraction:.1%} of frames are overwritten under {policy}, "
+                f"over the {limit:.1%} limit",
+            )
+        )
+    return tuple(out)
+
+
+def recommend(request: Request) -> Recommendation:
+    """Search every option's seat cap on the fitted curve and both band edges, rank them,
+    and explain the result (see the module docstring for the rules)."""
+    options = [(p, s) for s in request.sharings for p in request.policies]
+    seeds = range(request.seeds)
+    searches = [(o, edge) for o in options for edge in EDGES]
+    history: dict[tuple[tuple[str, Sharing], str], list[Pooled]] = {k: [] for k in searches}
+    caps: dict[tuple[tuple[str, Sharing], str], int] = {}
+    simulations = 0
+    for n in range(1, request.max_sessions + 1):
+        alive = [k for k in searches if k not in caps]
+        if not alive:
+            break
+        grid = [
+            request.scenario(policy, sharing, edge, n, seed)
+            for (policy, sharing), edge in alive
+            for seed in seeds
+        ]
+        outcomes = run_many(grid)
+        simulations += len(grid)
+        for i, key in enumerate(alive):
+            pooled = pool(outcomes[i * request.seeds : (i + 1) * request.seeds],
+                          request.criteria.percentile)  # fmt: skip
+            history[key].append(pooled)
+            if failures(pooled, request.criteria):
+                caps[key] = n - 1
+    for key in searches:
+        caps.setdefault(key, request.max_sessions)
+
+    built = [_option(request, o, caps, history) for o in options]
+    order = {p: i for i, p in enumerate(request.policies)}
+    modes = {s: i for i, s in enumerate(request.sharings)}
+    ranked = sorted(
+        built,
+        key=lambda o: (
+            -o.cap,
+            -o.cap_low,
+            o.at_cap.e2e_latency_ms
+            if o.at_cap and o.at_cap.e2e_latency_ms is not None
+            else math.inf,
+            order[o.policy],
+            modes[o.sharing],
+        ),
+    )
+    best = ranked[0]
+    recommended = best if best.cap >= 1 else None
+    measure = _measure_next(request, best)
+    fleet = _fleet(request, recommended)
+    return Recommendation(
+        request=request,
+        options=tuple(ranked),
+        recommended=recommended,
+        summary=_summary(request, best, recommended is not None, measure),
+        measure_next=measure,
+        fleet=fleet,
+        assumptions=_assumptions(request),
+        simulations=simulations,
+    )
+
+
+def _option(
+    request: Request,
+    option: tuple[str, Sharing],
+    caps: dict[tuple[tuple[str, Sharing], str], int],
+    history: dict[tuple[tuple[str, Sharing], str], list[Pooled]],
+) -> Option:
+    policy, sharing = option
+    cap = caps[(option, "central")]
+    rows = history[(option, "central")]
+    at_cap = rows[cap - 1] if cap >= 1 else None
+    fails = failures(rows[cap], request.criteria) if cap < len(rows) else ()
+    if fails:
+        binding = fails[0].sentence
+        if len(fails) > 1:
+            binding += "; also " + "; ".join(f.detail for f in fails[1:])
+    else:
+        binding = (
+            f"meets every criterion up to {request.max_sessions} sessions, "
+            "the largest count considered"
+        )
+    # What decided the cap: the runs at the cap and at the first failing count.
+    deciding = rows[max(cap - 1, 0) : cap + 1]
+    width = max(len(r.batch_sizes) for r in deciding)
+    frames = np.zeros(width, np.int64)
+    for r in deciding:
+        sizes = np.asarray(r.batch_sizes)
+        frames[: sizes.size] += sizes * np.arange(sizes.size)
+    used = np.flatnonzero(frames)
+    curve = request.curve_for(sharing)
+    extrapolated = bool(used.size and np.any(curve.extrapolated(used)))
+    return Option(
+        policy=policy,
+        sharing=sharing,
+        cap=cap,
+        cap_low=caps[(option, "pessimistic")],
+        cap_high=caps[(option, "optimistic")],
+        at_cap=at_cap,
+        failures=fails,
+        binding_constraint=binding,
+        extrapolated=extrapolated,
+        history=tuple(rows),
+        deciding_batches=tuple(int(v) for v in frames),
+    )
+
+
+def _measure_next(request: Request, option: Option) -> int | None:
+    """The batch size whose measurement would best settle this option's cap.
+
+    Weighted by the frames each batch size carried in the runs that decided the cap; only
+    offered when the cap is a range or rests on extrapolated batch sizes.
+    """
+    if option.cap_low == option.cap_high and not option.extrapolated:
+        return None
+    curve = request.curve_for(option.sharing)
+    upto = max(64, request.max_sessions)
+    weights = np.zeros(upto)
+    batches = np.asarray(option.deciding_batches[1 : upto + 1], dtype=float)
+    weights[: batches.size] = batches
+    if not weights.any():
+        weights = None  # type: ignore[assignment]
+    return curve.measure_next(upto, weights)
+
+
+def _fleet(request: Request, option: Option | None) -> Fleet | None:
+    if option is None or (request.peak_sessions is None and request.price_per_hour is None):
+        return None
+    peak = request.peak_sessions
+    price = request.price_per_hour
+    low = min(option.cap_low, option.cap)
+    return Fleet(
+        peak_sessions=peak,
+        headroom=request.headroom,
+        cap=option.cap,
+        cap_low=low,
+        gpus=None if peak is None else fleet_size(peak, request.headroom, option.cap),
+        gpus_worst=None if peak is None or low < 1 else fleet_size(peak, request.headroom, low),
+        price_per_hour=price,
+        cost_per_seat_hour=None if price is None else price / option.cap,
+    )
+
+
+def _summary(request: Request, best: Option, recommended: bool, measure: int | None) -> str:
+    if not recommended:
+        return (
+            f"No option holds even one session within the criteria; the closest is "
+            f"{best.label}: {best.binding_constraint}."
+        )
+    seats = best.seats
+    plural = "seat" if seats == "1" else "seats"
+    text = f"{seats} {plural} per card — {best.label}"
+    if best.failures:
+        text += f"; the next seat fails: {best.binding_constraint}"
+    else:
+        text += f"; {best.binding_constraint}"
+    if best.extrapolated:
+        measured = request.curve_for(best.sharing).points
+        text += (
+            f". It rests on batch sizes beyond the measured {measured[0].batch}–"
+            f"{measured[-1].batch}"
+        )
+    if measure is not None:
+        text += f"; measuring batch {measure} next would settle it best"
+    return text + "."
+
+
+def _assumptions(request: Request) -> tuple[str, ...]:
+    notes = list(request.curve.assumptions)
+    for sharing in dict.fromkeys(request.sharings):
+        notes.append(f"{sharing.label}: {ASSUMPTIONS[sharing.mode]}")
+        if sharing.mode == "mig" and sharing.mig_derived:
+            notes.append(
+                f"The {sharing.mig_profile} curve is derived from the whole-card curve, "
+                "not measured on that profile."
+            )
+    notes.append(
+        "Latency is GPU-side plus a fixed per-frame overhead for network, decode and "
+        f"post-processing ({request.criteria.overhead_ms:g} ms), which does not occupy the GPU."
+    )
+    notes.append(
+        f"{request.seeds} random phase draws of {request.duration_s:g} s each at "
+        f"{request.fps:g} fps per session; the {request.criteria.percentile:g}th percentile "
+        "is over all their delivered frames."
+    )
+    return tuple(notes)
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,0 +1,211 @@
+"""The recommendation (SPEC §3.5) on the reference curves, and its invariants."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.curve import Point
+from planner.errors import BadInput
+from planner.fit import fit_curve
+from planner.links import PlanParams
+from planner.plan import plan_inputs
+from planner.policies import POLICIES
+from planner.recommend import Criteria, Request, fleet_size, recommend
+from planner.scenario import Scenario, Sharing
+from planner.simulate import simulate
+from planner.store import Store
+
+LAPTOP = [(1, 9.82), (2, 20.36), (3, 32.71), (4, 46.15), (8, 103.77), (16, 221.25)]
+SERVER = [(1, 8.0), (3, 20.0)]
+
+
+def curve(points: list[tuple[int, float]]):
+    return fit_curve([Point(b, v) for b, v in points])
+
+
+def test_laptop_fp16_holds_three_seats_under_every_policy() -> None:
+    result = recommend(Request(curve=curve(LAPTOP)))
+    assert {o.policy for o in result.options} == set(POLICIES)
+    for option in result.options:
+        assert (option.cap, option.cap_low, option.cap_high) == (3, 3, 3), option.policy
+        assert option.binding_constraint.startswith("at 4 sessions")
+        assert option.failures and option.failures[0].constraint in ("latency", "fps")
+        assert ("budget" in option.binding_constraint) or ("floor" in option.binding_constraint)
+    assert result.recommended is not None and result.recommended.cap == 3
+    assert result.summary.startswith("3 seats per card — ")
+    assert result.measure_next is None  # not a range, nothing extrapolated
+
+
+def test_server_two_points_batch_all_may_hold_more_but_rests_on_extrapolation() -> None:
+    result = recommend(Request(curve=curve(SERVER)))
+    by_policy = {o.policy: o for o in result.options}
+    assert by_policy["batch-all"].cap_high > by_policy["oldest-first"].cap
+    assert by_policy["batch-all"].extrapolated
+    assert result.recommended is not None and result.recommended.extrapolated
+    assert result.measure_next is not None and result.measure_next > 3
+    assert "beyond the measured 1–3" in result.summary
+    assert f"measuring batch {result.measure_next}" in result.summary
+
+
+@pytest.mark.parametrize("busy", [2, 3])
+def test_time_slicing_with_always_busy_co_tenants_is_three_to_four_times_slower(busy: int) -> None:
+    window = Scenario(latency_ms=(10.5,), sessions=1, fps=(5.0,), duration_s=10.0,
+                      sharing=Sharing(mode="time-slicing", cotenants=(1.0,) * busy))  # fmt: skip
+    stretch = simulate(window).latency.p50 / 10.5
+    assert 2.5 <= stretch <= 4.5
+    result = recommend(
+        Request(
+            curve=curve(LAPTOP),
+            sharings=(Sharing(), Sharing(mode="time-slicing", cotenants=(1.0,) * busy)),
+            policies=("oldest-first", "batch-all"),
+        )
+    )
+    for option in result.options:
+        doc = option.as_dict()
+        if option.mode == "time-slicing":
+            assert option.cap < 3
+            assert doc["isolation"] == {"memory": "none", "fault": "none"}
+        else:
+            assert option.cap == 3
+    assert any("time-slicing" in a and "1/(k+1)" in a for a in result.assumptions)
+
+
+def test_mig_only_on_cards_that_support_it_with_their_own_profiles(store: Store) -> None:
+    laptop = PlanParams(points=tuple(Point(b, v) for b, v in LAPTOP), card="laptop-8gb",
+                        mig_profile="3g.40gb")  # fmt: skip
+    with pytest.raises(BadInput, match="does not support MIG"):
+        plan_inputs(laptop, store)
+    a100 = PlanParams(points=laptop.points, card="a100-80gb", mig_profile="3g.40gb")
+    inputs = plan_inputs(a100, store)
+    (mig,) = [s for s in inputs.request.sharings if s.mode == "mig"]
+    assert (mig.mig_slices, mig.mig_total, mig.mig_derived) == (3, 7, True)
+    small = replace(inputs.request, max_sessions=4, policies=("oldest-first",))
+    assert any("derived from the whole-card curve" in a for a in recommend(small).assumptions)
+    a30 = PlanParams(points=laptop.points, card="a30", mig_profile="3g.40gb")
+    with pytest.raises(BadInput, match=r"not offered on a30 \(choices: 1g.6gb"):
+        plan_inputs(a30, store)
+
+
+def test_a_curve_measured_on_the_profile_is_used_instead_of_deriving_one(store: Store) -> None:
+    from planner.curve import make_curve
+
+    whole = make_curve(model="m", card="a100-80gb", precision="fp16", resolution="64x36",
+                       points=[Point(1, 5.0), Point(2, 6.0)])  # fmt: skip
+    profile = make_curve(model="m", card="a100-80gb", precision="fp16", resolution="64x36",
+                         mig_profile="3g.40gb", points=[Point(1, 9.0), Point(2, 11.0)])  # fmt: skip
+    stored, _ = store.add_curves([whole, profile])
+    inputs = plan_inputs(PlanParams(curve=stored.id, mig_profile="3g.40gb"), store)
+    (mig,) = [s for s in inputs.request.sharings if s.mode == "mig"]
+    assert not mig.mig_derived
+    assert inputs.request.table(mig, "central")[0] == pytest.approx(9.0)
+
+
+def test_budget_nothing_meets_recommends_nothing_and_names_the_closest_option() -> None:
+    result = recommend(Request(curve=curve(LAPTOP), criteria=Criteria(budget_ms=5.0)))
+    assert result.recommended is None
+    assert all(o.cap == 0 for o in result.options)
+    assert result.summary.startswith("No option holds even one session")
+    assert "at 1 session " in result.summary
+
+
+def test_fleet_and_cost_per_seat() -> None:
+    assert fleet_size(100, 0.2, 3) == 40
+    assert fleet_size(10, 0.0, 5) == 2
+    assert fleet_size(11, 0.0, 5) == 3
+    result = recommend(
+        Request(
+            curve=curve(LAPTOP),
+            peak_sessions=100,
+            headroom=0.2,
+            price_per_hour=1.5,
+            policies=("oldest-first",),
+        )
+    )
+    fleet = result.as_dict()["fleet"]
+    assert fleet["gpus"] == math.ceil(100 * 1.2 / 3)
+    assert fleet["cost_per_seat_hour"] == pytest.approx(0.5)
+    assert fleet["cost_per_hour"] == pytest.approx(40 * 1.5)
+
+
+def test_ranking_and_tie_breaks() -> None:
+    result = recommend(Request(curve=curve(SERVER)))
+    keys = [
+        (-o.cap, -o.cap_low, o.at_cap.e2e_latency_ms if o.at_cap else math.inf)
+        for o in result.options
+    ]
+    assert keys == sorted(keys)
+    same = [o.policy for o in result.options if o.cap == 5 and o.cap_low == 4]
+    latencies = {o.at_cap.e2e_latency_ms for o in result.options if o.policy in same}
+    if len(latencies) == 1:  # equal on every key: listed order decides
+        assert same == [p for p in POLICIES if p in same]
+
+
+def test_low_confidence_percentiles_are_flagged() -> None:
+    short = recommend(Request(curve=curve(LAPTOP), seeds=1, duration_s=1.0,
+                              policies=("oldest-first",)))  # fmt: skip
+    assert short.options[0].as_dict()["low_confidence"]  # 90 frames: 0.9 beyond p99
+    full = recommend(Request(curve=curve(LAPTOP), policies=("oldest-first",)))
+    assert not full.options[0].as_dict()["low_confidence"]
+
+
+def test_runs_no_more_simulations_than_the_upward_search_needs() -> None:
+    request = Request(curve=curve(SERVER), max_sessions=64)
+    result = recommend(request)
+    needed = 0
+    for option in result.options:
+        for cap in (option.cap, option.cap_low, option.cap_high):
+            needed += min(cap + 1, request.max_sessions) * request.seeds
+    assert result.simulations == needed
+
+
+def test_a_cap_at_the_largest_count_considered_says_so() -> None:
+    result = recommend(Request(curve=curve(LAPTOP), max_sessions=2, policies=("batch-all",)))
+    (option,) = result.options
+    assert option.cap == 2 and option.failures == ()
+    assert "largest count considered" in option.binding_constraint
+
+
+@st.composite
+def rising_curves(draw: st.DrawFn):
+    first = draw(st.floats(2.0, 30.0))
+    steps = draw(st.lists(st.floats(0.2, 2.0), min_size=1, max_size=3))
+    points, value = [Point(1, first)], first
+    for i, step in enumerate(steps):
+        value += first * step
+        points.append(Point(2 ** (i + 1), value))
+    return fit_curve(points)
+
+
+@settings(max_examples=12, deadline=None)
+@given(rising_curves(), st.floats(20.0, 120.0), st.floats(0.5, 0.95), st.floats(10.0, 29.5))
+def test_tightening_the_budget_or_raising_the_floor_never_raises_a_cap(
+    fitted, budget: float, shrink: float, floor: float
+) -> None:
+    def caps(criteria: Criteria) -> np.ndarray:
+        r = recommend(
+            Request(curve=fitted, criteria=criteria, seeds=2, duration_s=2.0, max_sessions=12,
+                    slo_ms=40.0, policies=("oldest-first", "batch-all", "aimd", "deadline"))
+        )  # fmt: skip
+        ordered = sorted(r.options, key=lambda o: o.policy)
+        return np.array([(o.cap, o.cap_low, o.cap_high) for o in ordered])
+
+    loose = caps(Criteria(budget_ms=budget, min_fps=floor))
+    tight_budget = caps(Criteria(budget_ms=budget * shrink, min_fps=floor))
+    high_floor = caps(Criteria(budget_ms=budget, min_fps=min(floor + 5.0, 30.0)))
+    assert np.all(tight_budget <= loose)
+    assert np.all(high_floor <= loose)
+
+
+def test_bad_requests_are_refused() -> None:
+    with pytest.raises(BadInput, match="policies must be some of"):
+        Request(curve=curve(LAPTOP), policies=("fifo",))
+    with pytest.raises(BadInput, match="leaves nothing"):
+        Criteria(budget_ms=10.0, overhead_ms=12.0)
+    with pytest.raises(BadInput, match="percentile"):
+        Criteria(percentile=100.0)
