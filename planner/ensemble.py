@@ -201,9 +201,12 @@ def _run_jobs(  # type: ignore[no-untyped-def]
         s0 = session_offsets[j]
         for k in range(4):
             counts[k, s0 : s0 + n] = job_counts[k]
-        h0 = hist_offsets[j]
+        # Accumulate in the job's own memory and write once: threads writing neighbouring
+        # slots of a shared array at every batch would fight over cache lines.
+        sizes = np.zeros(n + 1, np.int64)
         spent = 0.0
         for b in range(batches):
-            histogram[h0 + batch_size[b]] += 1
+            sizes[batch_size[b]] += 1
             spent += min(batch_end[b], durations[j]) - batch_start[b]
+        histogram[hist_offsets[j] : hist_offsets[j] + n + 1] = sizes
         busy[j] = spent

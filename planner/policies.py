@@ -156,22 +156,25 @@ def _aimd(now, pending, latency, params, state, feedback, chosen, expired):  # t
 @numba.njit(cache=True)
 def _deadline(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     slo = params[2]
+    waiting = 0
+    oldest = math.inf
     for i in range(pending.size):
-        if pending[i] < math.inf and now + latency[1] > pending[i] + slo:
-            expired[i] = True  # cannot finish within the objective even alone
-            pending[i] = math.inf
-    waiting = _take_oldest(pending, pending.size, chosen)
+        if pending[i] < math.inf:
+            if now + latency[1] > pending[i] + slo:
+                expired[i] = True  # cannot finish within the objective even alone
+                pending[i] = math.inf
+            else:
+                waiting += 1
+                oldest = min(oldest, pending[i])
     if waiting == 0:
         return 0, _NO_WAKE
     # The oldest frame has the earliest deadline, so a batch of the k oldest meets every
-    # deadline exactly when it meets the oldest one's; the largest such k runs.
-    oldest = pending[chosen[0]]
+    # deadline exactly when it meets the oldest one's; the largest such k runs (latency
+    # does not fall with batch size, so the k that meet it are 1..k_max).
     size = 1
-    for k in range(waiting, 0, -1):
-        if now + latency[k] <= oldest + slo:
-            size = k
-            break
-    return size, _NO_WAKE
+    while size < waiting and now + latency[size + 1] <= oldest + slo:
+        size += 1
+    return _take_oldest(pending, size, chosen), _NO_WAKE
 
 
 POLICIES: dict[str, Policy] = {

@@ -13,6 +13,7 @@ options in lockstep, so it runs no more simulations than those searches need.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -135,8 +136,7 @@ class Request:
         return self.curve
 
     def table(self, sharing: Sharing, edge: Edge) -> tuple[float, ...]:
-        upto = max(64, self.max_sessions)
-        return tuple(float(v) for v in self.curve_for(sharing).table(upto, edge))
+        return _table(self.curve_for(sharing), max(64, self.max_sessions), edge)
 
     def scenario(
         self, policy: str, sharing: Sharing, edge: Edge, sessions: int, seed: int
@@ -509,6 +509,13 @@ def _assumptions(request: Request) -> tuple[str, ...]:
         "is over all their delivered frames."
     )
     return tuple(notes)
+
+
+@functools.lru_cache(maxsize=512)
+def _table(curve: FittedCurve, upto: int, edge: Edge) -> tuple[float, ...]:
+    """Latency for batch 1..upto on one edge of a fitted curve (cached: a search builds
+    thousands of scenarios from a handful of tables)."""
+    return tuple(float(v) for v in curve.table(upto, edge))
 
 
 def _finite(value: object) -> bool:

@@ -7,11 +7,11 @@ field and reports all problems at once with messages a user can act on.
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
+
+import numpy as np
 
 from planner.errors import BadInput
 from planner.policies import POLICIES
@@ -165,15 +165,18 @@ def _problems(s: Scenario) -> list[str]:
     if s.policy not in POLICIES:
         problems.append(f"policy {s.policy!r} is not one of {', '.join(POLICIES)}")
         return problems
-    table: Sequence[float] = s.latency_ms
-    if len(table) < s.sessions:
+    try:
+        table = np.asarray(s.latency_ms, dtype=np.float64)
+    except (TypeError, ValueError):
+        table = np.array([np.nan])
+    if table.ndim != 1 or table.size < s.sessions:
         problems.append(
-            f"the latency table covers batch 1..{len(table)} but {s.sessions} sessions can "
+            f"the latency table covers batch 1..{table.size} but {s.sessions} sessions can "
             f"form a batch of {s.sessions}"
         )
-    if not all(_finite(v) and v > 0 for v in table):
+    if not (np.all(np.isfinite(table)) and np.all(table > 0)):
         problems.append("every latency in the table must be a finite number above zero")
-    elif any(b < a for a, b in itertools.pairwise(table)):
+    elif np.any(np.diff(table) < 0):
         problems.append("latency must not decrease with batch size")
     if len(s.fps) not in (1, s.sessions):
         problems.append(
