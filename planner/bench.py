@@ -92,4 +92,4 @@ def _load_sections() -> None:
 
 
 # Modules whose import registers a section, in the order the sections run.
-BENCH_MODULES: tuple[str, ...] = ("planner.fit_eval", "planner.timing")
+BENCH_MODULES: tuple[str, ...] = ("planner.fit_eval", "planner.sim_bench", "planner.timing")

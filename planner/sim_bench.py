@@ -1,0 +1,131 @@
+"""``planner bench`` sections for the simulator and the recommendation.
+
+Each figure is measured against a reference in the same run: the fast engine against the
+reference engine on the same scenarios, and first-call compile or cache-load time apart
+from the warm figures.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from planner.bench import Figures, best_of, section
+from planner.curve import Point
+from planner.engine_reference import run_reference
+from planner.fit import fit_curve
+from planner.fit_eval import BENCH_POINTS
+from planner.policies import POLICIES
+from planner.scenario import Scenario, Sharing
+
+SWEEP_SESSIONS = range(1, 33)
+SWEEP_SEEDS = range(4)
+# The reference engine takes minutes for the whole sweep, so it runs on a stated sample:
+# every policy at these session counts, one seed; the fast engine runs the same sample.
+REFERENCE_SAMPLE_SESSIONS = (1, 8, 16, 24, 32)
+
+
+# The reference server card's only two points (SPEC 2.3).
+SERVER_POINTS = (Point(batch=1, latency_ms=8.0), Point(batch=3, latency_ms=20.0))
+
+
+def _laptop_table() -> tuple[float, ...]:
+    return tuple(float(v) for v in fit_curve(BENCH_POINTS).table(64))
+
+
+@section("simulator")
+def bench_simulator(progress: Callable[[str], None]) -> Figures:
+    """One 30 s run of 6 sessions and a 7 x 32 x 4 sweep, fast engine vs reference engine."""
+    from planner import engine_fast, ensemble
+    from planner.engine_fast import run_fast
+    from planner.ensemble import run_many
+    from planner.sweep import sweep
+
+    table = _laptop_table()
+    template = Scenario(latency_ms=table, sessions=1)
+
+    progress("bench: simulator: first call (compile or load the compiled engine) ...")
+    start = time.perf_counter()
+    sweep(template, POLICIES, range(1, 3), range(1))
+    run_fast(template)
+    warmup = time.perf_counter() - start
+    from_cache = bool(engine_fast._loop.stats.cache_hits) and bool(
+        ensemble._run_jobs.stats.cache_hits
+    )
+
+    single = Scenario(latency_ms=table, sessions=6)
+    progress("bench: simulator: one run of 6 sessions ...")
+    single_fast = best_of(lambda: run_fast(single), 20)
+    single_reference = best_of(lambda: run_reference(single), 3)
+
+    progress("bench: simulator: sweep of 7 policies x 32 session counts x 4 seeds ...")
+    sweep_fast = best_of(lambda: sweep(template, POLICIES, SWEEP_SESSIONS, SWEEP_SEEDS), 3)
+    runs = len(POLICIES) * len(SWEEP_SESSIONS) * len(SWEEP_SEEDS)
+
+    sample = [
+        template.with_(policy=p, sessions=n) for p in POLICIES for n in REFERENCE_SAMPLE_SESSIONS
+    ]
+    progress(f"bench: simulator: reference engine on a sample of {len(sample)} runs ...")
+    sample_fast = best_of(lambda: run_many(sample), 3)
+    start = time.perf_counter()
+    for scenario in sample:
+        run_reference(scenario)
+    sample_reference = time.perf_counter() - start
+    frames_sample = sum(sum(s.session_fps) * s.duration_s for s in sample)
+    frames_sweep = float(np.sum([30.0 * 30.0 * n for n in SWEEP_SESSIONS])) * len(POLICIES) * 4
+    return {
+        "single_fast_ms": single_fast * 1e3,
+        "single_reference_ms": single_reference * 1e3,
+        "single_speedup": single_reference / single_fast,
+        "sweep_runs": runs,
+        "sweep_fast_s": sweep_fast,
+        "sweep_reference_s": sample_reference,
+        "sweep_reference_sample": (
+            f"{len(sample)} runs: every policy at {len(REFERENCE_SAMPLE_SESSIONS)} session "
+            f"counts {list(REFERENCE_SAMPLE_SESSIONS)}, seed 0 "
+            f"({frames_sample / frames_sweep:.1%} of the sweep's frames)"
+        ),
+        "sweep_fast_sample_s": sample_fast,
+        "sweep_speedup": sample_reference / sample_fast,
+        "sweep_reference_full_estimate_s": sample_reference * frames_sweep / frames_sample,
+        "warmup_s": warmup,
+        "warmup_from_cache": from_cache,
+    }
+
+
+@section("recommend")
+def bench_recommend(progress: Callable[[str], None]) -> Figures:
+    """The full recommendation: 7 policies x 4 sharing modes x 8 seeds x up to 64
+    sessions, on the fitted curve and both band edges."""
+    from planner.recommend import Request, recommend
+
+    fitted = fit_curve(BENCH_POINTS)
+    sharings = (
+        Sharing(),
+        Sharing(mode="time-slicing", cotenants=(0.9, 0.9)),
+        Sharing(mode="mps", mps_share=50.0),
+        # MIG 3g.40gb on an A100 80 GB: 3 of 7 compute slices, derived from the curve.
+        Sharing(mode="mig", mig_profile="3g.40gb", mig_slices=3, mig_total=7),
+    )
+    request = Request(curve=fitted, sharings=sharings, seeds=8, max_sessions=64)
+    recommend(Request(curve=fitted, max_sessions=2, seeds=1))  # compiled, cached tables
+    progress("bench: recommend: laptop 512x288 FP16, 7 policies x 4 modes x 3 curves ...")
+    start = time.perf_counter()
+    result = recommend(request)
+    timings = [time.perf_counter() - start]
+    for _ in range(2):
+        start = time.perf_counter()
+        recommend(request)
+        timings.append(time.perf_counter() - start)
+    progress("bench: recommend: server 24 GB two-point curve ...")
+    server = Request(curve=fit_curve(SERVER_POINTS), sharings=sharings)
+    server_s = best_of(lambda: recommend(server), 2)
+    return {
+        "wall_s": min(timings),
+        "simulations": result.simulations,
+        "options": len(result.options),
+        "recommended": result.summary.split(";")[0],
+        "server_two_point_wall_s": server_s,
+    }
