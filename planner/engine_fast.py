@@ -22,7 +22,6 @@ import numba
 import numpy as np
 
 from planner.arrivals import arrivals
-from planner.engine_reference import _param_values, horizon
 from planner.policies import (
     POLICIES,
     STATE_SIZE,
@@ -33,11 +32,10 @@ from planner.policies import (
     _oldest_first,
     _round_robin,
     _triton,
-    policy_params,
 )
 from planner.records import Records
 from planner.scenario import Scenario
-from planner.sharing import cotenant_timeline, effective_table, finish
+from planner.sharing import Timeline, cotenant_timeline, effective_table, finish, horizon
 
 _NO_TIMELINE = np.zeros(1)
 
@@ -53,7 +51,7 @@ def run_fast(scenario: Scenario) -> Records:
         scenario.duration_ms,
         np.r_[0.0, table],
         POLICIES[scenario.policy].pid,
-        policy_params(scenario.policy, _param_values(scenario)),
+        scenario.policy_params(),
         timeline,
     )
 
@@ -65,7 +63,7 @@ def run_prepared(
     latency: np.ndarray,
     pid: int,
     params: np.ndarray,
-    timeline: object | None = None,
+    timeline: Timeline | None = None,
 ) -> Records:
     """Run the compiled loop on prepared inputs (arrivals, latency[b], policy id/params)."""
     n = start.size - 1
@@ -83,7 +81,7 @@ def run_prepared(
         edges = speed = work = _NO_TIMELINE
         slicing = False
     else:
-        edges, speed, work = timeline.edges, timeline.speed, timeline.work  # type: ignore[attr-defined]
+        edges, speed, work = timeline.edges, timeline.speed, timeline.work
         slicing = True
     frames, batches = _loop(
         times, start, duration_ms, latency, pid, params, slicing, edges, speed, work,

@@ -19,10 +19,10 @@ import math
 import numpy as np
 
 from planner.arrivals import arrivals
-from planner.policies import POLICIES, decide, initial_state, policy_params
+from planner.policies import POLICIES, decide, initial_state
 from planner.records import Records
 from planner.scenario import Scenario
-from planner.sharing import cotenant_timeline, effective_table, finish
+from planner.sharing import cotenant_timeline, effective_table, finish, horizon
 
 COMPLETE, ARRIVE, WAKE = 0, 1, 2
 
@@ -35,7 +35,7 @@ def run_reference(scenario: Scenario) -> Records:
     table = effective_table(np.asarray(scenario.latency_ms), scenario.sharing)
     latency = np.r_[0.0, table]  # latency[b] for a batch of b
     timeline = cotenant_timeline(scenario.sharing, scenario.seed, horizon(scenario, table))
-    params = policy_params(scenario.policy, _param_values(scenario))
+    params = scenario.policy_params()
     pid = POLICIES[scenario.policy].pid
     state = initial_state()
 
@@ -126,18 +126,3 @@ def run_reference(scenario: Scenario) -> Records:
         expired=expired,
         pending=pending_end,
     )
-
-
-def horizon(scenario: Scenario, table: np.ndarray) -> float:
-    """How far co-tenant activity must be drawn: past the end of the last batch that can
-    be dispatched before the end of the run, even if every co-tenant is busy throughout."""
-    slowest = float(table[scenario.sessions - 1]) * (len(scenario.sharing.cotenants) + 1)
-    return scenario.duration_ms + 2.0 * slowest + 10.0 * scenario.sharing.busy_period_ms
-
-
-def _param_values(scenario: Scenario) -> dict[str, float | None]:
-    return {
-        "max_batch": scenario.max_batch,
-        "max_queue_delay_us": scenario.max_queue_delay_us,
-        "slo_ms": scenario.slo_ms,
-    }

@@ -16,10 +16,9 @@ import numpy as np
 
 from planner.arrivals import Arrivals, arrivals
 from planner.engine_fast import _loop
-from planner.engine_reference import _param_values, horizon
-from planner.policies import POLICIES, policy_params
+from planner.policies import POLICIES
 from planner.scenario import Scenario, Sharing
-from planner.sharing import Timeline, cotenant_timeline, effective_table
+from planner.sharing import Timeline, cotenant_timeline, effective_table, horizon
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,7 @@ def run_many(scenarios: Sequence[Scenario]) -> list[Outcome]:
         table_key = (s.latency_ms, _sharing_table_key(s.sharing))
         jobs[j] = (arrival_sets[akey], table_sets[table_key], timeline_index,
                    POLICIES[s.policy].pid)  # fmt: skip
-        params[j] = policy_params(s.policy, _param_values(s))
+        params[j] = s.policy_params()
         durations[j] = s.duration_ms
 
     times, time_offsets = _concat([a.times for a in arrival_list])

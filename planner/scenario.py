@@ -14,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 
 from planner.errors import BadInput
-from planner.policies import POLICIES
+from planner.policies import POLICIES, policy_params
 from planner.units import FramesPerSecond, Milliseconds, Seconds
 
 Phases = Literal["random", "even", "aligned"]
@@ -147,6 +147,17 @@ class Scenario:
         if value is None:
             value = POLICIES[self.policy].defaults[name]
         return float(value)
+
+    def policy_params(self) -> np.ndarray:
+        """The policy's parameter array, defaults filled in (``planner.policies``)."""
+        return policy_params(
+            self.policy,
+            {
+                "max_batch": self.max_batch,
+                "max_queue_delay_us": self.max_queue_delay_us,
+                "slo_ms": self.slo_ms,
+            },
+        )
 
     def with_(self, **changes: Any) -> Scenario:
         """A copy with some fields changed (validated again)."""

@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from planner.arrivals import COTENANT_STREAM, generators
-from planner.scenario import Sharing
+from planner.scenario import Scenario, Sharing
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,13 @@ ASSUMPTIONS: dict[str, str] = {
         "instance's share of compute slices); instances do not affect each other."
     ),
 }
+
+
+def horizon(scenario: Scenario, table: np.ndarray) -> float:
+    """How far co-tenant activity must be drawn: past the end of the last batch that can
+    be dispatched before the end of the run, even if every co-tenant is busy throughout."""
+    slowest = float(table[scenario.sessions - 1]) * (len(scenario.sharing.cotenants) + 1)
+    return scenario.duration_ms + 2.0 * slowest + 10.0 * scenario.sharing.busy_period_ms
 
 
 def utilisation(table: np.ndarray) -> np.ndarray:
