@@ -68,7 +68,10 @@ def run(
 ) -> dict[str, Any]:
     """Run the named sections (default: all) and return their figures by section."""
     _load_sections()
-    wanted = list(names) if names else list(SECTIONS)
+    # Sections run in the order of BENCH_MODULES, whatever order they were imported in.
+    rank = {module: i for i, module in enumerate(BENCH_MODULES)}
+    ordered = sorted(SECTIONS, key=lambda name: rank.get(SECTIONS[name].__module__, len(rank)))
+    wanted = list(names) if names else ordered
     unknown = [n for n in wanted if n not in SECTIONS]
     if unknown:
         from planner.errors import BadInput
