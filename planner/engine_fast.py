@@ -66,28 +66,17 @@ def run_prepared(
     timeline: Timeline | None = None,
 ) -> Records:
     """Run the compiled loop on prepared inputs (arrivals, latency[b], policy id/params)."""
-    n = start.size - 1
-    total = times.size
-    frame_session = np.empty(total, np.int64)
-    frame_index = np.empty(total, np.int64)
-    frame_batch = np.empty(total, np.int64)
-    frame_arrival = np.empty(total, np.float64)
-    frame_latency = np.empty(total, np.float64)
-    batch_start = np.empty(total, np.float64)
-    batch_end = np.empty(total, np.float64)
-    batch_size = np.empty(total, np.int64)
-    counters = np.zeros((5, n), np.int64)  # arrived, delivered, overwritten, expired, pending
     if timeline is None:
         edges = speed = work = _NO_TIMELINE
         slicing = False
     else:
         edges, speed, work = timeline.edges, timeline.speed, timeline.work
         slicing = True
-    frames, batches = _loop(
-        times, start, duration_ms, latency, pid, params, slicing, edges, speed, work,
-        frame_session, frame_index, frame_batch, frame_arrival, frame_latency,
-        batch_start, batch_end, batch_size, counters,
-    )  # fmt: skip
+    out = _loop(times, start, duration_ms, latency, pid, params, slicing, edges, speed, work)
+    (
+        frames, batches, frame_session, frame_index, frame_batch, frame_arrival,
+        frame_latency, batch_start, batch_end, batch_size, counters,
+    ) = out  # fmt: skip
     return Records(
         frame_session=frame_session[:frames],
         frame_index=frame_index[:frames],
@@ -106,12 +95,21 @@ def run_prepared(
 
 
 @numba.njit(cache=True)
-def _loop(  # type: ignore[no-untyped-def]
-    times, start, duration, latency, pid, params, slicing, edges, speed, work,
-    frame_session, frame_index, frame_batch, frame_arrival, frame_latency,
-    batch_start, batch_end, batch_size, counters,
-):  # fmt: skip
+def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, work):  # type: ignore[no-untyped-def]
+    """The simulation proper; returns (frames, batches, then the record arrays: frame
+    session, index, batch, arrival, latency; batch start, end, size; and the per-session
+    counters arrived, delivered, overwritten, expired, pending as rows)."""
     n = start.size - 1
+    total = times.size  # no run delivers more frames, or runs more batches, than arrive
+    frame_session = np.empty(total, np.int64)
+    frame_index = np.empty(total, np.int64)
+    frame_batch = np.empty(total, np.int64)
+    frame_arrival = np.empty(total, np.float64)
+    frame_latency = np.empty(total, np.float64)
+    batch_start = np.empty(total, np.float64)
+    batch_end = np.empty(total, np.float64)
+    batch_size = np.empty(total, np.int64)
+    counters = np.zeros((5, n), np.int64)
     arrived = start[:-1].copy()  # global index of each session's next frame to arrive
     taken = start[:-1].copy()  # global index of each session's first unresolved frame
     stop = start[1:]
@@ -216,4 +214,7 @@ def _loop(  # type: ignore[no-untyped-def]
         if last >= taken[i]:
             counters[4, i] = 1
             counters[2, i] += last - taken[i]
-    return frames, batches
+    return (
+        frames, batches, frame_session, frame_index, frame_batch, frame_arrival,
+        frame_latency, batch_start, batch_end, batch_size, counters,
+    )  # fmt: skip

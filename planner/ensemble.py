@@ -173,27 +173,16 @@ def _run_jobs(  # type: ignore[no-untyped-def]
         job_times = times[time_offsets[a] : time_offsets[a + 1]]
         job_start = starts[start_offsets[a] : start_offsets[a + 1]]
         n = job_start.size - 1
-        total = job_times.size
         slicing = line >= 0
         if slicing:
             lo, hi = line_offsets[line], line_offsets[line + 1]
             job_edges, job_speed, job_work = edges[lo:hi], speed[lo:hi], work[lo:hi]
         else:
             job_edges, job_speed, job_work = edges[:1], speed[:1], work[:1]
-        frame_session = np.empty(total, np.int64)
-        frame_index = np.empty(total, np.int64)
-        frame_batch = np.empty(total, np.int64)
-        frame_arrival = np.empty(total, np.float64)
-        frame_latency = np.empty(total, np.float64)
-        batch_start = np.empty(total, np.float64)
-        batch_end = np.empty(total, np.float64)
-        batch_size = np.empty(total, np.int64)
-        job_counts = np.zeros((5, n), np.int64)
-        frames, batches = _loop(
-            job_times, job_start, durations[j], tables[t], pid, params[j], slicing,
-            job_edges, job_speed, job_work, frame_session, frame_index, frame_batch,
-            frame_arrival, frame_latency, batch_start, batch_end, batch_size, job_counts,
-        )  # fmt: skip
+        result = _loop(job_times, job_start, durations[j], tables[t], pid, params[j], slicing,
+                       job_edges, job_speed, job_work)  # fmt: skip
+        frames, batches, frame_latency = result[0], result[1], result[6]
+        batch_start, batch_end, batch_size, job_counts = result[7], result[8], result[9], result[10]
         first = latency_offsets[j]
         latencies[first : first + frames] = frame_latency[:frames]
         delivered_frames[j] = frames
