@@ -15,9 +15,11 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from planner.cards import Card
 from planner.curve import Curve
-from planner.errors import BadInput
+from planner.errors import BadInput, NotFound
 from planner.links import PARAMETERS, Float, Int, LinkParams, Maybe, Numbers, Subset, Texts, schema
+from planner.store import Store
 
 
 def _codec(name: str) -> Any:
@@ -235,3 +237,16 @@ def linked_label(fields: dict[str, Any]) -> str:
     model = fields.get("model") or "unnamed model"
     card = fields.get("card") or "unnamed card"
     return f"{model} on {card}" + (f", {' '.join(parts)}" if parts else "")
+
+
+def chosen_card(db: Store, chosen: dict[str, Any], default: Curve) -> Card | None:
+    """The catalogue card of the curve ``pick_curve`` chose (None if it is not in the
+    catalogue): it decides which sharing modes and MIG profiles are offered."""
+    try:
+        if chosen.get("points") is not None:
+            name = chosen.get("card")
+        else:
+            name = db.curve(chosen["curve"]).card if chosen.get("curve") else default.card
+        return db.card(name) if name else None
+    except (NotFound, BadInput):
+        return None

@@ -64,7 +64,7 @@ def check(params: CompareParams) -> tuple[CompareParams, list[str]]:
     cards = tuple(dict.fromkeys(names[x.lower()] for x in params.cards if x.lower() in names))
     if cards != params.cards:
         params = replace(params, cards=cards)
-    if not chosen_curves(params, model):
+    if (params.precision or params.resolution) and not chosen_curves(params, model):
         ignored.append("ignored precision and resolution: no curve of the model has them")
         params = replace(params, precision=None, resolution=None)
     return params, ignored

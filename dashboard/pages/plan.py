@@ -10,13 +10,12 @@ import streamlit as st
 
 from dashboard import cache, links
 from dashboard.charts import Fitted, fit_figure
-from dashboard.controls import Controls, load_curve, name_curve, pick_curve
+from dashboard.controls import Controls, chosen_card, load_curve, name_curve, pick_curve
 from dashboard.plan_charts import pareto_figure, sessions_figure
 from dashboard.state import store
 from dashboard.tables import option_rows
 from dashboard.text import md, md_list
 from dashboard.ui import show_problems, table
-from planner.cards import Card
 from planner.errors import BadInput, NotFound
 from planner.links import (
     PlanParams,
@@ -78,7 +77,7 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
     bar = st.sidebar
     bar.markdown("### What to plan")
     chosen = pick_curve(c, bar, curves, default_id)
-    card = _card(chosen)
+    card = chosen_card(db, chosen, default)
 
     bar.markdown("**What every seat must get**")
     left, right = bar.columns(2)
@@ -245,16 +244,6 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
         return PlanParams(**chosen, **values)
     except BadInput as exc:
         show_problems("These settings do not make a plan:", c.explain(exc.problems))
-        return None
-
-
-def _card(chosen: dict[str, Any]) -> Card | None:
-    try:
-        name = chosen["card"] if chosen.get("points") is not None else None
-        if name is None:
-            name = db.curve(chosen["curve"]).card if chosen["curve"] else default.card
-        return db.card(name)
-    except (NotFound, BadInput):
         return None
 
 

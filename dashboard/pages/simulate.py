@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import streamlit as st
 
 from dashboard import cache, links
-from dashboard.controls import Controls, load_curve, pick_curve
+from dashboard.controls import Controls, chosen_card, load_curve, pick_curve
 from dashboard.run_charts import fps_figure, latency_histogram, timeline_figure
 from dashboard.state import store
 from dashboard.tables import run_rows, session_rows
 from dashboard.text import md
 from dashboard.ui import show_problems, table
-from planner.cards import Card
 from planner.errors import BadInput, NotFound
 from planner.links import SimulateParams
 from planner.plan import default_curve, simulation_inputs
@@ -60,21 +58,11 @@ def check(params: SimulateParams) -> tuple[SimulateParams, list[str]]:
     return params, ignored
 
 
-def _card(chosen: dict[str, Any]) -> Card | None:
-    try:
-        name = chosen["card"] if chosen.get("points") is not None else None
-        if name is None:
-            name = db.curve(chosen["curve"]).card if chosen["curve"] else default.card
-        return db.card(name)
-    except (NotFound, BadInput):
-        return None
-
-
 def controls() -> SimulateParams | None:
     bar = st.sidebar
     bar.markdown("### The scenario")
     chosen = pick_curve(c, bar, curves, default.id)
-    card = _card(chosen)
+    card = chosen_card(db, chosen, default)
     left, right = bar.columns(2)
     c.number(left, "sessions", "Sessions", help="Camera sessions sharing the card.")
     c.text(
@@ -106,7 +94,7 @@ def controls() -> SimulateParams | None:
         if name in POLICIES
         for p in POLICIES[name].params
     }
-    defaults = {k: v for name in POLICIES for k, v in POLICIES[name].defaults.items()}
+    chosen_policies = [n for n in (c.get("policy"), c.get("compare_policy")) if n in POLICIES]
     labels = {
         "max_batch": "Largest batch B",
         "max_queue_delay_us": "Queue delay D (µs)",
@@ -115,13 +103,11 @@ def controls() -> SimulateParams | None:
     steps = {"max_batch": 1.0, "max_queue_delay_us": 500.0, "slo_ms": 5.0}
     for name in POLICY_FIELDS:
         if name in used:
-            c.number(
-                bar,
-                name,
-                labels[name],
-                step=steps[name],
-                placeholder=f"policy default ({defaults[name]:g})",
-            )
+            defaults = {
+                POLICIES[p].defaults[name] for p in chosen_policies if name in POLICIES[p].defaults
+            }
+            shown = f"{next(iter(defaults)):g}" if len(defaults) == 1 else "each policy's own"
+            c.number(bar, name, labels[name], step=steps[name], placeholder=f"default ({shown})")
     arrivals = bar.expander("Arrivals and overhead")
     left, right = arrivals.columns(2)
     c.number(left, "duration_s", "Seconds", step=5.0)
