@@ -218,6 +218,7 @@ def caps_figure(labels: Sequence[str], options: Sequence[Option | None]) -> go.F
             # At the foot of the bar, clear of the range's error bar at its top.
             textposition="inside",
             insidetextanchor="start",
+            textangle=0,
             textfont={"color": "white", "size": 13},
             hovertemplate="%{x}: %{text} seats<extra></extra>",
         )
