@@ -1,18 +1,24 @@
 """Plotly figures of batch curves. Pure functions of curves: no Streamlit, no I/O.
 
-Every axis names its quantity and unit. Only measured points are drawn here, as markers
-(with the p10-p90 spread as error bars where the file gave it), so nothing on the chart
-suggests values that were not measured.
+Every axis names its quantity and unit. ``latency_figure`` and ``per_frame_figure`` draw
+measured points only, as markers (with the p10-p90 spread as error bars where the file
+gave it), for a preview where nothing may suggest values that were not measured.
+``fit_figure`` draws a fitted curve with its band, the measured points on it, and where
+it is extrapolated; ``loo_figure`` the fit's leave-one-out errors.
 """
 
 from __future__ import annotations
 
 import html
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
+import numpy as np
 import plotly.graph_objects as go
 
 from planner.curve import Curve, Point
+from planner.fit import FittedCurve, straight_line
 
 BATCH_AXIS = "batch size (frames per call)"
 COLOURS = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#bf3989", "#0a3069")
@@ -71,7 +77,7 @@ def _points_figure(
                 x=[p.batch for p in points],
                 y=y,
                 mode="markers",
-                name=_short(curve.label),
+                name=trace_name(curve.label),
                 marker={"size": 10, "color": COLOURS[index % len(COLOURS)]},
                 error_y=error_y,
                 hovertemplate=hover + "<extra>%{fullData.name}</extra>",
@@ -80,7 +86,6 @@ def _points_figure(
     wide = bool(batches) and max(batches) / min(batches) > 64
     figure.update_layout(
         title={"text": title, "x": 0, "xanchor": "left"},
-        template="plotly_white",
         height=360,
         margin={"l": 60, "r": 20, "t": 50, "b": 55},
         showlegend=len(curves) > 1,
@@ -100,8 +105,219 @@ def _points_figure(
     return figure
 
 
-def _short(label: str, limit: int = 60) -> str:
+def trace_name(label: str, limit: int = 60) -> str:
     """A trace name: cut to ``limit`` characters, and with Plotly's pseudo-HTML
     (``<a href>``, ``<b>``) escaped, since the label is text from a user's file."""
     cut = label if len(label) <= limit else label[: limit - 1] + "…"
     return html.escape(cut, quote=False)
+
+
+# ---------------------------------------------------------------------------------------
+# Fitted curves: the central estimate, its band, and the measured points it rests on.
+
+View = Literal["latency", "per_frame", "throughput"]
+_VIEWS: dict[str, tuple[str, str, str]] = {
+    # view: (title, y axis, hover unit)
+    "latency": ("Latency per batched call", "latency per call (ms)", "ms per call"),
+    "per_frame": ("Time per frame", "time per frame (ms)", "ms per frame"),
+    "throughput": ("Throughput", "throughput (frames/s)", "frames/s"),
+}
+
+
+def _in_view(view: View, batches: np.ndarray, latency: np.ndarray) -> np.ndarray:
+    if view == "per_frame":
+        return latency / batches
+    if view == "throughput":
+        return 1000.0 * batches / latency
+    return latency
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A curve to draw with its fit: a label (user text), measured points and the fit."""
+
+    label: str
+    points: tuple[Point, ...]
+    fit: FittedCurve
+
+
+def fit_figure(
+    curves: Sequence[Fitted],
+    *,
+    view: View = "latency",
+    upto: int = 32,
+    straight: bool = False,
+    title: str | None = None,
+    height: int = 380,
+) -> go.Figure:
+    """The fitted curves for batch 1..``upto``: central line (dotted where extrapolated),
+    band shaded between the optimistic and pessimistic edges, measured points as
+    markers (reconciled ones as crosses). ``straight`` adds the straight-line method for
+    comparison (one curve only). With one curve the extrapolated region is shaded."""
+    name, y_title, unit = _VIEWS[view]
+    data: list[dict[str, Any]] = []  # one go.Figure(...) at the end: validated once
+    batches = np.arange(1, upto + 1, dtype=np.float64)
+    for index, entry in enumerate(curves):
+        colour = COLOURS[index % len(COLOURS)]
+        label = trace_name(entry.label)
+        single = len(curves) == 1
+        central, optimistic, pessimistic = entry.fit.band(batches)
+        low, high = (
+            (_in_view(view, batches, pessimistic), _in_view(view, batches, optimistic))
+            if view == "throughput"
+            else (_in_view(view, batches, optimistic), _in_view(view, batches, pessimistic))
+        )
+        middle = _in_view(view, batches, central)
+        data.append(
+            dict(
+                type="scatter",
+                x=np.concatenate([batches, batches[::-1]]),
+                y=np.concatenate([high, low[::-1]]),
+                fill="toself",
+                fillcolor=rgba(colour, 0.15),
+                line={"width": 0},
+                hoverinfo="skip",
+                name="band (optimistic to pessimistic)",
+                legendgroup=label,
+                showlegend=single,
+            )
+        )
+        outside = entry.fit.extrapolated(batches)
+        inside_line = np.where(outside, np.nan, middle)
+        # Extend the dotted part by one step so the two parts meet.
+        touching = outside | np.roll(outside, 1) | np.roll(outside, -1)
+        outside_line = np.where(touching, middle, np.nan)
+        hover = f"batch %{{x}}: %{{y:.3~g}} {unit}"
+        data.append(
+            dict(
+                type="scatter",
+                x=batches,
+                y=inside_line,
+                mode="lines",
+                line={"color": colour, "width": 2},
+                name="fit" if single else label,
+                legendgroup=label,
+                hovertemplate=hover + "<extra>fit</extra>",
+            )
+        )
+        data.append(
+            dict(
+                type="scatter",
+                x=batches,
+                y=outside_line,
+                mode="lines",
+                line={"color": colour, "width": 2, "dash": "dot"},
+                name="extrapolated",
+                legendgroup=label,
+                showlegend=False,
+                hovertemplate=hover + "<extra>extrapolated</extra>",
+            )
+        )
+        measured = np.array([p.batch for p in entry.points], dtype=np.float64)
+        shown = measured <= upto
+        values = _in_view(view, measured, np.array([p.latency_ms for p in entry.points]))
+        reconciled = np.isin(measured, entry.fit.reconciled)
+        data.append(
+            dict(
+                type="scatter",
+                x=measured[shown],
+                y=values[shown],
+                mode="markers",
+                marker={
+                    "size": 9,
+                    "color": colour,
+                    "symbol": np.where(reconciled[shown], "x", "circle").tolist(),
+                    "line": {"width": 1, "color": "white"},
+                },
+                name="measured (a cross: reconciled)" if single else f"{label} (measured)",
+                legendgroup=label,
+                showlegend=single,
+                hovertemplate=f"batch %{{x}}: %{{y:.3~g}} {unit}<extra>measured</extra>",
+            )
+        )
+        if straight and len(curves) == 1:
+            line = straight_line(entry.points)(batches)
+            data.append(
+                dict(
+                    type="scatter",
+                    x=batches,
+                    y=_in_view(view, batches, np.maximum(line, 1e-9)),
+                    mode="lines",
+                    line={"color": "#57606a", "width": 1.5, "dash": "dash"},
+                    name="straight-line method",
+                    hovertemplate=hover + "<extra>straight line</extra>",
+                )
+            )
+    shapes: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
+    if len(curves) == 1:
+        fit = curves[0].fit
+        first, last = fit.points[0].batch, fit.points[-1].batch
+        for start, end in ((0.5, first - 0.5), (last + 0.5, upto + 0.5)):
+            if end > start + 0.5:
+                shapes.append(
+                    {"type": "rect", "xref": "x", "yref": "paper", "x0": start, "x1": end,
+                     "y0": 0, "y1": 1, "fillcolor": "#f6f8fa", "line": {"width": 0},
+                     "layer": "below"}
+                )  # fmt: skip
+                annotations.append(
+                    {"xref": "x", "yref": "paper", "x": start, "y": 1, "xanchor": "left",
+                     "yanchor": "top", "text": "extrapolated", "showarrow": False,
+                     "font": {"color": "#57606a"}}
+                )  # fmt: skip
+    layout = {
+        "title": {"text": title or name, "x": 0, "xanchor": "left"},
+        "height": height,
+        "margin": {"l": 60, "r": 20, "t": 50, "b": 55},
+        "legend": {"orientation": "h", "y": -0.22, "x": 0},
+        "hovermode": "closest",
+        "shapes": shapes,
+        "annotations": annotations,
+        "xaxis": {"title": {"text": BATCH_AXIS}, "range": [0.5, upto + 0.5], "tickformat": "d"},
+        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero", "tickformat": ".3~g"},
+    }
+    return go.Figure(data=data, layout=layout)
+
+
+def loo_figure(fit: FittedCurve) -> go.Figure | None:
+    """Leave-one-out: each point's error when predicted from the others, by the fit and
+    by the straight-line method (None with fewer than three points)."""
+    loo = fit.loo
+    if loo is None:
+        return None
+    batches = [str(p.batch) for p in loo.points]
+    figure = go.Figure()
+    figure.add_trace(
+        go.Bar(
+            x=batches,
+            y=[100 * p.error for p in loo.points],
+            name="fit",
+            marker_color=[COLOURS[0] if p.inside else "#d1242f" for p in loo.points],
+            hovertemplate="batch %{x}: %{y:.2f}% off<extra>fit</extra>",
+        )
+    )
+    figure.add_trace(
+        go.Bar(
+            x=batches,
+            y=[100 * p.straight_line_error for p in loo.points],
+            name="straight-line method",
+            marker_color="#8c959f",
+            hovertemplate="batch %{x}: %{y:.2f}% off<extra>straight line</extra>",
+        )
+    )
+    figure.update_layout(
+        title={"text": "Leave-one-out: error predicting each point", "x": 0, "xanchor": "left"},
+        height=320,
+        barmode="group",
+        margin={"l": 60, "r": 20, "t": 50, "b": 55},
+        legend={"orientation": "h", "y": -0.3, "x": 0},
+    )
+    figure.update_xaxes(title_text="batch size held out (frames per call)", type="category")
+    figure.update_yaxes(title_text="relative error (%)", rangemode="tozero", tickformat=".2~f")
+    return figure
+
+
+def rgba(colour: str, alpha: float) -> str:
+    """``#rrggbb`` as ``rgba(r, g, b, alpha)``."""
+    r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r}, {g}, {b}, {alpha})"

@@ -13,7 +13,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-from planner.links import LinkParams
+from planner.links import CompareParams, LinkParams, PlanParams, SimulateParams
 
 PAGES_DIR = Path(__file__).resolve().parent / "pages"
 
@@ -31,7 +31,11 @@ class PageEntry:
 
 
 PAGES: tuple[PageEntry, ...] = (
+    PageEntry("plan.py", "Plan", ":material/event_seat:", "plan", PlanParams),
     PageEntry("curves.py", "Curves", ":material/show_chart:", "curves"),
+    PageEntry("simulate.py", "Simulate", ":material/timeline:", "simulate", SimulateParams),
+    PageEntry("measure.py", "Measure", ":material/speed:", "measure"),
+    PageEntry("compare.py", "Compare cards", ":material/compare_arrows:", "compare", CompareParams),
 )
 
 

@@ -1,4 +1,5 @@
-"""Curves as table rows for the dashboard, and edited table rows back into points.
+"""Table rows for the dashboard (curves, options, leave-one-out trials, sessions), and
+edited table rows back into points.
 
 Plain functions of curves and rows (no Streamlit), so the pages stay thin and the
 conversions are tested on their own.
@@ -15,6 +16,10 @@ from typing import Any
 
 from planner.curve import OPTIONAL_POINT_FIELDS, Curve, Point, make_point, normalise_points
 from planner.errors import BadInput
+from planner.fit import FittedCurve
+from planner.recommend import Option, fleet_size
+from planner.results import Results
+from planner.sharing import ISOLATION
 
 MISSING = "-"
 LONG_TEXT = 48  # characters; longer metadata values are shown in full below the table
@@ -134,3 +139,108 @@ def _text(value: object) -> str:
     if isinstance(value, Mapping | list | tuple):
         return json.dumps(value, default=str, sort_keys=True)
     return str(value)
+
+
+def option_rows(
+    options: Sequence[Option],
+    dominated: Sequence[Option | None],
+    *,
+    peak_sessions: int | None = None,
+    headroom: float = 0.2,
+    price_per_hour: float | None = None,
+) -> list[dict[str, Any]]:
+    """One row per (policy, sharing mode), best first: seats, latency and slowest frame
+    rate at the cap, why the next seat fails, isolation, fleet and cost, and which option
+    dominates it. Numbers are rounded for reading."""
+    rows = []
+    for option, beaten in zip(options, dominated, strict=True):
+        at = option.at_cap
+        iso = ISOLATION[option.sharing.mode]
+        row: dict[str, Any] = {
+            "policy": option.policy,
+            "sharing": option.sharing.label,
+            "seats": option.seats,
+            "latency at cap (ms)": _round(at.e2e_latency_ms if at else None, 1),
+            "slowest fps at cap": _round(at.min_fps if at else None, 1),
+            "memory isolation": iso.memory,
+            "fault isolation": iso.fault,
+        }
+        if peak_sessions is not None:
+            row["GPUs for peak"] = (
+                fleet_size(peak_sessions, headroom, option.cap) if option.cap >= 1 else None
+            )
+        if price_per_hour is not None:
+            row["USD per seat-hour"] = (
+                _round(price_per_hour / option.cap, 3) if option.cap >= 1 else None
+            )
+        row["dominated by"] = beaten.label if beaten is not None else ""
+        row["extrapolated"] = option.extrapolated
+        row["next seat fails because"] = option.binding_constraint
+        rows.append(row)
+    return rows
+
+
+def loo_rows(fit: FittedCurve) -> list[dict[str, Any]]:
+    """Leave-one-out trials: each point predicted from the others, by the fit (with its
+    band) and by the straight-line method."""
+    loo = fit.loo
+    if loo is None:
+        return []
+    return [
+        {
+            "batch": p.batch,
+            "measured (ms)": _round(p.measured_ms, 2),
+            "fit predicts (ms)": _round(p.predicted_ms, 2),
+            "fit error (%)": _round(100 * p.error, 1),
+            "band (ms)": f"{p.low_ms:.2f} – {p.high_ms:.2f}",
+            "inside the band": p.inside,
+            "straight line predicts (ms)": _round(p.straight_line_ms, 2),
+            "straight-line error (%)": _round(100 * p.straight_line_error, 1),
+        }
+        for p in loo.points
+    ]
+
+
+def session_rows(results: Results) -> list[dict[str, Any]]:
+    """Per-session accounting of one run: frame rate and what happened to every frame."""
+    return [
+        {
+            "session": s.session,
+            "offered fps": _round(s.offered_fps, 2),
+            "delivered fps": _round(s.fps, 2),
+            "arrived": s.arrived,
+            "delivered": s.delivered,
+            "overwritten": s.overwritten,
+            "expired": s.expired,
+            "pending at end": s.pending,
+            "starved": s.starved,
+        }
+        for s in results.sessions
+    ]
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(float(value), digits)
+
+
+def run_rows(runs: Sequence[Results]) -> list[dict[str, Any]]:
+    """One row per simulated run: frame rates, latency and what happened to the frames."""
+    rows = []
+    for results in runs:
+        e2e = results.e2e_latency
+        rows.append(
+            {
+                "policy": results.scenario.policy,
+                "slowest fps": _round(results.min_fps, 2),
+                "mean fps": _round(results.mean_fps, 2),
+                "Jain fairness": _round(results.jain, 3),
+                "p50 (ms)": _round(e2e.p50, 1),
+                "p99 (ms)": _round(e2e.p99, 1),
+                "max (ms)": _round(e2e.max, 1),
+                "overwritten (%)": _round(100 * results.overwritten_fraction, 2),
+                "expired (%)": _round(100 * results.expired_fraction, 2),
+                "GPU busy (%)": _round(100 * results.gpu_busy_fraction, 1),
+                "starved sessions": len(results.starved_sessions),
+            }
+        )
+    return rows

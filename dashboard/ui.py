@@ -7,19 +7,17 @@ another user's session.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
 
 import streamlit as st
 
 from dashboard.text import md_list
-from planner.links import LinkParams, decode
 
 Kind = Literal["success", "info", "warning", "error"]
 _FLASH = "_flash"
 _PENDING = "_pending"
 FORGET = object()
-P = TypeVar("P", bound=LinkParams)
 
 
 def flash(kind: Kind, markdown: str) -> None:
@@ -66,19 +64,3 @@ def table(rows: Sequence[Mapping[str, Any]], *, key: str, **options: Any) -> Non
     (a read-only ``st.dataframe`` does not carry its own key)."""
     with st.container(key=key):
         st.dataframe(rows, hide_index=True, **options)
-
-
-def link_params(cls: type[P], load_plan: Callable[[str], Mapping[str, Any]] | None = None) -> P:
-    """The page's parameters from the URL, with one warning box listing what was ignored.
-
-    Reads every value of every query parameter (a key given twice is reported, not
-    silently resolved) and never fails: bad values fall back to their defaults.
-    """
-    query = {key: st.query_params.get_all(key) for key in st.query_params}
-    params, ignored = decode(cls, query, load_plan=load_plan)
-    if ignored:
-        st.warning(
-            "**Parts of this link were ignored; the page uses its defaults for them.**\n\n"
-            + md_list(ignored)
-        )
-    return params

@@ -36,14 +36,12 @@ from planner.curve import (
     normalise_points,
 )
 from planner.errors import BadInput, NotFound
+from planner.policies import POLICIES as _POLICIES
+from planner.scenario import MODES, PHASES
 from planner.units import FramesPerSecond, Microseconds, Milliseconds, Seconds, UsdPerHour
 
-POLICIES = ("oldest-first", "round-robin", "batch-all", "max-batch", "triton", "aimd", "deadline")
-"""Scheduling policies, in the order the recommendation lists them (SPEC §3.3)."""
-MODES = ("exclusive", "time-slicing", "mps", "mig")
-"""Ways of sharing a card (SPEC §3.4)."""
-PHASES = ("random", "even", "aligned")
-"""Phase models of session arrivals (SPEC §3.3)."""
+POLICIES: tuple[str, ...] = tuple(_POLICIES)
+"""Scheduling policies, in the order the recommendation lists them (``planner.policies``)."""
 
 MAX_LINK_POINTS = 256
 """Most points a self-contained link embeds (keeps a URL well under 8 KB)."""

@@ -1,18 +1,19 @@
 """From a plan's parameters (``PlanParams``: the Plan page, a link, ``planner recommend``)
-to a recommendation request: the curve, the card, the sharing modes and the price."""
+to a recommendation request: the curve, the card, the sharing modes and the price; and
+from a simulation's parameters (``SimulateParams``: the Simulate page) to its scenarios."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from planner.cards import Card
 from planner.curve import Curve, make_curve
 from planner.errors import BadInput, NotFound
 from planner.fit import FittedCurve, fit_curve
-from planner.links import PlanParams
+from planner.links import PlanParams, SimulateParams
 from planner.modes import sharing_for
 from planner.recommend import Criteria, Request
-from planner.scenario import Sharing
+from planner.scenario import Scenario, Sharing
 from planner.store import Store
 
 
@@ -40,7 +41,7 @@ def default_curve(store: Store) -> Curve:
     return curves[0]
 
 
-def plan_curve(params: PlanParams, store: Store | None) -> Curve:
+def plan_curve(params: PlanParams | SimulateParams, store: Store | None) -> Curve:
     """The curve a plan names: embedded points, a stored id, or the default curve."""
     if params.points is not None:
         return make_curve(
@@ -143,3 +144,75 @@ def _profile_curve(store: Store, curve: Curve, profile: str) -> Curve | None:
         and (c.precision, c.resolution) == (curve.precision, curve.resolution)
     ]
     return candidates[-1] if candidates else None
+
+
+@dataclass(frozen=True)
+class SimulationInputs:
+    """What a simulation runs on: the curve, its card, the scenario and, when a second
+    policy is asked for, the same scenario under that policy."""
+
+    curve: Curve
+    fitted: FittedCurve
+    card: Card | None
+    scenario: Scenario
+    compare: Scenario | None
+
+
+def simulation_inputs(params: SimulateParams, store: Store | None) -> SimulationInputs:
+    """Resolve a simulation's parameters into scenarios (BadInput if they do not fit
+    together, e.g. time-slicing without co-tenants, or MIG on a card without it).
+
+    The scenario runs on the fitted curve's central estimate for batch sizes
+    1..max(64, sessions), as ``planner simulate`` does; with MIG, on a curve measured on
+    the profile when one is stored, else on the whole-card curve with the derived model.
+    """
+    curve = plan_curve(params, store)
+    card: Card | None = None
+    if store is not None:
+        try:
+            card = store.card(curve.card)
+        except NotFound:
+            card = None
+    fitted = fit_curve(curve.points)
+    measured: Curve | None = None
+    if params.mode == "mig" and params.mig_profile and store is not None:
+        measured = _profile_curve(store, curve, params.mig_profile)
+    sharing = sharing_for(
+        params.mode,
+        cotenants=params.cotenants,
+        busy_period_ms=params.busy_period_ms,
+        mps_share=params.mps_share,
+        mig_profile=params.mig_profile,
+        card=card,
+        measured_on_profile=measured is not None,
+    )
+    source = fitted if measured is None else fit_curve(measured.points)
+    table = tuple(float(v) for v in source.table(max(64, params.sessions)))
+    scenario = Scenario(
+        latency_ms=table,
+        sessions=params.sessions,
+        policy=params.policy,
+        fps=params.fps,
+        duration_s=params.duration_s,
+        phases=params.phases,  # type: ignore[arg-type]
+        seed=params.seed,
+        jitter_ms=params.jitter_ms,
+        overhead_ms=params.overhead_ms,
+        max_batch=params.max_batch,
+        max_queue_delay_us=params.max_queue_delay_us,
+        slo_ms=params.slo_ms,
+        sharing=sharing,
+    )
+    compare = None
+    if params.compare_policy is not None:
+        # From the parameters, not from ``scenario``: it dropped those its policy ignores.
+        compare = replace(
+            scenario,
+            policy=params.compare_policy,
+            max_batch=params.max_batch,
+            max_queue_delay_us=params.max_queue_delay_us,
+            slo_ms=params.slo_ms,
+        )
+    return SimulationInputs(
+        curve=curve, fitted=fitted, card=card, scenario=scenario, compare=compare
+    )

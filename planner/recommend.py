@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -372,14 +373,14 @@ def recommend(request: Request) -> Recommendation:
     best = ranked[0]
     recommended = best if best.cap >= 1 else None
     measure = _measure_next(request, best)
-    fleet = _fleet(request, recommended)
+    sized = _fleet(request, recommended)
     return Recommendation(
         request=request,
         options=tuple(ranked),
         recommended=recommended,
         summary=_summary(request, best, recommended is not None, measure),
         measure_next=measure,
-        fleet=fleet,
+        fleet=sized,
         assumptions=_assumptions(request),
         simulations=simulations,
     )
@@ -448,22 +449,78 @@ def _measure_next(request: Request, option: Option) -> int | None:
     return curve.measure_next(upto, weights)
 
 
-def _fleet(request: Request, option: Option | None) -> Fleet | None:
-    if option is None or (request.peak_sessions is None and request.price_per_hour is None):
+def fleet(
+    option: Option | None,
+    *,
+    peak_sessions: int | None,
+    headroom: float,
+    price_per_hour: UsdPerHour | None,
+) -> Fleet | None:
+    """GPUs and cost per seat for ``option`` (None when it holds no seat, or when neither a
+    peak nor a price is given). The dashboard calls this on a cached recommendation, so
+    changing the peak or the price needs no new simulations."""
+    if option is None or option.cap < 1 or (peak_sessions is None and price_per_hour is None):
         return None
-    peak = request.peak_sessions
-    price = request.price_per_hour
+    peak, price = peak_sessions, price_per_hour
     low = min(option.cap_low, option.cap)
     return Fleet(
         peak_sessions=peak,
-        headroom=request.headroom,
+        headroom=headroom,
         cap=option.cap,
         cap_low=low,
-        gpus=None if peak is None else fleet_size(peak, request.headroom, option.cap),
-        gpus_worst=None if peak is None or low < 1 else fleet_size(peak, request.headroom, low),
+        gpus=None if peak is None else fleet_size(peak, headroom, option.cap),
+        gpus_worst=None if peak is None or low < 1 else fleet_size(peak, headroom, low),
         price_per_hour=price,
         cost_per_seat_hour=None if price is None else price / option.cap,
     )
+
+
+def _fleet(request: Request, option: Option | None) -> Fleet | None:
+    return fleet(
+        option,
+        peak_sessions=request.peak_sessions,
+        headroom=request.headroom,
+        price_per_hour=request.price_per_hour,
+    )
+
+
+def option_sweep(
+    request: Request,
+    sharing: Sharing,
+    sessions: Iterable[int],
+    known: Sequence[Option] = (),
+) -> list[Pooled]:
+    """Every policy of ``request`` under ``sharing`` at each session count, seeds pooled
+    exactly as the recommendation judges them (rows by policy, then session count).
+
+    Unlike ``planner.sweep.sweep`` with one template, each policy keeps the request's
+    objective and batch parameters (a scenario drops the parameters its policy does not
+    use, so one template cannot carry them to every policy). Rows the recommendation
+    already computed (``known``: its options, whose ``history`` holds n = 1..cap+1) are
+    reused rather than simulated again; they are the same runs. Raises BadInput when a
+    count is outside 1..max(64, max_sessions), the range the request's curve table covers.
+    """
+    counts = sorted(set(sessions))
+    upto = max(64, request.max_sessions)
+    if not counts or counts[0] < 1 or counts[-1] > upto:
+        raise BadInput(f"session counts must lie within 1..{upto}")
+    done = {
+        (row.policy, row.sessions): row
+        for option in known
+        if option.sharing == sharing
+        for row in option.history
+    }
+    missing = [(p, n) for p in request.policies for n in counts if (p, n) not in done]
+    grid = [
+        request.scenario(policy, sharing, "central", n, seed)
+        for policy, n in missing
+        for seed in range(request.seeds)
+    ]
+    outcomes = run_many(grid)
+    k = request.seeds
+    for index, key in enumerate(missing):
+        done[key] = pool(outcomes[index * k : (index + 1) * k], request.criteria.percentile)
+    return [done[(p, n)] for p in request.policies for n in counts]
 
 
 def _summary(request: Request, best: Option, recommended: bool, measure: int | None) -> str:

@@ -4,6 +4,8 @@ Starts ``streamlit run app.py`` on a free port of 127.0.0.1 with a store file of
 drives Debian's Chromium (``/usr/bin/chromium``) through Playwright, and writes a
 screenshot of each page visited to ``artifacts/browser/`` (ignored by git) to look at.
 The server and the browser are stopped at the end, whether the journey passed or not.
+The Plan journey prints how long a rerun took after a control change (``-s`` shows it);
+nothing asserts a time.
 
 Chromium is installed by the test command (``bash scripts/test.sh``); without it these
 tests fail with the command that installs it. They are never skipped.
@@ -12,6 +14,7 @@ tests fail with the command that installs it. They are never skipped.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -47,6 +50,9 @@ CHROMIUM_ARGS = [
 WIDTH = 1400
 STARTUP_S = 60
 UI_TIMEOUT_MS = 30_000
+# The first page of a fresh checkout compiles the simulator (Numba) in the server.
+FIRST_RUN_MS = 180_000
+HEADLINE = re.compile(r"^(\d+(–\d+)? seats? per card — .+|No seat fits these criteria)$")
 
 NEW_CURVE_CSV = (
     "batch,latency_ms,p10_ms,p90_ms,model,card,precision,resolution\n"
@@ -231,3 +237,113 @@ def test_a_link_to_an_unknown_curve_opens_with_a_message(server: str, page: Page
     expect(page.get_by_text("<script>alert(1)</script>", exact=False)).to_be_visible()
     expect(page.get_by_role("heading", name="Batch curves")).to_be_visible()
     screenshot(page, "curves-unknown-link")
+
+
+def rerun_ms(page: Page, before: str) -> float:
+    """Milliseconds until the headline differs from ``before`` and the run has finished,
+    polled on every animation frame (``expect`` polls too coarsely to time with)."""
+    started = time.perf_counter()
+    page.wait_for_function(
+        """before => {
+            const title = document.querySelector('.st-key-headline h1');
+            const running = document.querySelector('[data-testid="stStatusWidget"]');
+            return title && title.innerText.trim() !== before && !running;
+        }""",
+        arg=before,
+        polling="raf",
+    )
+    return (time.perf_counter() - started) * 1000
+
+
+def headline(page: Page) -> str:
+    """The Plan page's headline ("3 seats per card — oldest-first, exclusive")."""
+    title = page.locator(".st-key-headline h1")
+    expect(title).to_have_text(HEADLINE)
+    return title.inner_text().strip()
+
+
+def test_plan_journey_headline_budget_link_and_tamper(server: str, chromium: Browser) -> None:
+    context = chromium.new_context(viewport={"width": WIDTH, "height": 1000})
+    context.set_default_timeout(UI_TIMEOUT_MS)
+    try:
+        page = context.new_page()
+        page.goto(f"{server}/")
+        expect(page.locator(".st-key-headline h1")).to_have_text(HEADLINE, timeout=FIRST_RUN_MS)
+        first = headline(page)
+        settle(page)
+        screenshot(page, "plan")
+
+        # Change the budget: the URL and the headline follow.
+        budget = page.get_by_role("spinbutton", name="Latency budget (ms)")
+        budget.fill("15")
+        budget.press("Enter")
+        fresh_ms = rerun_ms(page, first)
+        expect(page).to_have_url(re.compile(r"budget_ms=15(&|$)"))
+        changed = headline(page)
+        assert changed != first
+
+        # Back to a value seen before (answered from the cache), and forward again.
+        budget.fill("50")
+        budget.press("Enter")
+        cached_ms = rerun_ms(page, changed)
+        assert headline(page) == first
+        budget.fill("15")
+        budget.press("Enter")
+        rerun_ms(page, first)
+        assert headline(page) == changed
+        print(
+            f"\nPlan rerun after a budget change, press to screen: {fresh_ms:.0f} ms simulating, "
+            f"{cached_ms:.0f} ms from the cache"
+        )
+        settle(page)
+
+        link = page.locator(".st-key-plan_self_contained code").inner_text()
+        link = "".join(link.split())  # the code block wraps long lines
+        assert link.startswith(f"{server}/?points=") and "budget_ms=15" in link
+        screenshot(page, "plan-budget-15")
+    finally:
+        context.close()
+
+    # The self-contained link in a fresh browser context: the same plan, the same answer.
+    fresh = chromium.new_context(viewport={"width": WIDTH, "height": 1000})
+    fresh.set_default_timeout(UI_TIMEOUT_MS)
+    try:
+        page = fresh.new_page()
+        page.goto(link)
+        assert headline(page) == changed
+        expect(page.get_by_text("Parts of this link were ignored")).to_have_count(0)
+        expect(page.get_by_role("spinbutton", name="Latency budget (ms)")).to_have_value("15")
+        screenshot(page, "plan-from-link")
+
+        # A tampered link: one clear message, the default plan, no stack trace.
+        page.goto(f"{server}/?budget_ms=abc&curve=<script>alert(1)</script>&policies=fastest")
+        expect(page.get_by_text("Parts of this link were ignored")).to_be_visible()
+        expect(page.get_by_text("ignored budget_ms='abc'", exact=False)).to_be_visible()
+        assert headline(page) == first
+        expect(page.get_by_test_id("stException")).to_have_count(0)
+        screenshot(page, "plan-tampered-link")
+    finally:
+        fresh.close()
+
+
+def test_simulate_measure_and_compare_pages(server: str, page: Page) -> None:
+    link = "?sessions=6&policy=oldest-first&compare_policy=batch-all&duration_s=10"
+    page.goto(page_url(server, "simulate.py") + link)
+    expect(page.get_by_role("heading", name="Simulate one scenario")).to_be_visible()
+    expect(page.get_by_text("time since the start (ms)").first).to_be_visible()
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    screenshot(page, "simulate")
+
+    page.goto(page_url(server, "measure.py"))
+    expect(page.get_by_role("heading", name="Measure a batch curve")).to_be_visible()
+    page.get_by_role("tab", name="Command for the card's machine").click()
+    expect(page.get_by_text("planner measure", exact=False).first).to_be_visible()
+    screenshot(page, "measure")
+
+    page.goto(page_url(server, "compare.py"))
+    expect(page.get_by_role("heading", name="Compare cards: ball-detector")).to_be_visible(
+        timeout=FIRST_RUN_MS
+    )
+    expect(page.get_by_text("Seats per card").first).to_be_visible()
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    screenshot(page, "compare")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
@@ -37,13 +40,14 @@ def run(at: AppTest) -> AppTest:
     return at
 
 
+def open_page(at: AppTest, script: str) -> AppTest:
+    """Open a page of the app directly, as a link to it would (with ``at.query_params``)."""
+    at.switch_page(f"dashboard/pages/{script}")
+    return run(at)
+
+
 def open_curves(at: AppTest) -> AppTest:
-    """Run the app and show the Curves page (whichever page is the landing page)."""
-    run(at)
-    if PAGES[0].script != "curves.py":
-        at.switch_page("dashboard/pages/curves.py")
-        run(at)
-    return at
+    return open_page(at, "curves.py")
 
 
 def db() -> Store:
@@ -59,6 +63,24 @@ def table(at: AppTest, key: str) -> list[dict[str, object]]:
     frame = node.dataframe[0] if hasattr(node, "dataframe") else node
     records: list[dict[str, object]] = frame.value.to_dict("records")  # type: ignore[union-attr]
     return records
+
+
+def decoded(value: Any) -> list[Any]:
+    """A trace's array as a list: Plotly writes NumPy arrays as base64 ``bdata``."""
+    if isinstance(value, dict) and "bdata" in value:
+        data = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        return data.tolist()
+    return list(value)
+
+
+def traces_of(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A chart's traces by name, arrays decoded."""
+    out = {}
+    for trace in spec["data"]:
+        out[trace.get("name")] = {
+            k: decoded(v) if k in ("x", "y") and v is not None else v for k, v in trace.items()
+        }
+    return out
 
 
 def upload(at: AppTest, name: str, data: bytes, **fields: str) -> AppTest:
@@ -100,19 +122,40 @@ def test_selected_curve_shows_points_metadata_and_charts_with_units(app: AppTest
     assert table(app, f"points_editor_{shown.id}")[0]["batch"] == shown.points[0].batch
     meta = {r["field"]: r["value"] for r in table(app, "curve_metadata")}
     assert meta["id"] == shown.id and meta["card"] == shown.card
-    specs = [json.loads(c.proto.spec) for c in app.get("plotly_chart")]
-    assert len(specs) == 2
-    axes = [
-        (s["layout"]["xaxis"]["title"]["text"], s["layout"]["yaxis"]["title"]["text"])
-        for s in specs
-    ]
-    assert axes == [
-        ("batch size (frames per call)", "latency per call (ms)"),
-        ("batch size (frames per call)", "time per frame (ms)"),
-    ]
-    latency, per_frame = (s["data"][0]["y"] for s in specs)
-    assert latency == list(shown.latencies)
-    assert per_frame == pytest.approx([p.latency_ms / p.batch for p in shown.points])
+    specs = {
+        s["layout"]["title"]["text"]: s
+        for s in (json.loads(c.proto.spec) for c in app.get("plotly_chart"))
+    }
+    assert set(specs) == {
+        "Latency per batched call",
+        "Time per frame",
+        "Throughput",
+        "Leave-one-out: error predicting each point",
+    }
+    axes = {
+        title: (s["layout"]["xaxis"]["title"]["text"], s["layout"]["yaxis"]["title"]["text"])
+        for title, s in specs.items()
+    }
+    assert axes["Latency per batched call"] == (
+        "batch size (frames per call)",
+        "latency per call (ms)",
+    )
+    assert axes["Time per frame"] == ("batch size (frames per call)", "time per frame (ms)")
+    assert axes["Throughput"] == ("batch size (frames per call)", "throughput (frames/s)")
+    assert axes["Leave-one-out: error predicting each point"][1] == "relative error (%)"
+    traces = traces_of(specs["Latency per batched call"])
+    assert traces["measured (a cross: reconciled)"]["y"] == list(shown.latencies)
+    assert "straight-line method" in traces and "band (optimistic to pessimistic)" in traces
+    per_frame = traces_of(specs["Time per frame"])
+    assert per_frame["measured (a cross: reconciled)"]["y"] == pytest.approx(
+        [p.latency_ms / p.batch for p in shown.points]
+    )
+    loo = table(app, "curve_loo")
+    assert [r["batch"] for r in loo] == list(shown.batches)
+    assert all(isinstance(r["inside the band"], bool) for r in loo)
+    assert any(
+        "Leave-one-out" in m.value and "straight-line method" in m.value for m in app.markdown
+    )
     assert app.get_by_key("curve_download").type == "download_button"
 
 
@@ -149,7 +192,8 @@ def test_a_good_upload_shows_a_preview_and_stores_only_on_save(app: AppTest) -> 
     ]
     assert texts(app.error) == []
     assert len(db().curves()) == 5  # nothing stored yet
-    assert len(app.get("plotly_chart")) == 4  # the stored curve's two, the preview's two
+    charts = [c.key for c in app.get("plotly_chart")]
+    assert "upload_chart_latency" in charts and "upload_chart_per_frame" in charts
 
     app.button(key="upload_save").click()
     run(app)
@@ -303,19 +347,29 @@ def test_every_page_entry_has_a_script_and_links_open_the_right_page() -> None:
 def _link_page() -> None:
     import streamlit as st
 
-    from dashboard.ui import link_params
+    from dashboard.links import opened, publish, show_ignored
     from planner.links import PlanParams, encode
 
-    params = link_params(PlanParams)
+    link = opened(PlanParams)
+    if link is not None:  # a page keeps the parameters in its widgets; this one here
+        st.session_state["params"] = link.params
+        show_ignored(link.ignored)
+    params = st.session_state["params"]
+    publish(params)
     st.text(repr(sorted(encode(params).items())))
 
 
-def test_link_params_restore_a_plan_and_explain_what_was_ignored() -> None:
+def test_a_link_is_read_once_with_what_was_ignored_and_written_back_canonical() -> None:
     at = AppTest.from_function(_link_page, default_timeout=30)
-    at.query_params["budget_ms"] = "40"
+    at.query_params["budget_ms"] = "40.0"
     at.query_params["policies"] = "batch-all,oldest-first"
     at.query_params["percentile"] = "[x](https://example.com)"
     run(at)
     assert at.text[0].value == repr([("budget_ms", "40"), ("policies", "batch-all,oldest-first")])
     (warning,) = texts(at.warning)
     assert "percentile" in warning and "\\[x\\]\\(https" in warning
+    # The address bar now holds the plan as planner link writes it: bad parts dropped.
+    assert at.query_params == {"budget_ms": "40", "policies": "batch-all,oldest-first"}
+    run(at)  # a rerun reads nothing new from the URL and warns no more
+    assert texts(at.warning) == []
+    assert at.query_params == {"budget_ms": "40", "policies": "batch-all,oldest-first"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import tomllib
 from pathlib import Path
@@ -12,21 +13,34 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dashboard.charts import latency_figure, per_frame_figure
+from dashboard.charts import Fitted, fit_figure, latency_figure, loo_figure, per_frame_figure
+from dashboard.controls import from_widget, to_widget
+from dashboard.plan_charts import caps_figure, cost_figure, pareto_figure, sessions_figure
+from dashboard.run_charts import fps_figure, latency_histogram, timeline_figure
 from dashboard.tables import (
     curve_rows,
     download_name,
     long_metadata,
+    loo_rows,
     metadata_rows,
+    option_rows,
     point_columns,
     point_rows,
     points_from_rows,
+    run_rows,
+    session_rows,
 )
 from dashboard.text import md
 from dashboard.uploads import UploadForm, preview
 from planner.curve import Curve, Point, make_curve
 from planner.errors import BadInput
+from planner.fit import fit_curve
 from planner.imports import MAX_FILE_BYTES
+from planner.links import POLICIES
+from planner.pareto import dominated
+from planner.recommend import Request, fleet_size, option_sweep, recommend
+from planner.scenario import Scenario, Sharing
+from planner.simulate import simulate
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -140,3 +154,126 @@ def test_streamlit_config_matches_the_importers() -> None:
     assert config["server"]["headless"] is True
     assert config["browser"]["gatherUsageStats"] is False
     assert config["theme"]["base"] == "light"
+
+
+# ---------------------------------------------------------------------------------------
+# Figures and tables of fits, recommendations and runs.
+
+
+def _decoded(value: Any) -> list[Any]:
+    if isinstance(value, dict) and "bdata" in value:
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"]).tolist()
+    return list(value)
+
+
+def _spec(figure: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = json.loads(figure.to_json())
+    return spec
+
+
+def _axes(spec: dict[str, Any]) -> tuple[str, str]:
+    return spec["layout"]["xaxis"]["title"]["text"], spec["layout"]["yaxis"]["title"]["text"]
+
+
+LAPTOP = [Point(b, v) for b, v in [(1, 9.82), (2, 20.36), (4, 46.15), (8, 103.77)]]
+
+
+def test_fit_figure_draws_band_fit_points_and_the_extrapolated_region() -> None:
+    fit = fit_curve(LAPTOP)
+    spec = _spec(fit_figure([Fitted("m <b>x</b>", LAPTOP, fit)], upto=16, straight=True))
+    assert _axes(spec) == ("batch size (frames per call)", "latency per call (ms)")
+    traces = {t["name"]: t for t in spec["data"]}
+    assert set(traces) == {
+        "band (optimistic to pessimistic)",
+        "fit",
+        "extrapolated",
+        "measured (a cross: reconciled)",
+        "straight-line method",
+    }
+    assert _decoded(traces["measured (a cross: reconciled)"]["y"]) == [9.82, 20.36, 46.15, 103.77]
+    central = _decoded(traces["fit"]["y"])
+    assert central[3] == pytest.approx(46.15) and np.isnan(central[10])  # 11 is extrapolated
+    assert not np.isnan(_decoded(traces["extrapolated"]["y"])[10])
+    (region,) = spec["layout"]["shapes"]
+    assert (region["x0"], region["x1"]) == (8.5, 16.5)
+    throughput = _spec(fit_figure([Fitted("m", LAPTOP, fit)], view="throughput", upto=8))
+    assert _axes(throughput)[1] == "throughput (frames/s)"
+    measured = next(t for t in throughput["data"] if t["name"].startswith("measured"))
+    assert _decoded(measured["y"])[0] == pytest.approx(1000 / 9.82)
+    several = _spec(
+        fit_figure([Fitted("a <b>", LAPTOP, fit), Fitted("b", LAPTOP[:2], fit_curve(LAPTOP[:2]))])
+    )
+    assert "a &lt;b&gt;" in {t["name"] for t in several["data"]}
+    assert several["layout"].get("shapes", []) == []
+
+
+def test_loo_figure_and_rows_compare_the_fit_with_the_straight_line() -> None:
+    fit = fit_curve(LAPTOP)
+    spec = _spec(loo_figure(fit))
+    assert _axes(spec) == ("batch size held out (frames per call)", "relative error (%)")
+    rows = loo_rows(fit)
+    assert [r["batch"] for r in rows] == [1, 2, 4, 8]
+    assert fit.loo is not None
+    assert rows[0]["fit error (%)"] == round(100 * fit.loo.points[0].error, 1)
+    assert loo_figure(fit_curve(LAPTOP[:2])) is None and loo_rows(fit_curve(LAPTOP[:2])) == []
+
+
+def test_plan_figures_and_option_rows() -> None:
+    request = Request(curve=fit_curve(LAPTOP), seeds=2, duration_s=5.0)
+    result = recommend(request)
+    rows = option_sweep(request, Sharing(), range(1, 7), result.options)
+    latency = _spec(sessions_figure(rows, metric="latency", limit=50.0, cap=3))
+    assert _axes(latency) == ("concurrent sessions", "p99 latency, end to end (ms)")
+    assert {t["name"] for t in latency["data"]} == set(request.policies)
+    budget, cap = latency["layout"]["shapes"]
+    assert (budget["y0"], cap["x0"]) == (50.0, 3)
+    fps = _spec(sessions_figure(rows, metric="fps", limit=28.5))
+    assert _axes(fps) == ("concurrent sessions", "slowest session (frames/s)")
+    pareto = _spec(pareto_figure(result.options, dominated(result.options)))
+    assert _axes(pareto) == ("p99 latency at the cap, end to end (ms)", "seats per card")
+    table = option_rows(result.options, dominated(result.options), peak_sessions=40,
+                        price_per_hour=3.0)  # fmt: skip
+    best = result.options[0]
+    assert table[0]["seats"] == best.seats and table[0]["memory isolation"] == "whole card"
+    assert table[0]["GPUs for peak"] == fleet_size(40, 0.2, best.cap)
+    assert table[0]["USD per seat-hour"] == round(3.0 / best.cap, 3)
+    assert list(table[0])[-1] == "next seat fails because"
+    caps = _spec(caps_figure(["a", "b"], [best, None]))
+    assert _axes(caps)[1] == "seats per card" and caps["data"][0]["text"] == [best.seats, "0"]
+    cost = _spec(cost_figure(["a", "b"], [0.5, None]))
+    assert cost["data"][0]["text"] == ["$0.500", "no price"]
+
+
+def test_run_figures_and_rows_describe_one_simulation() -> None:
+    table = tuple(float(v) for v in fit_curve(LAPTOP).table(64))
+    results = simulate(Scenario(latency_ms=table, sessions=4, policy="oldest-first",
+                                duration_s=2.0, overhead_ms=3.0))  # fmt: skip
+    timeline = _spec(timeline_figure(results))
+    assert _axes(timeline)[0] == "time since the start (ms)"
+    assert timeline["layout"]["xaxis"]["range"] == [0, 400.0]
+    assert timeline["layout"]["yaxis"]["ticktext"] == ["GPU", "0", "1", "2", "3"]
+    fps = _spec(fps_figure(results))
+    assert _axes(fps) == ("session", "delivered frames/s")
+    bars = fps["data"][0]
+    assert _decoded(bars["y"]) == pytest.approx(results.per_session_fps)
+    histogram = _spec(latency_histogram(results))
+    assert _axes(histogram) == ("latency (ms)", "frames")
+    assert [t["name"] for t in histogram["data"]] == ["GPU side", "end to end (+3 ms)"]
+    (row,) = run_rows([results])
+    assert row["slowest fps"] == round(results.min_fps, 2)
+    assert len(session_rows(results)) == 4
+
+
+@given(
+    st.lists(st.sampled_from(POLICIES), min_size=1, unique=True),
+    st.lists(st.floats(0, 1, allow_subnormal=False), max_size=5),
+    st.lists(st.floats(1e-3, 1000, allow_subnormal=False), min_size=1, max_size=5),
+)
+def test_widget_values_round_trip_to_link_parameters(
+    policies: list[str], cotenants: list[float], fps: list[float]
+) -> None:
+    for name, value in (("policies", tuple(policies)), ("cotenants", tuple(cotenants)),
+                        ("fps", tuple(fps)), ("budget_ms", 40.0), ("mps_share", None)):  # fmt: skip
+        assert from_widget(name, to_widget(name, value)) == value
+    with pytest.raises(BadInput, match="item 2 not a number"):
+        from_widget("cotenants", "0.5,lots")

@@ -7,12 +7,13 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard.charts import latency_figure, per_frame_figure
+from dashboard.charts import Fitted, fit_figure, latency_figure, loo_figure, per_frame_figure
 from dashboard.state import store
 from dashboard.tables import (
     curve_rows,
     download_name,
     long_metadata,
+    loo_rows,
     metadata_rows,
     point_columns,
     point_rows,
@@ -31,6 +32,7 @@ from dashboard.ui import (
 from dashboard.uploads import UploadForm, preview
 from planner.curve import PRECISIONS, Curve
 from planner.errors import BadInput, NotFound
+from planner.fit import fit_curve
 from planner.imports import FORMATS, MAX_FILE_BYTES
 from planner.imports.native import to_csv
 from planner.store import Store
@@ -113,15 +115,20 @@ def browse(db: Store) -> None:
 
 def detail(db: Store, curve: Curve) -> None:
     st.subheader(md(curve.label))
-    left, right = st.columns(2)
-    left.plotly_chart(latency_figure([curve]), width="stretch", key="chart_latency")
-    right.plotly_chart(per_frame_figure([curve]), width="stretch", key="chart_per_frame")
-
-    st.caption(
-        "Time per frame is the latency of a call divided by its batch size. Where it falls "
-        "as the batch grows, batching pays on this card; where it stays flat or rises, "
-        "batching buys nothing and only adds waiting."
+    links = st.columns(3)
+    links[0].page_link(
+        "dashboard/pages/plan.py",
+        label="Plan seats with this curve",
+        icon=":material/event_seat:",
+        query_params={"curve": curve.id},
     )
+    links[1].page_link(
+        "dashboard/pages/simulate.py",
+        label="Simulate sessions on it",
+        icon=":material/timeline:",
+        query_params={"curve": curve.id},
+    )
+    diagnostics(curve)
     about, points = st.columns(2, gap="large")
     with about:
         st.markdown("**About this curve**")
@@ -160,6 +167,73 @@ def detail(db: Store, curve: Curve) -> None:
         )
         if st.button("Save as a new curve", key="points_save", icon=":material/save:"):
             save_edit(db, curve, edited, editor_key)
+
+
+def diagnostics(curve: Curve) -> None:
+    """How well the points pin the curve down: the fit with its band against the
+    straight-line method, throughput and time per frame, leave-one-out errors, reconciled
+    points and the batch size worth measuring next."""
+    fit = fit_curve(curve.points)
+    entry = [Fitted(curve.label, curve.points, fit)]
+    upto = min(max(32, 2 * curve.points[-1].batch), 256)
+    left, right = st.columns(2)
+    left.plotly_chart(
+        fit_figure(entry, upto=upto, straight=True), width="stretch", key="chart_latency"
+    )
+    right.plotly_chart(
+        fit_figure(entry, view="per_frame", upto=upto), width="stretch", key="chart_per_frame"
+    )
+    st.caption(
+        "The line is the fit (dotted where extrapolated), the shaded band how far it could "
+        "be off, the dashed grey line the straight-line method (interpolate between "
+        "neighbours, extend the nearest two points). Time per frame is the latency of a call "
+        "divided by its batch size: where it falls as the batch grows, batching pays on this "
+        "card; where it stays flat or rises, batching only adds waiting."
+    )
+    left, right = st.columns(2)
+    left.plotly_chart(
+        fit_figure(entry, view="throughput", upto=upto), width="stretch", key="chart_throughput"
+    )
+    with right:
+        st.markdown(f"**The fit.** {md(fit.description)}.")
+        if fit.reconciled:
+            names = ", ".join(str(b) for b in fit.reconciled)
+            st.warning(
+                f"Measured latency fell with batch size, which the fit does not allow: the "
+                f"points were reconciled to the nearest non-decreasing curve, and batch "
+                f"{names} could not be honoured (likely noise). They show as crosses.",
+                icon=":material/warning:",
+            )
+        following = fit.measure_next(64)
+        if following is not None:
+            st.info(
+                f"**Measure batch {following} next.** Of batch sizes 1 to 64, a measurement "
+                "there would narrow this curve's band the most.",
+                icon=":material/straighten:",
+            )
+        loo = fit.loo
+        if loo is None:
+            st.caption(
+                "Leave-one-out needs three points or more: with fewer, each point is needed "
+                "to draw the curve at all."
+            )
+        else:
+            inside = sum(p.inside for p in loo.points)
+            st.markdown(
+                f"**Leave-one-out** (each point predicted from the others): the fit is off "
+                f"by {loo.fit:.1%} on average, the straight-line method by "
+                f"{loo.straight_line:.1%}; {inside} of {len(loo.points)} points fell inside "
+                "the predicted band."
+            )
+    if loo is not None:
+        left, right = st.columns(2)
+        figure = loo_figure(fit)
+        if figure is not None:
+            left.plotly_chart(figure, width="stretch", key="chart_loo")
+        with right:
+            table(loo_rows(fit), key="curve_loo")
+    with st.expander("What the fit assumes"):
+        st.markdown(md_list(fit.assumptions))
 
 
 def save_edit(db: Store, curve: Curve, rows: list[dict[str, Any]], editor_key: str) -> None:

@@ -21,7 +21,7 @@ from planner import __version__
 from planner.errors import PlannerError
 
 # One entry per sub-command module, in the order ``planner --help`` lists them.
-COMMANDS = ("curves", "cards", "fit", "simulate", "recommend", "measure", "bench")
+COMMANDS = ("curves", "cards", "fit", "simulate", "recommend", "link", "measure", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:

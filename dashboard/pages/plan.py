@@ -1,0 +1,511 @@
+"""Plan: how many live sessions one card holds under a latency budget and a frame-rate
+floor, with which scheduling policy and sharing mode, and what a fleet costs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import streamlit as st
+
+from dashboard import cache, links
+from dashboard.charts import Fitted, fit_figure
+from dashboard.controls import Controls, chosen_card, load_curve, name_curve, pick_curve
+from dashboard.plan_charts import pareto_figure, sessions_figure
+from dashboard.state import store
+from dashboard.tables import option_rows
+from dashboard.text import md, md_list
+from dashboard.ui import show_problems, table
+from planner.errors import BadInput, NotFound
+from planner.links import (
+    PlanParams,
+    SimulateParams,
+    encode,
+    saved_params,
+    saved_plan_url,
+    self_contained,
+    url,
+)
+from planner.pareto import dominated
+from planner.plan import PlanInputs, default_curve, modes_of, plan_curve, plan_inputs
+from planner.policies import POLICIES
+from planner.recommend import Option, Recommendation
+from planner.scenario import MODES
+
+c = Controls("plan_")
+MODE_LABELS = {
+    "exclusive": "exclusive (the card to ourselves)",
+    "time-slicing": "time-slicing (co-tenants take turns)",
+    "mps": "MPS (a share of the compute)",
+    "mig": "MIG (a hardware partition)",
+}
+CRITERIA = ("budget_ms", "percentile", "min_fps", "overhead_ms", "max_overwritten")
+EFFORT = ("seeds", "duration_s", "max_sessions")
+FLEET = ("peak_sessions", "headroom", "price_per_hour")
+TABLE_COLUMNS: dict[str, Any] = {
+    "next seat fails because": st.column_config.TextColumn(width="large"),
+    "latency at cap (ms)": st.column_config.NumberColumn(format="%.1f"),
+    "slowest fps at cap": st.column_config.NumberColumn(format="%.1f"),
+    "USD per seat-hour": st.column_config.NumberColumn(format="$%.3f"),
+}
+
+
+def check(params: PlanParams) -> tuple[PlanParams, list[str]]:
+    """What a link asks for that this server cannot give: an unknown curve (the default
+    curve instead) or a plan that does not go together (the defaults instead)."""
+    ignored = []
+    if params.curve is not None:
+        try:
+            db.curve(params.curve)
+        except NotFound:
+            ignored.append(
+                f"ignored curve={params.curve!r}: no stored curve has that id; using the "
+                "default curve"
+            )
+            params = replace(params, curve=None)
+    try:
+        plan_inputs(params, db)
+    except (BadInput, NotFound) as exc:
+        ignored.append(f"ignored the plan: {'; '.join(exc.problems)}; using the defaults")
+        params = PlanParams()
+    return params, ignored
+
+
+def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
+    """The sidebar: every parameter of the plan. None (with the problems shown) when the
+    values do not make a plan."""
+    bar = st.sidebar
+    bar.markdown("### What to plan")
+    chosen = pick_curve(c, bar, curves, default_id)
+    card = chosen_card(db, chosen, default)
+
+    bar.markdown("**What every seat must get**")
+    left, right = bar.columns(2)
+    c.number(
+        left,
+        "budget_ms",
+        "Latency budget (ms)",
+        step=5.0,
+        help="End-to-end latency (GPU plus the per-frame overhead) at the percentile.",
+    )
+    c.number(
+        right,
+        "percentile",
+        "Percentile",
+        step=0.5,
+        help="The budget applies to this percentile of all delivered frames.",
+    )
+    left, right = bar.columns(2)
+    c.number(
+        left,
+        "min_fps",
+        "Frame-rate floor (fps)",
+        step=0.5,
+        help="The slowest session must get at least this many frames per second (sources send 30).",
+    )
+    c.number(
+        right,
+        "overhead_ms",
+        "Overhead per frame (ms)",
+        step=1.0,
+        help="Network, decode and post-processing outside the GPU.",
+    )
+    c.number(
+        bar,
+        "max_overwritten",
+        "Most frames overwritten (fraction)",
+        step=0.01,
+        placeholder="no limit",
+        help="Optional: the largest fraction of frames replaced by a newer one "
+        "before they ran, e.g. 0.05.",
+    )
+
+    bar.markdown("**How the card is scheduled and shared**")
+    c.multi(
+        bar,
+        "policies",
+        "Scheduling policies",
+        list(POLICIES),
+        help="\n".join(f"- **{n}**: {p.summary}" for n, p in POLICIES.items()),
+    )
+    offered = [m for m in MODES if m != "mig" or (card is not None and card.mig)]
+    if c.get("modes"):
+        st.session_state[c.key("modes")] = [m for m in c.get("modes") if m in offered]
+    modes = c.multi(
+        bar,
+        "modes",
+        "Sharing modes",
+        offered,
+        help="Each mode is planned separately; its seat cap is shown with its isolation.",
+    )
+    if card is None or not card.mig:
+        name = "this curve's card" if card is None else f"{card.name}"
+        bar.caption(
+            f"MIG needs a card that supports it (A30, A100, H100, H200); {md(name)} does not."
+        )
+    mode_fields: list[str] = []
+    if "time-slicing" in modes:
+        c.default("cotenants", (0.9, 0.9))
+        left, right = bar.columns(2)
+        c.text(
+            left,
+            "cotenants",
+            "Co-tenants (duty cycles)",
+            placeholder="e.g. 0.9,0.9",
+            help="Other jobs on the card, each the fraction of time it is busy (0-1).",
+        )
+        c.default("busy_period_ms", 50.0)
+        c.number(
+            right,
+            "busy_period_ms",
+            "Busy period (ms)",
+            step=10.0,
+            help="Mean length of a co-tenant's busy period.",
+        )
+        mode_fields += ["cotenants", "busy_period_ms"]
+    if "mps" in modes:
+        c.default("mps_share", 50.0)
+        c.number(
+            bar,
+            "mps_share",
+            "MPS compute share (%)",
+            step=5.0,
+            placeholder="50",
+            help="Our share of the card's compute (active thread percentage).",
+        )
+        mode_fields.append("mps_share")
+    if "mig" in modes and card is not None and card.mig:
+        profiles = [p.name for p in card.mig_profiles]
+        if c.get("mig_profile") not in profiles:
+            st.session_state[c.key("mig_profile")] = profiles[0]
+        c.select(
+            bar,
+            "mig_profile",
+            "MIG profile",
+            profiles,
+            format_func=lambda p: f"{p} ({card.profile(p).slices} of {card.mig_slices} slices)",
+        )
+        mode_fields.append("mig_profile")
+
+    bar.markdown("**Fleet and cost**")
+    left, right = bar.columns(2)
+    c.number(
+        left,
+        "peak_sessions",
+        "Peak sessions",
+        placeholder="not set",
+        help="Concurrent sessions at peak, for the number of GPUs.",
+    )
+    c.number(
+        right,
+        "headroom",
+        "Headroom (0.2 = 20%)",
+        step=0.05,
+        fmt="%.2f",
+        help="Spare capacity on top of the peak.",
+    )
+    stored = card.price_per_hour if card is not None else None
+    c.number(
+        bar,
+        "price_per_hour",
+        "Card price (USD per hour)",
+        step=0.1,
+        fmt="%.2f",
+        placeholder="stored price" if stored is not None else "not set",
+        help="Leave empty to use the card's stored price (set on Compare cards).",
+    )
+    if stored is not None and c.get("price_per_hour") is None:
+        bar.caption(f"Using the stored price of {md(card.name)}: ${stored:.2f} per hour.")  # type: ignore[union-attr]
+
+    effort = bar.expander("Simulation effort")
+    c.number(
+        effort,
+        "seeds",
+        "Random phase draws per count",
+        help="Each session count is simulated with this many random arrival "
+        "phases; the percentile pools them all.",
+    )
+    c.number(effort, "duration_s", "Simulated seconds per draw", step=5.0)
+    c.number(effort, "max_sessions", "Largest session count considered")
+
+    names = [*CRITERIA, "policies", *mode_fields, *FLEET, *EFFORT]
+    values, problems = c.values(names)
+    selected = tuple(modes)
+    defaults = {"cotenants": (), "mps_share": None, "mig_profile": None}
+    values = {**defaults, **values}
+    if not selected:
+        problems.append("Sharing modes: pick at least one")
+    derived = modes_of(PlanParams(**{k: values[k] for k in defaults}))
+    values["modes"] = None if selected == derived else selected
+    if problems:
+        show_problems("These settings do not make a plan:", problems)
+        return None
+    try:
+        return PlanParams(**chosen, **values)
+    except BadInput as exc:
+        show_problems("These settings do not make a plan:", c.explain(exc.problems))
+        return None
+
+
+def headline(result: Recommendation, inputs: PlanInputs) -> None:
+    best = result.recommended
+    with st.container(key="headline"):
+        if best is None:
+            closest = result.options[0]
+            st.title("No seat fits these criteria")
+            st.markdown(
+                f"Not even one session meets them. The closest is **{closest.label}**: "
+                f"{closest.binding_constraint}."
+            )
+        else:
+            plural = "seat" if best.seats == "1" else "seats"
+            st.title(f"{best.seats} {plural} per card — {best.label}")
+            why = (
+                f"**Why not {best.cap + 1}?** {_sentence(best.binding_constraint)}"
+                if best.failures
+                else f"**No limit found:** it {best.binding_constraint}."
+            )
+            st.markdown(why)
+    st.caption(
+        f"{md(inputs.curve.label)} · {len(result.options)} options simulated "
+        f"({result.simulations:,} runs)"
+    )
+    if best is None:
+        return
+    at = best.at_cap
+    cells = st.columns(4)
+    cells[0].metric(
+        "Seats per card",
+        best.seats,
+        help="A range when the fitted curve's band makes the cap uncertain.",
+    )
+    if at is not None and at.e2e_latency_ms is not None:
+        cells[1].metric(f"p{at.percentile:g} latency at {best.cap}", f"{at.e2e_latency_ms:.1f} ms")
+        cells[2].metric(f"Slowest session at {best.cap}", f"{at.min_fps:.1f} fps")
+    fleet = result.fleet
+    if fleet is not None and fleet.gpus is not None:
+        gpus = str(fleet.gpus)
+        if fleet.gpus_worst is not None and fleet.gpus_worst != fleet.gpus:
+            gpus = f"{fleet.gpus}–{fleet.gpus_worst}"
+        cells[3].metric(
+            f"GPUs for {fleet.peak_sessions:,} at peak",
+            gpus,
+            help=f"ceil(peak × (1 + {fleet.headroom:g}) / seats per card)",
+        )
+    if fleet is not None and fleet.cost_per_seat_hour is not None:
+        st.markdown(
+            f"**Cost:** ${fleet.cost_per_seat_hour:.3f} per seat-hour "
+            f"(${fleet.price_per_hour:.2f} per card-hour ÷ {fleet.cap} seats)"
+            + (
+                f"; the fleet costs ${fleet.gpus * fleet.price_per_hour:,.2f} per hour."
+                if fleet.gpus is not None and fleet.price_per_hour is not None
+                else "."
+            )
+        )
+    if best.extrapolated:
+        measured = inputs.fitted.points
+        st.warning(
+            f"This cap rests on batch sizes beyond the measured {measured[0].batch}–"
+            f"{measured[-1].batch}, where the curve is extrapolated.",
+            icon=":material/warning:",
+        )
+    if result.measure_next is not None:
+        st.info(
+            f"**Measure batch {result.measure_next} next.** Of all batch sizes, a measurement "
+            "there would narrow the range of this cap the most (Measure page, or "
+            "`planner measure` on the card).",
+            icon=":material/straighten:",
+        )
+    if at is not None and at.low_confidence:
+        st.caption(
+            f"The p{at.percentile:g} at the cap rests on fewer than 10 frames beyond it; more "
+            "draws or a longer duration (Simulation effort) make it firmer."
+        )
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
+def share(params: PlanParams, inputs: PlanInputs) -> None:
+    st.subheader("Share this plan")
+    base = links.base_url()
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Short link** (opens on this server)")
+        current = params
+        if st.button("Save plan", key="plan_save", icon=":material/bookmark_add:"):
+            # A saved plan names its curve, so that it keeps its meaning if the default
+            # changes, and so that deleting the curve asks first.
+            if params.curve is None and params.points is None:
+                current = replace(params, curve=plan_curve(params, db).id)
+                name_curve(c)
+            plan_id = db.save_plan(saved_params(current))
+            links.remember_plan(PlanParams, plan_id, current)
+            links.publish(current)
+        saved = links.saved_plan(PlanParams)
+        if saved is not None and saved[1] == current:
+            with st.container(key="plan_short_link"):
+                st.code(saved_plan_url(base, saved[0]), language=None, wrap_lines=True)
+        else:
+            st.caption("Stores these settings under a short id.")
+    with right:
+        st.markdown("**Self-contained link** (embeds the curve's points; opens anywhere)")
+        try:
+            embedded = self_contained(params, inputs.curve)
+        except BadInput as exc:
+            st.caption(md("; ".join(exc.problems)))
+        else:
+            with st.container(key="plan_self_contained"):
+                st.code(url(base, embedded), language=None, wrap_lines=True)
+
+
+def charts(result: Recommendation, inputs: PlanInputs) -> None:
+    request = result.request
+    sharings = list(dict.fromkeys(request.sharings))
+    views = st.tabs([s.label for s in sharings]) if len(sharings) > 1 else [st.container()]
+    for view, sharing in zip(views, sharings, strict=True):
+        mine = [o for o in result.options if o.sharing == sharing]
+        top = max(max(o.cap_high, o.cap) for o in mine)
+        upper = min(max(top + 4, 8), request.max_sessions)
+        with st.spinner("Simulating every policy at each session count…"):
+            rows = cache.sweep(result, sharing, range(1, upper + 1))
+        best = mine[0]
+        with view:
+            left, right = st.columns(2)
+            left.plotly_chart(
+                sessions_figure(
+                    rows, metric="latency", limit=request.criteria.budget_ms, cap=best.cap
+                ),
+                width="stretch",
+                key=f"plan_chart_latency_{sharing.mode}",
+            )
+            right.plotly_chart(
+                sessions_figure(rows, metric="fps", limit=request.criteria.min_fps, cap=best.cap),
+                width="stretch",
+                key=f"plan_chart_fps_{sharing.mode}",
+            )
+    st.caption(
+        "Each point pools all random phase draws: latency is the percentile over every "
+        "delivered frame, the frame rate is the slowest session on the worst draw. A policy "
+        "holds a seat count when it is inside the budget and above the floor there and at "
+        "every smaller count."
+    )
+    left, right = st.columns(2)
+    largest = max([p.batch for p in inputs.fitted.points] + [o.cap + 1 for o in result.options])
+    left.plotly_chart(
+        fit_figure(
+            [Fitted(inputs.curve.label, inputs.curve.points, inputs.fitted)],
+            upto=max(8, min(largest, 256)),
+            title="The batch curve the plan runs on",
+        ),
+        width="stretch",
+        key="plan_chart_curve",
+    )
+    right.plotly_chart(
+        pareto_figure(result.options, dominated(result.options)),
+        width="stretch",
+        key="plan_chart_pareto",
+    )
+    st.caption(
+        "Left: latency of one batched call; the shaded band is how far the fit could be off "
+        "(optimistic to pessimistic), dotted where it is extrapolated. Right: every option's "
+        "seats against its latency at the cap; a hollow grey option is dominated (another "
+        "holds as many seats or more at no higher latency)."
+    )
+
+
+def options_table(result: Recommendation) -> None:
+    st.subheader("Every option")
+    request = result.request
+    table(
+        option_rows(
+            result.options,
+            dominated(result.options),
+            peak_sessions=request.peak_sessions,
+            headroom=request.headroom,
+            price_per_hour=request.price_per_hour,
+        ),
+        key="plan_options",
+        column_config=TABLE_COLUMNS,
+    )
+    st.caption(
+        "Ranked by seats on the fitted curve, then on the pessimistic edge, then by latency. "
+        "Isolation is what the sharing mode guarantees between jobs on the card."
+    )
+
+
+def simulate_link(result: Recommendation, inputs: PlanInputs, params: PlanParams) -> None:
+    best: Option | None = result.recommended
+    if best is None:
+        return
+    sharing = best.sharing
+    failing = min(best.cap + 1, 512)
+    detail = SimulateParams(
+        curve=params.curve,
+        points=params.points,
+        model=params.model,
+        card=params.card,
+        precision=params.precision,
+        resolution=params.resolution,
+        sessions=failing,
+        policy=best.policy,
+        compare_policy=next((o.policy for o in result.options if o.policy != best.policy), None),
+        duration_s=min(params.duration_s, 30.0),
+        overhead_ms=params.overhead_ms,
+        mode=sharing.mode,
+        cotenants=sharing.cotenants,
+        busy_period_ms=sharing.busy_period_ms,
+        mps_share=sharing.mps_share if sharing.mode == "mps" else None,
+        mig_profile=sharing.mig_profile,
+    )
+    st.page_link(
+        "dashboard/pages/simulate.py",
+        label=f"See {failing} sessions under {best.policy} in detail",
+        icon=":material/timeline:",
+        query_params=encode(detail),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+
+db = store()
+try:
+    default = default_curve(db)
+except NotFound as exc:
+    st.title("Plan")
+    show_problems("There is no curve to plan with:", [*exc.problems, "Add one on the Curves page."])
+    st.stop()
+curves = db.curves()
+link = links.opened(PlanParams, load_plan=db.plan, check=check)
+if link is not None:
+    load_curve(c, link.params, default.id)
+    c.load(link.params, [*CRITERIA, "policies", *FLEET, *EFFORT, "busy_period_ms"])
+    for name in ("cotenants", "mps_share", "mig_profile"):
+        # Unset, they start from the widget's default when their mode is picked.
+        if getattr(link.params, name):
+            c.load(link.params, [name])
+        else:
+            st.session_state.pop(c.key(name), None)
+    st.session_state[c.key("modes")] = list(modes_of(link.params))
+    links.show_ignored(link.ignored)
+
+params = controls(default.id, curves)
+if params is None:
+    st.stop()
+links.publish(params)
+try:
+    inputs = plan_inputs(params, db)
+except (BadInput, NotFound) as exc:
+    show_problems("This plan cannot be computed:", exc.problems)
+    st.stop()
+with st.spinner("Simulating sessions on this curve…"):
+    result = cache.recommendation(inputs.request)
+
+headline(result, inputs)
+simulate_link(result, inputs, params)
+charts(result, inputs)
+options_table(result)
+st.subheader("Assumptions")
+st.markdown(md_list([inputs.fitted.description, *result.assumptions]))
+share(params, inputs)

@@ -1,0 +1,256 @@
+"""Simulate: one scenario in detail, optionally two policies side by side on it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import streamlit as st
+
+from dashboard import cache, links
+from dashboard.controls import Controls, chosen_card, load_curve, pick_curve
+from dashboard.run_charts import fps_figure, latency_histogram, timeline_figure
+from dashboard.state import store
+from dashboard.tables import run_rows, session_rows
+from dashboard.text import md
+from dashboard.ui import show_problems, table
+from planner.errors import BadInput, NotFound
+from planner.links import SimulateParams
+from planner.plan import default_curve, simulation_inputs
+from planner.policies import POLICIES
+from planner.results import Results
+from planner.scenario import MODES, PHASES
+
+c = Controls("sim_")
+POLICY_FIELDS = ("max_batch", "max_queue_delay_us", "slo_ms")
+RUN_FIELDS = (
+    "sessions",
+    "policy",
+    "compare_policy",
+    "fps",
+    "duration_s",
+    "phases",
+    "seed",
+    "jitter_ms",
+    "overhead_ms",
+    "mode",
+    "busy_period_ms",
+)
+
+
+def check(params: SimulateParams) -> tuple[SimulateParams, list[str]]:
+    """An unknown curve id falls back to the default curve; a scenario that does not go
+    together, to the defaults."""
+    ignored = []
+    if params.curve is not None:
+        try:
+            db.curve(params.curve)
+        except NotFound:
+            ignored.append(
+                f"ignored curve={params.curve!r}: no stored curve has that id; using the "
+                "default curve"
+            )
+            params = replace(params, curve=None)
+    try:
+        simulation_inputs(params, db)
+    except (BadInput, NotFound) as exc:
+        ignored.append(f"ignored the scenario: {'; '.join(exc.problems)}; using the defaults")
+        params = SimulateParams()
+    return params, ignored
+
+
+def controls() -> SimulateParams | None:
+    bar = st.sidebar
+    bar.markdown("### The scenario")
+    chosen = pick_curve(c, bar, curves, default.id)
+    card = chosen_card(db, chosen, default)
+    left, right = bar.columns(2)
+    c.number(left, "sessions", "Sessions", help="Camera sessions sharing the card.")
+    c.text(
+        right,
+        "fps",
+        "Frames/s",
+        placeholder="30 or 30,30,15",
+        help="Frames per second each session sends: one value for all, or one per session.",
+    )
+    c.select(
+        bar,
+        "policy",
+        "Policy",
+        list(POLICIES),
+        help="\n".join(f"- **{n}**: {p.summary}" for n, p in POLICIES.items()),
+    )
+    c.select(
+        bar,
+        "compare_policy",
+        "Side by side with",
+        list(POLICIES),
+        optional=True,
+        placeholder="no second policy",
+        help="Run the same scenario (same arrivals) under a second policy.",
+    )
+    used = {
+        p
+        for name in (c.get("policy"), c.get("compare_policy"))
+        if name in POLICIES
+        for p in POLICIES[name].params
+    }
+    chosen_policies = [n for n in (c.get("policy"), c.get("compare_policy")) if n in POLICIES]
+    labels = {
+        "max_batch": "Largest batch B",
+        "max_queue_delay_us": "Queue delay D (µs)",
+        "slo_ms": "Objective (ms, GPU side)",
+    }
+    steps = {"max_batch": 1.0, "max_queue_delay_us": 500.0, "slo_ms": 5.0}
+    for name in POLICY_FIELDS:
+        if name in used:
+            defaults = {
+                POLICIES[p].defaults[name] for p in chosen_policies if name in POLICIES[p].defaults
+            }
+            shown = f"{next(iter(defaults)):g}" if len(defaults) == 1 else "each policy's own"
+            c.number(bar, name, labels[name], step=steps[name], placeholder=f"default ({shown})")
+    arrivals = bar.expander("Arrivals and overhead")
+    left, right = arrivals.columns(2)
+    c.number(left, "duration_s", "Seconds", step=5.0)
+    c.number(right, "seed", "Seed")
+    c.select(
+        arrivals,
+        "phases",
+        "Phases",
+        list(PHASES),
+        help="random: each session starts at a random point of its frame period; even: "
+        "spread evenly; aligned: all at once (worst-case bursts).",
+    )
+    left, right = arrivals.columns(2)
+    c.number(left, "jitter_ms", "Jitter (ms)", help="Standard deviation of arrival jitter.")
+    c.number(
+        right,
+        "overhead_ms",
+        "Overhead (ms)",
+        help="Per-frame time outside the GPU (network, decode, post-processing).",
+    )
+
+    offered = [m for m in MODES if m != "mig" or (card is not None and card.mig)]
+    if c.get("mode") not in offered:
+        st.session_state[c.key("mode")] = "exclusive"
+    mode = c.select(bar, "mode", "Sharing mode", offered)
+    mode_fields: list[str] = []
+    if mode == "time-slicing":
+        c.default("cotenants", (0.9, 0.9))
+        left, right = bar.columns(2)
+        c.text(left, "cotenants", "Co-tenants (duty cycles)", placeholder="e.g. 0.9,0.9")
+        c.number(right, "busy_period_ms", "Busy period (ms)", step=10.0)
+        mode_fields += ["cotenants", "busy_period_ms"]
+    elif mode == "mps":
+        c.default("mps_share", 50.0)
+        c.number(bar, "mps_share", "MPS compute share (%)", step=5.0, placeholder="50")
+        mode_fields.append("mps_share")
+    elif mode == "mig" and card is not None:
+        profiles = [p.name for p in card.mig_profiles]
+        if c.get("mig_profile") not in profiles:
+            st.session_state[c.key("mig_profile")] = profiles[0]
+        c.select(bar, "mig_profile", "MIG profile", profiles)
+        mode_fields.append("mig_profile")
+
+    names = [*RUN_FIELDS, *(n for n in POLICY_FIELDS if n in used), *mode_fields]
+    values, problems = c.values([n for n in names if n in c.labels])
+    if problems:
+        show_problems("These settings do not make a scenario:", problems)
+        return None
+    try:
+        return SimulateParams(**chosen, **values)
+    except BadInput as exc:
+        show_problems("These settings do not make a scenario:", c.explain(exc.problems))
+        return None
+
+
+def run_view(results: Results, index: int, wide: bool) -> None:
+    s = results.scenario
+    e2e = results.e2e_latency
+    cells = st.columns(3)
+    cells[0].metric("Slowest session", f"{results.min_fps:.1f} fps")
+    cells[1].metric(
+        f"p99 latency{' (end to end)' if s.overhead_ms else ''}",
+        "-" if e2e.p99 is None else f"{e2e.p99:.1f} ms",
+    )
+    cells[2].metric("GPU busy", f"{results.gpu_busy_fraction:.0%}")
+    arrived = sum(x.arrived for x in results.sessions)
+    overwritten = sum(x.overwritten for x in results.sessions)
+    expired = sum(x.expired for x in results.sessions)
+    st.markdown(
+        f"Of **{arrived:,}** frames sent, **{overwritten:,}** were overwritten by a newer "
+        f"frame of the same session ({results.overwritten_fraction:.1%}) and **{expired:,}** "
+        f"expired ({results.expired_fraction:.1%})."
+        + (
+            f" **Starved:** session {', '.join(map(str, results.starved_sessions))}."
+            if results.starved_sessions
+            else ""
+        )
+    )
+    st.plotly_chart(timeline_figure(results), width="stretch", key=f"sim_chart_timeline_{index}")
+    parts = st.columns(2) if wide else [st.container(), st.container()]
+    parts[0].plotly_chart(fps_figure(results), width="stretch", key=f"sim_chart_fps_{index}")
+    parts[1].plotly_chart(
+        latency_histogram(results), width="stretch", key=f"sim_chart_latency_{index}"
+    )
+    with st.expander("Every session"):
+        table(session_rows(results), key=f"sim_sessions_{index}")
+
+
+# ---------------------------------------------------------------------------------------
+
+db = store()
+try:
+    default = default_curve(db)
+except NotFound as exc:
+    st.title("Simulate")
+    show_problems("There is no curve to simulate:", [*exc.problems, "Add one on the Curves page."])
+    st.stop()
+curves = db.curves()
+link = links.opened(SimulateParams, check=check)
+if link is not None:
+    load_curve(c, link.params, default.id)
+    c.load(link.params, [*RUN_FIELDS, *POLICY_FIELDS])
+    for name in ("cotenants", "mps_share", "mig_profile"):
+        if getattr(link.params, name):
+            c.load(link.params, [name])
+        else:
+            st.session_state.pop(c.key(name), None)
+    links.show_ignored(link.ignored)
+
+st.title("Simulate one scenario")
+params = controls()
+if params is None:
+    st.stop()
+links.publish(params)
+try:
+    inputs = simulation_inputs(params, db)
+except (BadInput, NotFound) as exc:
+    show_problems("This scenario cannot be simulated:", exc.problems)
+    st.stop()
+
+scenario = inputs.scenario
+rates = sorted(set(scenario.fps))
+st.caption(
+    f"{scenario.sessions} sessions at {', '.join(f'{f:g}' for f in rates)} fps on "
+    f"{md(inputs.curve.label)}, {scenario.sharing.label}, {scenario.duration_s:g} s, "
+    f"{scenario.phases} phases, seed {scenario.seed}. Each session keeps only its newest "
+    "frame: one that arrives while an older frame of the same session still waits "
+    "replaces it."
+)
+runs = [scenario] if inputs.compare is None else [scenario, inputs.compare]
+with st.spinner("Simulating…"):
+    results = [cache.simulation(s) for s in runs]
+table(run_rows(results), key="sim_summary")
+st.caption(
+    "Frame rates are delivered frames per second; latency percentiles are end to end (GPU "
+    "plus the per-frame overhead) over every delivered frame; a session is starved below "
+    "half the mean frame rate."
+)
+if len(results) == 1:
+    run_view(results[0], 0, wide=True)
+else:
+    columns = st.columns(2, gap="large")
+    for index, (column, run) in enumerate(zip(columns, results, strict=True)):
+        with column:
+            st.subheader(run.scenario.policy)
+            run_view(run, index, wide=False)

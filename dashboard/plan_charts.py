@@ -1,0 +1,260 @@
+"""Plotly figures of a recommendation: sessions against latency and frame rate per policy,
+seats against latency across options, and caps side by side. Pure functions of the
+library's results (no Streamlit); every axis names its quantity and unit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import plotly.graph_objects as go
+
+from dashboard.charts import COLOURS, trace_name
+from planner.policies import POLICIES
+from planner.recommend import Option
+from planner.sharing import ISOLATION
+from planner.sweep import Pooled
+
+SESSIONS_AXIS = "concurrent sessions"
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "star")
+_LAYOUT = {
+    "margin": {"l": 60, "r": 20, "t": 50, "b": 55},
+    "legend": {"orientation": "h", "y": -0.25, "x": 0},
+    "hovermode": "closest",
+}
+
+
+def _style(policy: str) -> dict[str, object]:
+    """The same colour and marker for a policy on every chart."""
+    index = list(POLICIES).index(policy) if policy in POLICIES else 0
+    return {"color": COLOURS[index % len(COLOURS)], "symbol": SYMBOLS[index % len(SYMBOLS)]}
+
+
+def sessions_figure(
+    rows: Sequence[Pooled],
+    *,
+    metric: Literal["latency", "fps"],
+    limit: float,
+    cap: int | None = None,
+    height: int = 380,
+) -> go.Figure:
+    """One line per policy over session counts: the latency percentile (end to end,
+    seeds pooled) against the budget, or the slowest session's frame rate on the worst
+    seed against the floor. ``cap`` marks the recommended seat count."""
+    # Built from plain dicts in one go: Plotly validates a figure once this way, where
+    # add_trace / add_hline validate and copy it again at every call (the Plan page draws
+    # these on every rerun).
+    data: list[dict[str, Any]] = []
+    percentile = rows[0].percentile if rows else 99.0
+    highest = 0.0
+    for policy in dict.fromkeys(r.policy for r in rows):
+        mine = [r for r in rows if r.policy == policy]
+        if metric == "latency":
+            ys = [r.e2e_latency_ms for r in mine]
+            hover = f"%{{x}} sessions: p{percentile:g} %{{y:.1f}} ms"
+        else:
+            ys = [r.min_fps for r in mine]
+            hover = "%{x} sessions: slowest %{y:.1f} fps"
+        highest = max([highest, *(y for y in ys if y is not None)])
+        style = _style(policy)
+        data.append(
+            {
+                "type": "scatter",
+                "x": [r.sessions for r in mine],
+                "y": ys,
+                "mode": "lines+markers",
+                "name": policy,
+                "line": {"color": style["color"], "width": 2},
+                "marker": {"symbol": style["symbol"], "size": 7, "color": style["color"]},
+                "opacity": 0.85,
+                "hovertemplate": hover + f"<extra>{policy}</extra>",
+            }
+        )
+    if metric == "latency":
+        title = f"p{percentile:g} latency, end to end"
+        y_title = f"p{percentile:g} latency, end to end (ms)"
+        line_text = f"budget {limit:g} ms"
+        # Latency far beyond the budget says nothing more; keep the budget readable.
+        top = min(max(highest, limit) * 1.08, limit * 4)
+    else:
+        title = "Frame rate of the slowest session"
+        y_title = "slowest session (frames/s)"
+        line_text = f"floor {limit:g} fps"
+        top = max(highest, limit) * 1.15
+    red, green = "#d1242f", "#1a7f37"
+    shapes: list[dict[str, Any]] = [
+        {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": limit, "y1": limit,
+         "line": {"color": red, "dash": "dash", "width": 1.5}},
+    ]  # fmt: skip
+    # Above the budget on the left and below the floor on the right is where the lines
+    # are not: latencies rise late, failing frame rates fall late.
+    left = metric == "latency"
+    annotations: list[dict[str, Any]] = [
+        {"xref": "paper", "x": 0.01 if left else 0.99, "xanchor": "left" if left else "right",
+         "y": limit, "yanchor": "bottom" if left else "top", "text": line_text,
+         "showarrow": False, "font": {"color": red}},
+    ]  # fmt: skip
+    if cap is not None and cap >= 1:
+        shapes.append(
+            {"type": "line", "yref": "paper", "y0": 0, "y1": 1, "x0": cap, "x1": cap,
+             "line": {"color": green, "dash": "dot", "width": 1.5}}
+        )  # fmt: skip
+        annotations.append(
+            {"yref": "paper", "y": 1, "yanchor": "bottom", "x": cap, "xanchor": "left",
+             "text": f"{cap} seats", "showarrow": False, "font": {"color": green}}
+        )  # fmt: skip
+    layout = {
+        **_LAYOUT,
+        "title": {"text": title, "x": 0, "xanchor": "left"},
+        "height": height,
+        "shapes": shapes,
+        "annotations": annotations,
+        "xaxis": {"title": {"text": SESSIONS_AXIS}, "tickformat": "d", "rangemode": "tozero"},
+        "yaxis": {"title": {"text": y_title}, "range": [0, top], "tickformat": ".3~g"},
+    }
+    return go.Figure(data=data, layout=layout)
+
+
+def pareto_figure(
+    options: Sequence[Option], dominated: Sequence[Option | None], height: int = 380
+) -> go.Figure:
+    """Seats (with the band's range as error bars) against the latency at the cap, one
+    marker per group of options at the same point; dominated options hollow and grey."""
+    groups: dict[tuple[int, float, bool], list[Option]] = {}
+    for option, beaten in zip(options, dominated, strict=True):
+        at = option.at_cap
+        if option.cap < 1 or at is None or at.e2e_latency_ms is None:
+            continue
+        key = (option.cap, round(at.e2e_latency_ms, 1), beaten is not None)
+        groups.setdefault(key, []).append(option)
+    data: list[dict[str, Any]] = []
+    percentile = next((o.at_cap.percentile for o in options if o.at_cap is not None), 99.0)
+    for is_dominated in (False, True):
+        points = [(k, g) for k, g in groups.items() if k[2] == is_dominated]
+        if not points:
+            continue
+        colour = "#8c959f" if is_dominated else COLOURS[0]
+        data.append(
+            dict(
+                type="scatter",
+                x=[k[1] for k, _ in points],
+                y=[k[0] for k, _ in points],
+                # Only the options worth choosing are named; hover names the others.
+                mode="markers" if is_dominated else "markers+text",
+                text=[_group_label(g) for _, g in points],
+                textposition="middle right",
+                textfont={"size": 11, "color": "#57606a" if is_dominated else "#1f2328"},
+                marker={
+                    "size": 12,
+                    "color": "white" if is_dominated else colour,
+                    "line": {"width": 2, "color": colour},
+                },
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [max(g[0].cap_high - g[0].cap, 0) for _, g in points],
+                    "arrayminus": [max(g[0].cap - g[0].cap_low, 0) for _, g in points],
+                    "color": colour,
+                    "thickness": 1.2,
+                },
+                name="dominated" if is_dominated else "not dominated",
+                customdata=[_group_hover(g) for _, g in points],
+                hovertemplate="%{customdata}<extra></extra>",
+            )
+        )
+    xaxis: dict[str, Any] = {
+        "title": {"text": f"p{percentile:g} latency at the cap, end to end (ms)"}
+    }
+    xs = [k[1] for k in groups]
+    if xs:
+        # Room on the right for the labels, which stand to the right of their markers.
+        low, high = min(xs), max(xs)
+        span = max(high - low, 0.2 * high, 1.0)
+        xaxis["range"] = [max(0.0, low - 0.15 * span), high + 0.6 * span]
+    top = max((max(o.cap_high, o.cap) for o in options), default=1)
+    layout = {
+        **_LAYOUT,
+        "title": {"text": "Seats against latency at the cap", "x": 0, "xanchor": "left"},
+        "height": height,
+        "xaxis": xaxis,
+        "yaxis": {"title": {"text": "seats per card"}, "tickformat": "d",
+                  "range": [0, top * 1.2 + 0.5]},
+    }  # fmt: skip
+    return go.Figure(data=data, layout=layout)
+
+
+def _group_label(group: Sequence[Option]) -> str:
+    first = group[0]
+    name = first.policy if first.sharing.mode == "exclusive" else f"{first.policy}, {first.mode}"
+    return trace_name(name if len(group) == 1 else f"{name} +{len(group) - 1}", 40)
+
+
+def _group_hover(group: Sequence[Option]) -> str:
+    lines = []
+    for option in group:
+        iso = ISOLATION[option.sharing.mode]
+        lines.append(
+            f"{trace_name(option.label, 60)}: {option.seats} seats "
+            f"(memory isolation {iso.memory}, fault isolation {iso.fault})"
+        )
+    return "<br>".join(lines)
+
+
+def caps_figure(labels: Sequence[str], options: Sequence[Option | None]) -> go.Figure:
+    """Seats per card for each curve, the band's range as error bars."""
+    caps = [o.cap if o is not None else 0 for o in options]
+    figure = go.Figure(
+        go.Bar(
+            x=[trace_name(label, 50) for label in labels],
+            y=caps,
+            marker_color=[COLOURS[i % len(COLOURS)] for i in range(len(labels))],
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [max(o.cap_high - o.cap, 0) if o else 0 for o in options],
+                "arrayminus": [max(o.cap - o.cap_low, 0) if o else 0 for o in options],
+            },
+            text=[o.seats if o is not None else "0" for o in options],
+            # At the foot of the bar, clear of the range's error bar at its top.
+            textposition="inside",
+            insidetextanchor="start",
+            textangle=0,
+            textfont={"color": "white", "size": 13},
+            hovertemplate="%{x}: %{text} seats<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title={"text": "Seats per card", "x": 0, "xanchor": "left"},
+        height=380,
+        showlegend=False,
+        margin={"l": 60, "r": 20, "t": 50, "b": 120},
+    )
+    figure.update_xaxes(title_text="curve (card, resolution, precision)")
+    figure.update_yaxes(title_text="seats per card", tickformat="d", rangemode="tozero")
+    return figure
+
+
+def cost_figure(labels: Sequence[str], costs: Sequence[float | None]) -> go.Figure:
+    """Cost per seat-hour for each curve whose card has a price (others left empty)."""
+    figure = go.Figure(
+        go.Bar(
+            x=[trace_name(label, 50) for label in labels],
+            y=costs,
+            marker_color=[COLOURS[i % len(COLOURS)] for i in range(len(labels))],
+            text=["no price" if c is None else f"${c:.3f}" for c in costs],
+            textposition="outside",
+            hovertemplate="%{x}: %{text} per seat-hour<extra></extra>",
+        )
+    )
+    known = [c for c in costs if c is not None]
+    figure.update_layout(
+        title={"text": "Cost per seat-hour", "x": 0, "xanchor": "left"},
+        height=380,
+        showlegend=False,
+        margin={"l": 60, "r": 20, "t": 50, "b": 120},
+    )
+    figure.update_xaxes(title_text="curve (card, resolution, precision)")
+    figure.update_yaxes(
+        title_text="USD per seat-hour", rangemode="tozero", range=[0, max(known, default=1) * 1.25]
+    )
+    return figure

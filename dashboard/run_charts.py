@@ -1,0 +1,253 @@
+"""Plotly figures of one simulation run: the batch timeline, each session's frame rate and
+the latency distribution. Pure functions of ``planner.results.Results`` (no Streamlit);
+every axis names its quantity and unit."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from dashboard.charts import COLOURS, rgba
+from planner.results import Results
+
+TIMELINE_MS = 400.0
+"""The timeline opens on the first 0.4 s; the first ``TIMELINE_DATA_MS`` can be panned."""
+TIMELINE_DATA_MS = 3000.0
+_LAYOUT = {
+    "margin": {"l": 70, "r": 20, "t": 50, "b": 55},
+    "legend": {"orientation": "h", "y": -0.25, "x": 0},
+}
+
+
+def _segments(starts: np.ndarray, ends: np.ndarray, ys: np.ndarray) -> tuple[list, list]:
+    """Line segments as one trace: x and y with a gap (None) after each segment."""
+    xs: list[float | None] = []
+    yv: list[float | None] = []
+    for a, b, y in zip(starts.tolist(), ends.tolist(), ys.tolist(), strict=True):
+        xs += [a, b, None]
+        yv += [y, y, None]
+    return xs, yv
+
+
+def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.Figure:
+    """Which session's frame went into which batch, when: for each delivered frame a thin
+    grey line while it waited and a thick bar while its batch ran on the GPU; the top lane
+    shows the batches themselves (colours alternate so neighbouring batches stand apart),
+    with the number of frames in each."""
+    table = results.frame_table()
+    records = results.records
+    horizon = min(TIMELINE_DATA_MS, results.scenario.duration_ms)
+    keep = table["arrival_ms"] < horizon
+    session = table["session"][keep]
+    arrival = table["arrival_ms"][keep]
+    dispatch = table["dispatch_ms"][keep]
+    completion = table["completion_ms"][keep]
+    batch = table["batch"][keep]
+    size = table["batch_size"][keep]
+    n = results.scenario.sessions
+    gpu_lane = -1.0
+    figure = go.Figure()
+
+    xs, ys = _segments(arrival, dispatch, session.astype(float))
+    figure.add_trace(
+        go.Scatter(
+            x=xs,
+            y=ys,
+            mode="lines",
+            line={"color": "#8c959f", "width": 2},
+            name="waiting",
+            hoverinfo="skip",
+        )
+    )
+    for parity in (0, 1):
+        mine = batch % 2 == parity
+        xs, ys = _segments(dispatch[mine], completion[mine], session[mine].astype(float))
+        figure.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                line={"color": COLOURS[parity], "width": 9},
+                name="on the GPU" if parity == 0 else "on the GPU (next batch)",
+                showlegend=parity == 0,
+                hoverinfo="skip",
+            )
+        )
+    figure.add_trace(
+        go.Scatter(
+            x=completion,
+            y=session,
+            mode="markers",
+            marker={"size": 4, "color": "#1f2328"},
+            name="delivered",
+            customdata=np.stack([arrival, dispatch, completion - arrival, size], axis=-1),
+            hovertemplate="session %{y}: arrived %{customdata[0]:.1f} ms, batch of "
+            "%{customdata[3]} from %{customdata[1]:.1f} ms, done %{x:.1f} ms "
+            "(latency %{customdata[2]:.1f} ms)<extra></extra>",
+        )
+    )
+    shown = records.batch_start < horizon
+    starts, ends = records.batch_start[shown], records.batch_end[shown]
+    sizes = records.batch_size[shown]
+    for parity in (0, 1):
+        mine = np.arange(starts.size) % 2 == parity
+        xs, ys = _segments(starts[mine], ends[mine], np.full(int(mine.sum()), gpu_lane))
+        figure.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                line={"color": rgba(COLOURS[parity], 0.85), "width": 14},
+                name="batch",
+                showlegend=False,
+                hoverinfo="skip",
+            )
+        )
+    figure.add_trace(
+        go.Scatter(
+            x=(starts + ends) / 2,
+            y=np.full(starts.size, gpu_lane),
+            mode="text",
+            text=[str(s) for s in sizes.tolist()],
+            textfont={"size": 10, "color": "white"},
+            showlegend=False,
+            customdata=np.stack([starts, ends, sizes], axis=-1) if starts.size else None,
+            hovertemplate="batch of %{customdata[2]} frames, %{customdata[0]:.1f}–"
+            "%{customdata[1]:.1f} ms<extra></extra>",
+        )
+    )
+    labels = ["GPU", *(str(i) for i in range(n))]
+    height = max(280, 110 + 26 * (n + 1))
+    top, bottom = 50, 100
+    figure.update_layout(
+        title={
+            "text": f"What the GPU ran, first {min(window_ms, horizon):g} ms (drag to pan)",
+            "x": 0,
+            "xanchor": "left",
+        },
+        height=height,
+        **{
+            **_LAYOUT,
+            # Below the axis title: 60 px under the plot area, in the plot's own units.
+            "legend": {
+                "orientation": "h",
+                "y": -60 / (height - top - bottom),
+                "yanchor": "top",
+                "x": 0,
+            },
+            "margin": {"l": 70, "r": 20, "t": top, "b": bottom},
+        },
+    )
+    figure.update_xaxes(
+        title_text="time since the start (ms)", range=[0, min(window_ms, horizon)], zeroline=False
+    )
+    figure.update_yaxes(
+        tickvals=[gpu_lane, *range(n)] if n <= 40 else None,
+        ticktext=labels if n <= 40 else None,
+        title_text="session (top: the GPU's batches)",
+        autorange="reversed",
+        range=None,
+        zeroline=False,
+        showgrid=False,
+    )
+    return figure
+
+
+def fps_figure(results: Results) -> go.Figure:
+    """Each session's delivered frame rate, with what it sent and the starvation line
+    (half the mean); starved sessions in red."""
+    sessions = results.sessions
+    mean = results.mean_fps
+    figure = go.Figure(
+        go.Bar(
+            x=[s.session for s in sessions],
+            y=[s.fps for s in sessions],
+            marker_color=["#d1242f" if s.starved else COLOURS[0] for s in sessions],
+            name="delivered",
+            showlegend=False,
+            hovertemplate="session %{x}: %{y:.2f} fps<extra></extra>",
+        )
+    )
+    offered = max(s.offered_fps for s in sessions)
+    span = [-0.5, len(sessions) - 0.5]
+    # Reference lines as traces, so the legend names them instead of text over the bars.
+    figure.add_trace(
+        go.Scatter(
+            x=span,
+            y=[offered, offered],
+            mode="lines",
+            line={"color": "#57606a", "dash": "dot", "width": 1.5},
+            name=f"sent ({offered:g} fps)",
+            hoverinfo="skip",
+        )
+    )
+    figure.add_trace(
+        go.Scatter(
+            x=span,
+            y=[0.5 * mean, 0.5 * mean],
+            mode="lines",
+            line={"color": "#d1242f", "dash": "dash", "width": 1.5},
+            name=f"starving below {0.5 * mean:.1f} fps (half the mean)",
+            hoverinfo="skip",
+        )
+    )
+    figure.update_layout(
+        title={"text": "Frame rate per session", "x": 0, "xanchor": "left"},
+        height=340,
+        **_LAYOUT,
+    )
+    figure.update_xaxes(
+        title_text="session", tickformat="d", dtick=1 if len(sessions) <= 20 else None
+    )
+    figure.update_yaxes(
+        title_text="delivered frames/s", rangemode="tozero", range=[0, offered * 1.15]
+    )
+    return figure
+
+
+def latency_histogram(results: Results) -> go.Figure:
+    """How delivered frames' latency is distributed, GPU side and end to end, with the
+    p50 and p99 marked."""
+    records = results.records
+    overhead = results.scenario.overhead_ms
+    figure = go.Figure()
+    gpu = records.frame_latency
+    figure.add_trace(
+        go.Histogram(
+            x=gpu,
+            name="GPU side" if overhead else "GPU side = end to end (no overhead)",
+            marker_color=COLOURS[0],
+            opacity=0.7,
+            nbinsx=60,
+            hovertemplate="%{x} ms: %{y} frames<extra></extra>",
+        )
+    )
+    if overhead:
+        figure.add_trace(
+            go.Histogram(
+                x=gpu + overhead,
+                name=f"end to end (+{overhead:g} ms)",
+                marker_color=COLOURS[2],
+                opacity=0.6,
+                nbinsx=60,
+                hovertemplate="%{x} ms: %{y} frames<extra></extra>",
+            )
+        )
+    summary = results.e2e_latency
+    for name, value, side in (("p50", summary.p50, "top left"), ("p99", summary.p99, "top right")):
+        if value is not None:
+            figure.add_vline(
+                x=value,
+                line={"color": "#1f2328", "dash": "dot", "width": 1},
+                annotation_text=f"{name} {value:.1f} ms",
+                annotation_position=side,
+            )
+    figure.update_layout(
+        title={"text": "Latency of delivered frames", "x": 0, "xanchor": "left"},
+        height=340,
+        barmode="overlay",
+        **_LAYOUT,
+    )
+    figure.update_xaxes(title_text="latency (ms)", rangemode="tozero")
+    figure.update_yaxes(title_text="frames")
+    return figure

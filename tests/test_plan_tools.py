@@ -1,0 +1,151 @@
+"""Library pieces the dashboard stands on: sweeps that reuse the recommendation's runs,
+fleet arithmetic on a cached recommendation, Pareto dominance of options, and a
+simulation's parameters resolved into scenarios."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+import planner.policies
+import planner.scenario
+from planner.curve import Point
+from planner.errors import BadInput
+from planner.fit import fit_curve
+from planner.links import MODES, PHASES, POLICIES, PlanParams, SimulateParams, self_contained
+from planner.pareto import dominated, latency_at_cap
+from planner.plan import default_curve, plan_inputs, simulation_inputs
+from planner.recommend import (
+    Criteria,
+    Option,
+    Request,
+    fleet,
+    fleet_size,
+    option_sweep,
+    recommend,
+)
+from planner.scenario import Sharing
+from planner.store import Store
+from planner.sweep import Pooled, sweep
+
+LAPTOP = [(1, 9.82), (2, 20.36), (3, 32.71), (4, 46.15), (8, 103.77), (16, 221.25)]
+QUICK = {"seeds": 2, "duration_s": 5.0}
+
+
+def request(**changes: object) -> Request:
+    base = Request(curve=fit_curve([Point(b, v) for b, v in LAPTOP]), **QUICK)  # type: ignore[arg-type]
+    return replace(base, **changes)
+
+
+def test_links_use_the_policy_and_mode_names_of_the_simulator() -> None:
+    assert tuple(planner.policies.POLICIES) == POLICIES
+    assert (planner.scenario.MODES, planner.scenario.PHASES) == (MODES, PHASES)
+
+
+def test_option_sweep_agrees_with_the_recommendations_own_runs() -> None:
+    req = request(criteria=Criteria(budget_ms=40.0), slo_ms=None)
+    result = recommend(req)
+    counts = range(1, 8)
+    fresh = option_sweep(req, Sharing(), counts)
+    reused = option_sweep(req, Sharing(), counts, result.options)
+    assert [(r.policy, r.sessions) for r in fresh] == [(p, n) for p in req.policies for n in counts]
+    assert fresh == reused
+    for option in result.options:
+        mine = [r for r in fresh if r.policy == option.policy]
+        assert mine[: len(option.history)] == list(option.history[: len(mine)])
+
+
+def test_option_sweep_keeps_each_policys_objective() -> None:
+    # One template for all policies would lose the 25 ms objective: an oldest-first
+    # scenario drops slo_ms, and deadline then runs with its default of 50 ms.
+    req = request(criteria=Criteria(budget_ms=25.0), policies=("oldest-first", "deadline"))
+    (row,) = [r for r in option_sweep(req, Sharing(), [5]) if r.policy == "deadline"]
+    template = req.scenario("deadline", Sharing(), "central", 5, 0)
+    (right,) = sweep(template, ["deadline"], [5], range(2))
+    lossy = req.scenario("oldest-first", Sharing(), "central", 5, 0)
+    (wrong,) = sweep(lossy, ["deadline"], [5], range(2))
+    assert template.slo_ms == 25.0 and lossy.slo_ms is None
+    assert row == right
+    assert row.expired_fraction > wrong.expired_fraction
+
+
+def test_option_sweep_refuses_counts_outside_the_curve_table() -> None:
+    with pytest.raises(BadInput, match=r"within 1\.\.64"):
+        option_sweep(request(), Sharing(), [0, 3])
+    with pytest.raises(BadInput):
+        option_sweep(request(), Sharing(), [65])
+
+
+def test_fleet_on_a_recommendation_made_without_peak_or_price() -> None:
+    result = recommend(request())
+    best = result.recommended
+    assert best is not None and result.fleet is None
+    sized = fleet(best, peak_sessions=100, headroom=0.2, price_per_hour=2.4)
+    assert sized is not None
+    assert sized.gpus == fleet_size(100, 0.2, best.cap)
+    assert sized.cost_per_seat_hour == pytest.approx(2.4 / best.cap)
+    full = recommend(request(peak_sessions=100, headroom=0.2, price_per_hour=2.4))
+    assert full.fleet == sized
+    assert fleet(best, peak_sessions=None, headroom=0.2, price_per_hour=None) is None
+    assert fleet(None, peak_sessions=10, headroom=0.2, price_per_hour=1.0) is None
+
+
+def _option(policy: str, cap: int, latency: float | None) -> Option:
+    at = None
+    if latency is not None:
+        at = Pooled(policy, "exclusive", cap, (0,), 99.0, latency, latency, None, None, None,
+                    None, 100, (30.0,), 30.0, 0.0, 0.0, 0.5, ())  # fmt: skip
+    return Option(policy, Sharing(), cap, cap, cap, at, (), "", False, ())
+
+
+def test_dominated_options_need_as_many_seats_at_no_higher_latency() -> None:
+    a, b, c, d, e, f = (
+        _option("a", 3, 20.0),  # best seats, lowest latency among 3-seat options
+        _option("b", 3, 29.0),  # dominated by a
+        _option("c", 5, 45.0),  # more seats, higher latency: not dominated
+        _option("d", 2, 45.0),  # dominated by a (and c)
+        _option("e", 3, 20.0),  # equal to a: neither dominates the other
+        _option("f", 0, None),  # holds no seat: not compared
+    )
+    assert dominated([a, b, c, d, e, f]) == [None, a, None, a, None, None]
+    assert latency_at_cap(f) is None and latency_at_cap(c) == 45.0
+
+
+def test_dominance_on_a_real_recommendation_marks_only_worse_options() -> None:
+    result = recommend(request(criteria=Criteria(budget_ms=40.0)))
+    for option, winner in zip(result.options, dominated(result.options), strict=True):
+        if winner is not None:
+            assert winner.cap >= option.cap
+            assert latency_at_cap(winner) <= latency_at_cap(option)  # type: ignore[operator]
+
+
+def test_simulation_inputs_resolve_curve_policy_parameters_and_sharing(store: Store) -> None:
+    params = SimulateParams(sessions=5, policy="triton", compare_policy="aimd", max_batch=3,
+                            slo_ms=30.0, duration_s=2.0, mode="mps", mps_share=40.0)  # fmt: skip
+    inputs = simulation_inputs(params, store)
+    assert inputs.curve == default_curve(store)
+    scenario, compare = inputs.scenario, inputs.compare
+    assert compare is not None
+    assert (scenario.policy, scenario.max_batch, scenario.slo_ms) == ("triton", 3, None)
+    assert (compare.policy, compare.max_batch, compare.slo_ms) == ("aimd", None, 30.0)
+    assert scenario.sharing.mode == "mps" and scenario.sharing.mps_share == 40.0
+    assert len(scenario.latency_ms) == 64
+    assert scenario.latency_ms[0] == pytest.approx(9.82)
+
+
+def test_simulation_inputs_from_a_self_contained_link_need_no_store(store: Store) -> None:
+    curve = store.curves(card="server-24gb")[0]
+    params = self_contained(SimulateParams(sessions=2), curve)
+    inputs = simulation_inputs(params, None)
+    assert inputs.curve.id == curve.id
+    with pytest.raises(BadInput, match="co-tenants"):
+        simulation_inputs(replace(params, mode="time-slicing"), None)
+    with pytest.raises(BadInput, match="does not support MIG"):
+        simulation_inputs(SimulateParams(mode="mig", mig_profile="3g.40gb"), store)
+
+
+def test_plan_inputs_and_the_default_curve_agree(store: Store) -> None:
+    inputs = plan_inputs(PlanParams(), store)
+    assert inputs.curve == default_curve(store)
+    assert (inputs.curve.card, inputs.curve.precision) == ("laptop-8gb", "fp16")
