@@ -21,14 +21,23 @@ from planner.recommend import Recommendation, Request, fleet, option_sweep, reco
 from planner.results import Results
 from planner.scenario import Scenario, Sharing
 from planner.simulate import simulate
-from planner.sweep import Pooled
+from planner.sweep import PoolCache, Pooled
 
 ENTRIES = 64
 
 
+@st.cache_resource(show_spinner=False)
+def runs() -> PoolCache:
+    """Pooled simulation runs shared by every session of this server: a plan that changes
+    only its criteria (budget, floor) re-judges these instead of simulating again. The
+    entries are immutable results of deterministic runs, so sharing them shares no one's
+    choices."""
+    return PoolCache()
+
+
 @st.cache_data(max_entries=ENTRIES, show_spinner=False)
 def _recommendation(key: str, _request: Request) -> Recommendation:
-    return recommend(_request)
+    return recommend(_request, runs())
 
 
 def recommendation(request: Request) -> Recommendation:
@@ -53,7 +62,7 @@ def recommendation(request: Request) -> Recommendation:
 def _sweep(
     key: str, _result: Recommendation, _sharing: Sharing, _sessions: tuple[int, ...]
 ) -> list[Pooled]:
-    return option_sweep(_result.request, _sharing, _sessions, _result.options)
+    return option_sweep(_result.request, _sharing, _sessions, _result.options, runs())
 
 
 def sweep(result: Recommendation, sharing: Sharing, sessions: Sequence[int]) -> list[Pooled]:

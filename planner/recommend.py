@@ -21,13 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from planner.ensemble import run_many
 from planner.errors import BadInput
 from planner.fit import EDGES, Edge, FittedCurve
 from planner.policies import POLICIES
 from planner.scenario import Phases, Scenario, Sharing
 from planner.sharing import ASSUMPTIONS, ISOLATION
-from planner.sweep import Pooled, pool
+from planner.sweep import PoolCache, Pooled, pooled_runs
 from planner.units import FramesPerSecond, Milliseconds, UsdPerHour
 
 
@@ -326,11 +325,14 @@ def failures(pooled: Pooled, criteria: Criteria) -> tuple[Failure, ...]:
     return tuple(out)
 
 
-def recommend(request: Request) -> Recommendation:
+def recommend(request: Request, cache: PoolCache | None = None) -> Recommendation:
     """Search every option's seat cap on the fitted curve and both band edges, rank them,
-    and explain the result (see the module docstring for the rules)."""
+    and explain the result (see the module docstring for the rules).
+
+    ``cache`` reuses runs already simulated (by an earlier request that differs only in
+    its criteria, say); ``simulations`` counts the runs this call simulated.
+    """
     options = [(p, s) for s in request.sharings for p in request.policies]
-    seeds = range(request.seeds)
     searches = [(o, edge) for o in options for edge in EDGES]
     history: dict[tuple[tuple[str, Sharing], str], list[Pooled]] = {k: [] for k in searches}
     caps: dict[tuple[tuple[str, Sharing], str], int] = {}
@@ -339,16 +341,12 @@ def recommend(request: Request) -> Recommendation:
         alive = [k for k in searches if k not in caps]
         if not alive:
             break
-        grid = [
-            request.scenario(policy, sharing, edge, n, seed)
-            for (policy, sharing), edge in alive
-            for seed in seeds
+        templates = [
+            request.scenario(policy, sharing, edge, n, 0) for (policy, sharing), edge in alive
         ]
-        outcomes = run_many(grid)
-        simulations += len(grid)
-        for i, key in enumerate(alive):
-            pooled = pool(outcomes[i * request.seeds : (i + 1) * request.seeds],
-                          request.criteria.percentile)  # fmt: skip
+        rows, ran = pooled_runs(templates, request.seeds, request.criteria.percentile, cache)
+        simulations += ran
+        for key, pooled in zip(alive, rows, strict=True):
             history[key].append(pooled)
             if failures(pooled, request.criteria):
                 caps[key] = n - 1
@@ -489,6 +487,7 @@ def option_sweep(
     sharing: Sharing,
     sessions: Iterable[int],
     known: Sequence[Option] = (),
+    cache: PoolCache | None = None,
 ) -> list[Pooled]:
     """Every policy of ``request`` under ``sharing`` at each session count, seeds pooled
     exactly as the recommendation judges them (rows by policy, then session count).
@@ -497,8 +496,9 @@ def option_sweep(
     objective and batch parameters (a scenario drops the parameters its policy does not
     use, so one template cannot carry them to every policy). Rows the recommendation
     already computed (``known``: its options, whose ``history`` holds n = 1..cap+1) are
-    reused rather than simulated again; they are the same runs. Raises BadInput when a
-    count is outside 1..max(64, max_sessions), the range the request's curve table covers.
+    reused rather than simulated again, and so are rows in ``cache``; they are the same
+    runs. Raises BadInput when a count is outside 1..max(64, max_sessions), the range the
+    request's curve table covers.
     """
     counts = sorted(set(sessions))
     upto = max(64, request.max_sessions)
@@ -511,15 +511,9 @@ def option_sweep(
         for row in option.history
     }
     missing = [(p, n) for p in request.policies for n in counts if (p, n) not in done]
-    grid = [
-        request.scenario(policy, sharing, "central", n, seed)
-        for policy, n in missing
-        for seed in range(request.seeds)
-    ]
-    outcomes = run_many(grid)
-    k = request.seeds
-    for index, key in enumerate(missing):
-        done[key] = pool(outcomes[index * k : (index + 1) * k], request.criteria.percentile)
+    templates = [request.scenario(policy, sharing, "central", n, 0) for policy, n in missing]
+    rows, _ = pooled_runs(templates, request.seeds, request.criteria.percentile, cache)
+    done.update(zip(missing, rows, strict=True))
     return [done[(p, n)] for p in request.policies for n in counts]
 
 

@@ -8,6 +8,8 @@ draws its charts from these rows and recomputes them on every control change.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -123,12 +125,69 @@ def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
     )
 
 
+class PoolCache:
+    """Pooled results already simulated, for reuse: a bounded least-recently-used memo,
+    safe to share between threads (the sessions of one dashboard server).
+
+    The key is the scenario with seed 0 (every other field, the curve table included),
+    the number of seeds and the percentile, so a hit is exactly the runs that would be
+    simulated again. Changing a plan's frame-rate floor, say, re-judges cached runs
+    instead of repeating them.
+    """
+
+    def __init__(self, size: int = 20_000) -> None:
+        self._size = size
+        self._entries: OrderedDict[tuple[Scenario, int, float], Pooled] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Scenario, int, float]) -> Pooled | None:
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[Scenario, int, float], value: Pooled) -> None:
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def pooled_runs(
+    templates: Sequence[Scenario],
+    seeds: int,
+    percentile: float,
+    cache: PoolCache | None = None,
+) -> tuple[list[Pooled], int]:
+    """Each template (seed 0) run on seeds 0..seeds-1 and pooled; with the number of runs
+    simulated (those not found in ``cache``). All misses run in one parallel batch."""
+    keys = [(t.with_(seed=0) if t.seed else t, seeds, percentile) for t in templates]
+    found = [cache.get(k) if cache is not None else None for k in keys]
+    missing = [i for i, hit in enumerate(found) if hit is None]
+    grid = [
+        keys[i][0] if s == 0 else keys[i][0].with_(seed=s) for i in missing for s in range(seeds)
+    ]
+    outcomes = run_many(grid)
+    for j, i in enumerate(missing):
+        pooled = pool(outcomes[j * seeds : (j + 1) * seeds], percentile)
+        found[i] = pooled
+        if cache is not None:
+            cache.put(keys[i], pooled)
+    return [f for f in found if f is not None], len(grid)
+
+
 def sweep(
     template: Scenario,
     policies: Iterable[str] = tuple(POLICIES),
     sessions: Iterable[int] = range(1, 33),
     seeds: Iterable[int] = range(4),
     percentile: float = 99.0,
+    cache: PoolCache | None = None,
 ) -> list[Pooled]:
     """Simulate every policy x session count, pooling the seeds; rows in that order.
 
@@ -143,15 +202,18 @@ def sweep(
         raise BadInput("a sweep needs at least one policy, one session count and one seed")
     if not 0.0 < percentile < 100.0:
         raise BadInput("the percentile must be above 0 and below 100")
-    grid = [
-        template.with_(policy=p, sessions=n, seed=s)
-        for p in policies
-        for n in counts
-        for s in seeds
-    ]
-    outcomes = run_many(grid)
-    k = len(seeds)
-    return [pool(outcomes[i : i + k], percentile) for i in range(0, len(outcomes), k)]
+    if seeds != list(range(len(seeds))):
+        grid = [
+            template.with_(policy=p, sessions=n, seed=s)
+            for p in policies
+            for n in counts
+            for s in seeds
+        ]
+        outcomes = run_many(grid)
+        k = len(seeds)
+        return [pool(outcomes[i : i + k], percentile) for i in range(0, len(outcomes), k)]
+    templates = [template.with_(policy=p, sessions=n, seed=0) for p in policies for n in counts]
+    return pooled_runs(templates, len(seeds), percentile, cache)[0]
 
 
 def table(rows: Sequence[Pooled]) -> dict[str, list[Any]]:

@@ -209,3 +209,27 @@ def test_bad_requests_are_refused() -> None:
         Criteria(budget_ms=10.0, overhead_ms=12.0)
     with pytest.raises(BadInput, match="percentile"):
         Criteria(percentile=100.0)
+
+
+def test_a_cache_of_runs_gives_the_same_answers_and_skips_repeated_runs() -> None:
+    from planner.sweep import PoolCache
+
+    cache = PoolCache()
+    fitted = curve(SERVER)
+    first = recommend(Request(curve=fitted), cache)
+    assert first.simulations > 0
+    again = recommend(Request(curve=fitted), cache)
+    assert again.simulations == 0
+    assert again.as_dict() == {**first.as_dict(), "simulations": 0}
+    # A new floor changes no run, only the verdicts: nothing is simulated, and the answer
+    # equals a search without the cache.
+    floor = Request(curve=fitted, criteria=Criteria(min_fps=25.0))
+    cached = recommend(floor, cache)
+    assert cached.simulations == 0
+    assert cached.as_dict() == {**recommend(floor).as_dict(), "simulations": 0}
+    # A new budget moves the objective of aimd and deadline only: just their runs repeat.
+    budget = Request(curve=fitted, criteria=Criteria(budget_ms=45.0))
+    fresh = recommend(budget)
+    partial = recommend(budget, cache)
+    assert 0 < partial.simulations < fresh.simulations
+    assert partial.as_dict() == {**fresh.as_dict(), "simulations": partial.simulations}
