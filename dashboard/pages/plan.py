@@ -499,7 +499,10 @@ try:
 except (BadInput, NotFound) as exc:
     show_problems("This plan cannot be computed:", exc.problems)
     st.stop()
-with st.spinner("Simulating sessions on this curve…"):
+with st.spinner(
+    "Simulating sessions on this curve… (the first run on a new machine also compiles the "
+    "simulator: about 15 s)"
+):
     result = cache.recommendation(inputs.request)
 
 headline(result, inputs)
