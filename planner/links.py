@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
@@ -69,11 +70,12 @@ T = TypeVar("T")
 # Both raise BadInput with a short reason that does not repeat the value.
 
 
-class Codec(Generic[T]):
+class Codec(ABC, Generic[T]):
     """How one kind of value is validated, written into a link and read back."""
 
+    @abstractmethod
     def check(self, value: object) -> T:
-        raise NotImplementedError
+        """The value, validated and normalised; BadInput with a short reason otherwise."""
 
     def parse(self, text: str) -> T:
         return self.check(text)
@@ -81,9 +83,9 @@ class Codec(Generic[T]):
     def format(self, value: T) -> str:
         return str(value)
 
+    @abstractmethod
     def describe(self) -> str:
         """The valid values in words, for documentation and messages."""
-        raise NotImplementedError
 
 
 def number_text(value: float) -> str:
