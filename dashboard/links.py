@@ -13,14 +13,16 @@ Both keep their bookkeeping in the user's own ``st.session_state``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
 import streamlit as st
 
 from dashboard.text import md_list
+from planner.errors import BadInput, NotFound
 from planner.links import PLAN_KEY, LinkParams, decode, encode
+from planner.store import Store
 
 P = TypeVar("P", bound=LinkParams)
 QueryKey = tuple[tuple[str, tuple[str, ...]], ...]
@@ -83,6 +85,34 @@ def opened(
         saved, _ = decode(cls, {PLAN_KEY: plan_id}, load_plan=load_plan)
         st.session_state[_slot(cls)]["plan"] = (plan_id, saved)
     return Opened(params, ignored)
+
+
+def curve_check(
+    store: Store, resolve: Callable[[Any, Store], object], what: str
+) -> Callable[[P], tuple[P, list[str]]]:
+    """A ``check`` for ``opened``: an unknown curve id falls back to the default curve, and
+    parameters that do not go together (``resolve(params, store)`` raises) to the
+    defaults; ``what`` names them in the message ("plan", "scenario")."""
+
+    def check(params: P) -> tuple[P, list[str]]:
+        ignored = []
+        curve = getattr(params, "curve", None)
+        if curve is not None:
+            try:
+                store.curve(curve)
+            except NotFound:
+                ignored.append(
+                    f"ignored curve={curve!r}: no stored curve has that id; using the default curve"
+                )
+                params = replace(params, curve=None)  # type: ignore[type-var]
+        try:
+            resolve(params, store)
+        except (BadInput, NotFound) as exc:
+            ignored.append(f"ignored the {what}: {'; '.join(exc.problems)}; using the defaults")
+            params = type(params)()
+        return params, ignored
+
+    return check
 
 
 def show_ignored(ignored: list[str]) -> None:

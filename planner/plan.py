@@ -58,6 +58,16 @@ def plan_curve(params: PlanParams | SimulateParams, store: Store | None) -> Curv
     return default_curve(store)
 
 
+def card_of(curve: Curve, store: Store | None) -> Card | None:
+    """The catalogue entry of the curve's card, if the store knows it."""
+    if store is None:
+        return None
+    try:
+        return store.card(curve.card)
+    except NotFound:
+        return None
+
+
 def modes_of(params: PlanParams) -> tuple[str, ...]:
     """The sharing modes to consider: as given, else exclusive plus each mode whose
     parameters are given (co-tenants, an MPS share, a MIG profile)."""
@@ -77,12 +87,7 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
     """Resolve a plan's parameters into a recommendation request (BadInput if they
     do not fit together, e.g. MIG on a card that does not support it)."""
     curve = plan_curve(params, store)
-    card: Card | None = None
-    if store is not None:
-        try:
-            card = store.card(curve.card)
-        except NotFound:
-            card = None
+    card = card_of(curve, store)
     fitted = fit_curve(curve.points)
     sharings: list[Sharing] = []
     profile_curves: list[tuple[str, FittedCurve]] = []
@@ -167,12 +172,7 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
     the profile when one is stored, else on the whole-card curve with the derived model.
     """
     curve = plan_curve(params, store)
-    card: Card | None = None
-    if store is not None:
-        try:
-            card = store.card(curve.card)
-        except NotFound:
-            card = None
+    card = card_of(curve, store)
     fitted = fit_curve(curve.points)
     measured: Curve | None = None
     if params.mode == "mig" and params.mig_profile and store is not None:

@@ -50,27 +50,6 @@ TABLE_COLUMNS: dict[str, Any] = {
 }
 
 
-def check(params: PlanParams) -> tuple[PlanParams, list[str]]:
-    """What a link asks for that this server cannot give: an unknown curve (the default
-    curve instead) or a plan that does not go together (the defaults instead)."""
-    ignored = []
-    if params.curve is not None:
-        try:
-            db.curve(params.curve)
-        except NotFound:
-            ignored.append(
-                f"ignored curve={params.curve!r}: no stored curve has that id; using the "
-                "default curve"
-            )
-            params = replace(params, curve=None)
-    try:
-        plan_inputs(params, db)
-    except (BadInput, NotFound) as exc:
-        ignored.append(f"ignored the plan: {'; '.join(exc.problems)}; using the defaults")
-        params = PlanParams()
-    return params, ignored
-
-
 def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
     """The sidebar: every parameter of the plan. None (with the problems shown) when the
     values do not make a plan."""
@@ -477,7 +456,7 @@ except NotFound as exc:
     show_problems("There is no curve to plan with:", [*exc.problems, "Add one on the Curves page."])
     st.stop()
 curves = db.curves()
-link = links.opened(PlanParams, load_plan=db.plan, check=check)
+link = links.opened(PlanParams, load_plan=db.plan, check=links.curve_check(db, plan_inputs, "plan"))
 if link is not None:
     load_curve(c, link.params, default.id)
     c.load(link.params, [*CRITERIA, "policies", *FLEET, *EFFORT, "busy_period_ms"])

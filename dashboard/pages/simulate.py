@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import streamlit as st
 
 from dashboard import cache, links
@@ -35,27 +33,6 @@ RUN_FIELDS = (
     "mode",
     "busy_period_ms",
 )
-
-
-def check(params: SimulateParams) -> tuple[SimulateParams, list[str]]:
-    """An unknown curve id falls back to the default curve; a scenario that does not go
-    together, to the defaults."""
-    ignored = []
-    if params.curve is not None:
-        try:
-            db.curve(params.curve)
-        except NotFound:
-            ignored.append(
-                f"ignored curve={params.curve!r}: no stored curve has that id; using the "
-                "default curve"
-            )
-            params = replace(params, curve=None)
-    try:
-        simulation_inputs(params, db)
-    except (BadInput, NotFound) as exc:
-        ignored.append(f"ignored the scenario: {'; '.join(exc.problems)}; using the defaults")
-        params = SimulateParams()
-    return params, ignored
 
 
 def controls() -> SimulateParams | None:
@@ -206,7 +183,7 @@ except NotFound as exc:
     show_problems("There is no curve to simulate:", [*exc.problems, "Add one on the Curves page."])
     st.stop()
 curves = db.curves()
-link = links.opened(SimulateParams, check=check)
+link = links.opened(SimulateParams, check=links.curve_check(db, simulation_inputs, "scenario"))
 if link is not None:
     load_curve(c, link.params, default.id)
     c.load(link.params, [*RUN_FIELDS, *POLICY_FIELDS])
