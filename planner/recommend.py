@@ -27,7 +27,7 @@ from planner.policies import POLICIES
 from planner.scenario import Phases, Scenario, Sharing
 from planner.sharing import ASSUMPTIONS, ISOLATION
 from planner.sweep import PoolCache, Pooled, pooled_runs
-from planner.units import FramesPerSecond, Milliseconds, UsdPerHour
+from planner.units import FramesPerSecond, Milliseconds, UsdPerHour, is_finite
 
 
 @dataclass(frozen=True)
@@ -42,19 +42,19 @@ class Criteria:
 
     def __post_init__(self) -> None:
         problems = []
-        if not (_finite(self.budget_ms) and 0 < self.budget_ms <= 600_000):
+        if not (is_finite(self.budget_ms) and 0 < self.budget_ms <= 600_000):
             problems.append("the latency budget must be above 0 and at most 600000 ms")
-        if not (_finite(self.percentile) and 0 < self.percentile < 100):
+        if not (is_finite(self.percentile) and 0 < self.percentile < 100):
             problems.append("the percentile must be above 0 and below 100")
-        if not (_finite(self.min_fps) and 0 <= self.min_fps <= 240):
+        if not (is_finite(self.min_fps) and 0 <= self.min_fps <= 240):
             problems.append("the frame-rate floor must be between 0 and 240 fps")
         if self.max_overwritten is not None and not (
-            _finite(self.max_overwritten) and 0 <= self.max_overwritten <= 1
+            is_finite(self.max_overwritten) and 0 <= self.max_overwritten <= 1
         ):
             problems.append("the overwritten limit must be a fraction between 0 and 1")
-        if not (_finite(self.overhead_ms) and 0 <= self.overhead_ms <= 60_000):
+        if not (is_finite(self.overhead_ms) and 0 <= self.overhead_ms <= 60_000):
             problems.append("the overhead must be between 0 and 60000 ms")
-        elif _finite(self.budget_ms) and self.overhead_ms >= self.budget_ms:
+        elif is_finite(self.budget_ms) and self.overhead_ms >= self.budget_ms:
             problems.append(
                 f"the overhead ({self.overhead_ms:g} ms) leaves nothing of the "
                 f"{self.budget_ms:g} ms budget for the GPU"
@@ -111,10 +111,10 @@ class Request:
             isinstance(self.peak_sessions, int) and 1 <= self.peak_sessions <= 10_000_000
         ):
             problems.append("peak sessions must be a whole number from 1 to 10000000")
-        if not (_finite(self.headroom) and 0 <= self.headroom <= 10):
+        if not (is_finite(self.headroom) and 0 <= self.headroom <= 10):
             problems.append("headroom must be a fraction from 0 to 10 (0.2 = 20%)")
         if self.price_per_hour is not None and not (
-            _finite(self.price_per_hour) and 0 <= self.price_per_hour <= 10_000
+            is_finite(self.price_per_hour) and 0 <= self.price_per_hour <= 10_000
         ):
             problems.append("the price must be between 0 and 10000 USD per hour")
         if problems:
@@ -567,7 +567,3 @@ def _table(curve: FittedCurve, upto: int, edge: Edge) -> tuple[float, ...]:
     """Latency for batch 1..upto on one edge of a fitted curve (cached: a search builds
     thousands of scenarios from a handful of tables)."""
     return tuple(float(v) for v in curve.table(upto, edge))
-
-
-def _finite(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

@@ -7,7 +7,6 @@ field and reports all problems at once with messages a user can act on.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
@@ -15,7 +14,7 @@ import numpy as np
 
 from planner.errors import BadInput
 from planner.policies import POLICIES, policy_params
-from planner.units import FramesPerSecond, Milliseconds, Seconds
+from planner.units import FramesPerSecond, Milliseconds, Seconds, is_finite
 
 Phases = Literal["random", "even", "aligned"]
 PHASES: tuple[str, ...] = ("random", "even", "aligned")
@@ -26,10 +25,6 @@ MAX_SESSIONS = 1024
 MAX_FPS: FramesPerSecond = 240.0
 MAX_DURATION_S: Seconds = 3600.0
 MAX_ARRIVALS = 20_000_000  # keeps one run's frame records within a few hundred MB
-
-
-def _finite(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -64,10 +59,10 @@ class Sharing:
                 problems.append(f"co-tenant duty cycle {duty!r} must be between 0 and 1")
         if len(self.cotenants) > 32:
             problems.append("at most 32 co-tenants")
-        if not (_finite(self.busy_period_ms) and 0.1 <= self.busy_period_ms <= 60_000):
+        if not (is_finite(self.busy_period_ms) and 0.1 <= self.busy_period_ms <= 60_000):
             problems.append("the mean busy period must be between 0.1 and 60000 ms")
         if self.mode == "mps" and not (
-            _finite(self.mps_share) and 0 < float(self.mps_share or 0) <= 100
+            is_finite(self.mps_share) and 0 < float(self.mps_share or 0) <= 100
         ):
             problems.append("the MPS compute share must be above 0 and at most 100 (%)")
         if self.mode == "mig":
@@ -194,29 +189,29 @@ def _problems(s: Scenario) -> list[str]:
             f"give one frame rate for all sessions or one per session ({s.sessions}), "
             f"not {len(s.fps)}"
         )
-    if not all(_finite(v) and 0 < v <= MAX_FPS for v in s.fps):
+    if not all(is_finite(v) and 0 < v <= MAX_FPS for v in s.fps):
         problems.append(f"frame rates must be above 0 and at most {MAX_FPS:g} fps")
-    if not (_finite(s.duration_s) and 0 < s.duration_s <= MAX_DURATION_S):
+    if not (is_finite(s.duration_s) and 0 < s.duration_s <= MAX_DURATION_S):
         problems.append(f"duration must be above 0 and at most {MAX_DURATION_S:g} s")
     if s.phases not in PHASES:
         problems.append(f"phases {s.phases!r} is not one of {', '.join(PHASES)}")
     if not (isinstance(s.seed, int) and not isinstance(s.seed, bool) and 0 <= s.seed < 2**63):
         problems.append("seed must be a non-negative whole number")
-    if not (_finite(s.jitter_ms) and s.jitter_ms >= 0):
+    if not (is_finite(s.jitter_ms) and s.jitter_ms >= 0):
         problems.append("jitter must be a non-negative number of ms")
-    if not (_finite(s.overhead_ms) and 0 <= s.overhead_ms <= 60_000):
+    if not (is_finite(s.overhead_ms) and 0 <= s.overhead_ms <= 60_000):
         problems.append("overhead must be between 0 and 60000 ms")
     if s.max_batch is not None and not (isinstance(s.max_batch, int) and 1 <= s.max_batch <= 4096):
         problems.append("max batch must be a whole number from 1 to 4096")
     if s.max_queue_delay_us is not None and not (
-        _finite(s.max_queue_delay_us) and 0 <= s.max_queue_delay_us <= 60_000_000
+        is_finite(s.max_queue_delay_us) and 0 <= s.max_queue_delay_us <= 60_000_000
     ):
         problems.append("max queue delay must be between 0 and 60000000 µs")
-    if s.slo_ms is not None and not (_finite(s.slo_ms) and 0 < s.slo_ms <= 600_000):
+    if s.slo_ms is not None and not (is_finite(s.slo_ms) and 0 < s.slo_ms <= 600_000):
         problems.append("the latency objective (slo_ms) must be above 0 and at most 600000 ms")
     if not isinstance(s.sharing, Sharing):
         problems.append("sharing must be a Sharing value")
-    if not problems and _finite(s.duration_s):
+    if not problems and is_finite(s.duration_s):
         arrivals = sum(s.session_fps) * s.duration_s
         if arrivals > MAX_ARRIVALS:
             problems.append(
