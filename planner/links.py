@@ -452,7 +452,7 @@ PARAMETERS: dict[str, Parameter] = {
     # How hard the search looks.
     "seeds": Parameter(8, Int(1, 64), "phase seeds per scenario"),
     "duration_s": Parameter(30.0, Float(0, 600, above_low=True), "simulated seconds per run"),
-    "max_sessions": Parameter(64, Int(1, 512), "largest session count considered"),
+    "max_sessions": Parameter(64, Int(1, 256), "largest session count considered"),
     # Fleet and cost.
     "peak_sessions": Parameter(None, Maybe(Int(1, 10_000_000)), "peak concurrent sessions"),
     "headroom": Parameter(0.2, Float(0, 10), "fleet headroom fraction (0.2 = 20%)"),

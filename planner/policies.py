@@ -1,8 +1,10 @@
 """Scheduling policies: which pending frames go into the next batch (SPEC §3.3).
 
 A policy is one small function with one signature, compiled with Numba so the fast
-engine can call it in its inner loop; the reference engine calls the same function as
-plain Python (``.py_func``). At each decision the GPU is free and the engine passes:
+engine can call it in its inner loop; the reference engine calls the same compiled
+functions through ``decide``. (So the differential test checks the engines, not the
+policies: the policies are checked by hand-worked traces and by tests against plain
+Python selections.) At each decision the GPU is free and the engine passes:
 
 - ``now``: the decision time (ms);
 - ``pending``: for each session, the arrival time of its pending frame (the newest one),

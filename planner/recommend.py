@@ -103,6 +103,19 @@ class Request:
             problems.append("a policy is listed twice")
         if not self.sharings:
             problems.append("at least one sharing mode is needed")
+        if len(set(self.sharings)) != len(self.sharings):
+            problems.append("a sharing mode is listed twice")
+        measured = {name for name, _ in self.profile_curves}
+        for sharing in self.sharings:
+            if (
+                sharing.mode == "mig"
+                and not sharing.mig_derived
+                and (sharing.mig_profile not in measured)
+            ):
+                problems.append(
+                    f"no curve measured on MIG profile {sharing.mig_profile} was given; "
+                    "derive it from the whole-card curve instead"
+                )
         if not (isinstance(self.seeds, int) and 1 <= self.seeds <= 64):
             problems.append("seeds must be a whole number from 1 to 64")
         if not (isinstance(self.max_sessions, int) and 1 <= self.max_sessions <= 256):
@@ -370,6 +383,9 @@ def recommend(request: Request, cache: PoolCache | None = None) -> Recommendatio
     )
     best = ranked[0]
     recommended = best if best.cap >= 1 else None
+    if recommended is None:
+        # Nothing holds one session: describe the option that came closest at one session.
+        best = min(ranked, key=lambda o: _shortfall(o.history[0], request.criteria))
     measure = _measure_next(request, best)
     sized = _fleet(request, recommended)
     return Recommendation(
@@ -411,8 +427,16 @@ def _option(
     for r in deciding:
         sizes = np.asarray(r.batch_sizes)
         frames[: sizes.size] += sizes * np.arange(sizes.size)
-    used = np.flatnonzero(frames)
     curve = request.curve_for(sharing)
+    if sharing.mode == "mps" or (sharing.mode == "mig" and sharing.mig_derived):
+        # Under these models every batch's latency also depends on the batch where the
+        # curve's throughput peaks (thr_max), so that batch decides the cap too.
+        table = np.asarray(request.table(sharing, "central"))
+        peak = int(np.argmax(np.arange(1, table.size + 1) / table)) + 1
+        if peak >= frames.size:
+            frames = np.pad(frames, (0, peak + 1 - frames.size))
+        frames[peak] += max(int(frames.sum()), 1)
+    used = np.flatnonzero(frames)
     extrapolated = bool(used.size and np.any(curve.extrapolated(used)))
     return Option(
         policy=policy,
@@ -429,13 +453,25 @@ def _option(
     )
 
 
+def _shortfall(pooled: Pooled, criteria: Criteria) -> float:
+    """How far a run misses the criteria, as relative excesses added up (0 = meets)."""
+    if pooled.e2e_latency_ms is None:
+        return math.inf
+    miss = max(pooled.e2e_latency_ms / criteria.budget_ms - 1.0, 0.0)
+    if criteria.min_fps > 0:
+        miss += max(1.0 - pooled.min_fps / criteria.min_fps, 0.0)
+    if criteria.max_overwritten is not None:
+        miss += max(pooled.overwritten_fraction - criteria.max_overwritten, 0.0)
+    return miss
+
+
 def _measure_next(request: Request, option: Option) -> int | None:
     """The batch size whose measurement would best settle this option's cap.
 
     Weighted by the frames each batch size carried in the runs that decided the cap; only
     offered when the cap is a range or rests on extrapolated batch sizes.
     """
-    if option.cap_low == option.cap_high and not option.extrapolated:
+    if len({option.cap, option.cap_low, option.cap_high}) == 1 and not option.extrapolated:
         return None
     curve = request.curve_for(option.sharing)
     upto = max(64, request.max_sessions)

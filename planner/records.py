@@ -16,8 +16,10 @@ class Records:
     """Raw output of one run.
 
     - frames: one row per delivered frame, in delivery order: ``frame_session``,
-      ``frame_index`` (k of that session), ``frame_batch`` (row in the batch arrays),
-      ``frame_arrival`` and ``frame_latency`` (completion minus arrival, ms, GPU side);
+      ``frame_index`` (the frame's position among its session's frames in the run: k,
+      unless jitter pushed earlier frames out of the run), ``frame_batch`` (row in the
+      batch arrays), ``frame_arrival`` and ``frame_latency`` (completion minus arrival,
+      ms, GPU side);
     - batches: ``batch_start``, ``batch_end`` (ms) and ``batch_size``;
     - sessions: ``arrived``, ``delivered``, ``overwritten``, ``expired``, ``pending``
       (1 if a frame was still waiting at the end).

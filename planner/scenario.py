@@ -25,6 +25,7 @@ MAX_SESSIONS = 1024
 MAX_FPS: FramesPerSecond = 240.0
 MAX_DURATION_S: Seconds = 3600.0
 MAX_ARRIVALS = 20_000_000  # keeps one run's frame records within a few hundred MB
+MAX_COTENANT_CHANGES = 2_000_000  # keeps one run's co-tenant activity within tens of MB
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,9 @@ class Scenario:
 
     @property
     def duration_ms(self) -> Milliseconds:
-        return self.duration_s * 1000.0
+        # Rounded to a nanosecond: 4.03 s * 1000 is 4030.0000000000005 in binary floating
+        # point, which would let a frame arriving at exactly 4030 ms into the run.
+        return round(self.duration_s * 1000.0, 6)
 
     def param(self, name: str) -> float:
         """A policy parameter's value, the policy's default where not set."""
@@ -211,6 +214,16 @@ def _problems(s: Scenario) -> list[str]:
         problems.append("the latency objective (slo_ms) must be above 0 and at most 600000 ms")
     if not isinstance(s.sharing, Sharing):
         problems.append("sharing must be a Sharing value")
+    if not problems and s.sharing.mode == "time-slicing":
+        # Each co-tenant switches twice per busy-and-idle cycle of busy / duty ms.
+        changes = sum(
+            2.0 * s.duration_ms * duty / s.sharing.busy_period_ms for duty in s.sharing.cotenants
+        )
+        if changes > MAX_COTENANT_CHANGES:
+            problems.append(
+                f"co-tenants would switch about {changes:,.0f} times in this run (at most "
+                f"{MAX_COTENANT_CHANGES:,}); lengthen their busy period or shorten the run"
+            )
     if not problems and is_finite(s.duration_s):
         arrivals = sum(s.session_fps) * s.duration_s
         if arrivals > MAX_ARRIVALS:

@@ -16,6 +16,8 @@ All of these are models; their assumptions are listed in ``ASSUMPTIONS``.
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 
 import numba
@@ -103,20 +105,33 @@ def cotenant_timeline(sharing: Sharing, seed: int, horizon_ms: float) -> Timelin
     """The time-slicing speed profile for a run, or None when nothing slows us down.
 
     Each co-tenant gets its own generator spawned from the scenario's co-tenant stream, so
-    adding a co-tenant leaves the others' activity (and the phases) unchanged.
+    adding a co-tenant leaves the others' activity (and the phases) unchanged. Activity is
+    drawn to at least ``horizon_ms``; drawn further it is the same process, longer (the
+    draws come in fixed-size chunks), so one profile serves every run of a seed that
+    ends before it, and profiles are kept for reuse.
     """
     if sharing.mode != "time-slicing" or not any(d > 0 for d in sharing.cotenants):
         return None
+    # Round the horizon up to a power of two so runs of different lengths share a profile.
+    bucket = float(2 ** math.ceil(math.log2(max(horizon_ms, 1.0))))
+    return _timeline(sharing.cotenants, sharing.busy_period_ms, seed, bucket)
+
+
+@functools.lru_cache(maxsize=64)
+def _timeline(
+    cotenants: tuple[float, ...], busy_ms: float, seed: int, horizon_ms: float
+) -> Timeline:
     stream = generators(seed)[COTENANT_STREAM]
-    children = np.random.SeedSequence(int(stream.integers(2**63))).spawn(len(sharing.cotenants))
-    changes: list[np.ndarray] = []
-    for duty, child in zip(sharing.cotenants, children, strict=True):
+    children = np.random.SeedSequence(int(stream.integers(2**63))).spawn(len(cotenants))
+    times_list, deltas_list = [], []
+    for duty, child in zip(cotenants, children, strict=True):
         if duty <= 0:
             continue
-        rng = np.random.default_rng(child)
-        changes.append(_busy_changes(rng, duty, sharing.busy_period_ms, horizon_ms))
-    times = np.concatenate([c[:, 0] for c in changes])
-    deltas = np.concatenate([c[:, 1] for c in changes])
+        times, deltas = _busy_changes(np.random.default_rng(child), duty, busy_ms, horizon_ms)
+        times_list.append(times)
+        deltas_list.append(deltas)
+    times = np.concatenate(times_list)
+    deltas = np.concatenate(deltas_list)
     order = np.argsort(times, kind="mergesort")
     times, deltas = times[order], deltas[order]
     busy = np.cumsum(deltas)
@@ -129,23 +144,36 @@ def cotenant_timeline(sharing: Sharing, seed: int, horizon_ms: float) -> Timelin
     return Timeline(edges=edges, speed=speed, work=work)
 
 
+_CHUNK = 4096
+
+
 def _busy_changes(
     rng: np.random.Generator, duty: float, busy_ms: float, horizon_ms: float
-) -> np.ndarray:
-    """(time, +1/-1) rows: when one co-tenant starts and stops being busy, from time 0."""
-    rows = [(0.0, 0.0)]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Times (ms) and +1/-1 steps at which one co-tenant starts and stops being busy,
+    from time 0 until past ``horizon_ms``; its state at time 0 is drawn from the
+    stationary distribution (busy with probability ``duty``)."""
     if duty >= 1.0:
-        return np.array([(0.0, 1.0)])
+        return np.zeros(1), np.ones(1)
     idle_ms = busy_ms * (1.0 - duty) / duty
-    busy = rng.random() < duty  # start in the stationary state
-    t = 0.0
-    if busy:
-        rows.append((0.0, 1.0))
-    while t < horizon_ms:
-        t += rng.exponential(busy_ms if busy else idle_ms)
-        busy = not busy
-        rows.append((t, 1.0 if busy else -1.0))
-    return np.array(rows)
+    busy_first = bool(rng.random() < duty)
+    first = (busy_ms, idle_ms) if busy_first else (idle_ms, busy_ms)
+    scales = np.tile(np.array(first), _CHUNK // 2)
+    periods = []
+    end = 0.0
+    while end < horizon_ms:
+        chunk = rng.standard_exponential(_CHUNK) * scales
+        periods.append(chunk)
+        end += float(chunk.sum())
+    ends = np.cumsum(np.concatenate(periods))
+    ends = ends[: int(np.searchsorted(ends, horizon_ms, side="right")) + 1]
+    # Period i ends a busy period when the first one was busy and i is even (or the
+    # first was idle and i is odd): busy ends step down, idle ends step up.
+    index = np.arange(ends.size)
+    ends_busy = (index % 2 == 0) if busy_first else (index % 2 == 1)
+    steps = np.where(ends_busy, -1.0, 1.0)
+    start = np.array([1.0 if busy_first else 0.0])
+    return np.r_[0.0, ends], np.r_[start, steps]
 
 
 @numba.njit(cache=True)

@@ -233,3 +233,38 @@ def test_a_cache_of_runs_gives_the_same_answers_and_skips_repeated_runs() -> Non
     partial = recommend(budget, cache)
     assert 0 < partial.simulations < fresh.simulations
     assert partial.as_dict() == {**fresh.as_dict(), "simulations": partial.simulations}
+
+
+def test_when_nothing_holds_a_seat_the_closest_option_is_described() -> None:
+    # 9 ms budget, batch 1 takes 9.82 ms: oldest-first misses by under a millisecond while
+    # deadline drops every frame; the summary must name the near miss, in either order.
+    for policies in (("deadline", "oldest-first"), ("oldest-first", "deadline")):
+        result = recommend(
+            Request(curve=curve(LAPTOP), criteria=Criteria(budget_ms=9.0), policies=policies)
+        )
+        assert result.recommended is None
+        assert "the closest is oldest-first" in result.summary
+
+
+def test_mps_caps_rest_on_the_batch_where_throughput_peaks() -> None:
+    # Two points (1 and 3): the MPS model divides by the best throughput over batch 1..64,
+    # which the fit extrapolates, so every MPS cap rests on extrapolation.
+    result = recommend(
+        Request(
+            curve=curve(SERVER),
+            sharings=(Sharing(mode="mps", mps_share=50.0),),
+            policies=("oldest-first",),
+        )
+    )
+    (option,) = result.options
+    assert option.extrapolated
+    assert result.measure_next is not None and result.measure_next > 3
+
+
+def test_requests_refuse_repeated_modes_and_missing_profile_curves() -> None:
+    with pytest.raises(BadInput, match="listed twice"):
+        Request(curve=curve(LAPTOP), sharings=(Sharing(), Sharing()))
+    measured = Sharing(mode="mig", mig_profile="3g.40gb", mig_slices=3, mig_total=7,
+                       mig_derived=False)  # fmt: skip
+    with pytest.raises(BadInput, match=r"no curve measured on MIG profile 3g\.40gb"):
+        Request(curve=curve(LAPTOP), sharings=(measured,))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from planner.errors import BadInput
@@ -171,3 +172,30 @@ def test_parameters_a_policy_does_not_use_are_dropped() -> None:
     assert a == Scenario(latency_ms=(10.0,), sessions=1, policy="oldest-first")
     b = Scenario(latency_ms=(10.0,), sessions=1, policy="aimd")
     assert b.param("slo_ms") == 50.0
+
+
+def test_the_run_ends_exactly_at_its_duration() -> None:
+    # 4.03 s is 4030.0000000000005 ms in binary floating point; a frame at exactly 4030 ms
+    # must still fall outside [0, duration).
+    s = Scenario(latency_ms=(1.0,), sessions=1, fps=(100.0,), duration_s=4.03, phases="aligned")
+    (session,) = simulate(s).sessions
+    assert session.arrived == 403
+
+
+def test_co_tenants_switching_too_often_for_one_run_are_refused() -> None:
+    busy = Sharing(mode="time-slicing", cotenants=(0.5,) * 16, busy_period_ms=0.1)
+    with pytest.raises(BadInput, match="co-tenants would switch about"):
+        Scenario(latency_ms=(10.0,), sessions=1, duration_s=30.0, sharing=busy)
+
+
+def test_co_tenant_activity_drawn_further_is_the_same_activity_longer() -> None:
+    from planner.sharing import cotenant_timeline
+
+    sharing = Sharing(mode="time-slicing", cotenants=(0.9, 0.3), busy_period_ms=20.0)
+    short = cotenant_timeline(sharing, 7, 1_000.0)
+    long = cotenant_timeline(sharing, 7, 100_000.0)
+    assert short is not None and long is not None
+    n = short.edges.size - 1  # the last edge may close differently
+    assert np.array_equal(short.edges[:n], long.edges[:n])
+    assert np.array_equal(short.speed[:n], long.speed[:n])
+    assert long.edges[-1] >= 100_000.0
