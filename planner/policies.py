@@ -21,21 +21,24 @@ It returns ``(count, wake)``: run the sessions ``chosen[:count]`` as one batch; 
 ``count == 0``, run nothing and decide again at ``wake`` (+inf: at the next arrival).
 Sessions it marks in ``expired`` drop their pending frame as expired.
 
-Adding a policy: write its kernel, add a ``Policy`` entry to ``POLICIES`` and a branch to
-``decide`` in this file, and the same branch to the fast engine's switch
-(``planner.engine_fast._loop``, which cannot call ``decide``: see there). The dashboard and
-the command line list ``POLICIES``; the differential test runs every policy in both
-engines, so a policy missing from either switch fails it.
+Adding a policy: write its kernel, add a ``Policy`` entry to ``_REGISTRY``, and give its
+id (its position in the registry) a branch in ``decide`` here and in the fast engine's
+switch (``planner.engine_fast._loop``, which spells the switch out for speed: see there).
+An id without a branch raises instead of running another policy, and the tests run every
+registered policy through both switches and check that its own kernel answered. The
+dashboard and the command line list ``POLICIES``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-import numba
 import numpy as np
+
+from planner.jit import jit
 
 STATE_SIZE = 4
 _NO_WAKE = math.inf
@@ -43,13 +46,15 @@ _NO_WAKE = math.inf
 
 @dataclass(frozen=True)
 class Policy:
-    """A policy's name (part of the interface), what it does, and its parameters."""
+    """A policy's name (part of the interface), what it does, its parameters, its kernel,
+    and its id: its position in the registry, which ``decide`` switches on."""
 
     name: str
-    pid: int
     summary: str
+    kernel: Callable[..., Any] = field(repr=False, compare=False)
     params: tuple[str, ...] = ()
     defaults: Mapping[str, float] = field(default_factory=dict)
+    pid: int = -1
 
 
 # -- kernels -----------------------------------------------------------------------------
@@ -58,7 +63,7 @@ class Policy:
 # decision of every simulation.
 
 
-@numba.njit(cache=True)
+@jit()
 def _oldest_first(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     best = -1
     for i in range(pending.size):
@@ -70,7 +75,7 @@ def _oldest_first(now, pending, latency, params, state, feedback, chosen, expire
     return 1, _NO_WAKE
 
 
-@numba.njit(cache=True)
+@jit()
 def _round_robin(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     # state[0] = 1 + the last session served (0 before the first decision).
     n = pending.size
@@ -84,7 +89,7 @@ def _round_robin(now, pending, latency, params, state, feedback, chosen, expired
     return 0, _NO_WAKE
 
 
-@numba.njit(cache=True)
+@jit()
 def _take_oldest(pending, limit, chosen):  # type: ignore[no-untyped-def]
     """Put up to ``limit`` pending sessions, oldest frame first, into ``chosen``.
 
@@ -110,7 +115,7 @@ def _take_oldest(pending, limit, chosen):  # type: ignore[no-untyped-def]
     return count
 
 
-@numba.njit(cache=True)
+@jit()
 def _batch_all(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     count = 0
     for i in range(pending.size):
@@ -120,12 +125,12 @@ def _batch_all(now, pending, latency, params, state, feedback, chosen, expired):
     return count, _NO_WAKE
 
 
-@numba.njit(cache=True)
+@jit()
 def _max_batch(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     return _take_oldest(pending, int(params[0]), chosen), _NO_WAKE
 
 
-@numba.njit(cache=True)
+@jit()
 def _triton(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     limit = int(params[0])
     waiting = 0
@@ -142,7 +147,7 @@ def _triton(now, pending, latency, params, state, feedback, chosen, expired):  #
     return 0, deadline
 
 
-@numba.njit(cache=True)
+@jit()
 def _aimd(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     # state[1] = the batch cap; 0 means "not started" and reads as 1.
     cap = max(1.0, state[1])
@@ -155,7 +160,7 @@ def _aimd(now, pending, latency, params, state, feedback, chosen, expired):  # t
     return _take_oldest(pending, int(cap), chosen), _NO_WAKE
 
 
-@numba.njit(cache=True)
+@jit()
 def _deadline(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     slo = params[2]
     waiting = 0
@@ -179,57 +184,63 @@ def _deadline(now, pending, latency, params, state, feedback, chosen, expired): 
     return _take_oldest(pending, size, chosen), _NO_WAKE
 
 
-POLICIES: dict[str, Policy] = {
-    p.name: p
-    for p in (
-        Policy("oldest-first", 0, "one frame at a time, the oldest pending frame first"),
-        Policy("round-robin", 1, "one frame at a time, sessions served in turn"),
-        Policy("batch-all", 2, "every pending frame in one batch (the production worker)"),
-        Policy(
-            "max-batch", 3, "up to B pending frames, oldest first", ("max_batch",), {"max_batch": 4}
-        ),
-        Policy(
-            "triton",
-            4,
-            "Triton's dynamic batcher: wait up to D µs for B frames, then run up to B oldest",
-            ("max_batch", "max_queue_delay_us"),
-            {"max_batch": 8, "max_queue_delay_us": 2000},
-        ),
-        Policy(
-            "aimd",
-            5,
-            "Clipper's AIMD: grow the batch cap by 1 while the objective holds, cut 10% if not",
-            ("slo_ms",),
-            {"slo_ms": 50},
-        ),
-        Policy(
-            "deadline",
-            6,
-            "Clockwork-like: drop frames that cannot meet the objective, run the largest "
-            "batch that meets every deadline",
-            ("slo_ms",),
-            {"slo_ms": 50},
-        ),
-    )
-}
+_REGISTRY: tuple[Policy, ...] = (
+    Policy("oldest-first", "one frame at a time, the oldest pending frame first", _oldest_first),
+    Policy("round-robin", "one frame at a time, sessions served in turn", _round_robin),
+    Policy("batch-all", "every pending frame in one batch (the production worker)", _batch_all),
+    Policy(
+        "max-batch",
+        "up to B pending frames, oldest first",
+        _max_batch,
+        ("max_batch",),
+        {"max_batch": 4},
+    ),
+    Policy(
+        "triton",
+        "Triton's dynamic batcher: wait up to D µs for B frames, then run up to B oldest",
+        _triton,
+        ("max_batch", "max_queue_delay_us"),
+        {"max_batch": 8, "max_queue_delay_us": 2000},
+    ),
+    Policy(
+        "aimd",
+        "Clipper's AIMD: grow the batch cap by 1 while the objective holds, cut 10% if not",
+        _aimd,
+        ("slo_ms",),
+        {"slo_ms": 50},
+    ),
+    Policy(
+        "deadline",
+        "Clockwork-like: drop frames that cannot meet the objective, run the largest "
+        "batch that meets every deadline",
+        _deadline,
+        ("slo_ms",),
+        {"slo_ms": 50},
+    ),
+)
+
+POLICIES: dict[str, Policy] = {p.name: replace(p, pid=i) for i, p in enumerate(_REGISTRY)}
+"""The policies by name, in the order the recommendation lists them."""
 
 
-@numba.njit(cache=True)
+@jit()
 def decide(pid, now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
-    """Dispatch to the kernel of policy ``pid`` (``Policy.pid``)."""
+    """Run the kernel of policy ``pid`` (``Policy.pid``); an unknown id raises."""
     if pid == 0:
         return _oldest_first(now, pending, latency, params, state, feedback, chosen, expired)
-    if pid == 1:
+    elif pid == 1:
         return _round_robin(now, pending, latency, params, state, feedback, chosen, expired)
-    if pid == 2:
+    elif pid == 2:
         return _batch_all(now, pending, latency, params, state, feedback, chosen, expired)
-    if pid == 3:
+    elif pid == 3:
         return _max_batch(now, pending, latency, params, state, feedback, chosen, expired)
-    if pid == 4:
+    elif pid == 4:
         return _triton(now, pending, latency, params, state, feedback, chosen, expired)
-    if pid == 5:
+    elif pid == 5:
         return _aimd(now, pending, latency, params, state, feedback, chosen, expired)
-    return _deadline(now, pending, latency, params, state, feedback, chosen, expired)
+    elif pid == 6:
+        return _deadline(now, pending, latency, params, state, feedback, chosen, expired)
+    raise ValueError("unknown policy id")
 
 
 def policy_params(policy: str, values: Mapping[str, float | None]) -> np.ndarray:

@@ -20,10 +20,10 @@ import functools
 import math
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from planner.arrivals import COTENANT_STREAM, generators
+from planner.jit import jit
 from planner.scenario import Scenario, Sharing
 
 
@@ -176,7 +176,7 @@ def _busy_changes(
     return np.r_[0.0, ends], np.r_[start, steps]
 
 
-@numba.njit(cache=True)
+@jit()
 def finish(edges, speed, work, start, amount):  # type: ignore[no-untyped-def]
     """When a batch that needs ``amount`` ms of exclusive-card time, started at ``start``,
     completes under the speed profile."""

@@ -7,12 +7,18 @@ catch a mistake inside one; these tests check the kernels' choices on their own.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.policies import _deadline, _take_oldest
+from planner.arrivals import arrivals
+from planner.engine_fast import run_fast, run_prepared
+from planner.engine_reference import run_reference
+from planner.policies import POLICIES, _deadline, _take_oldest, decide
+from planner.scenario import Scenario
 
 arrival_times = st.lists(
     st.one_of(st.just(math.inf), st.sampled_from([0.0, 1.0, 2.5, 2.5, 7.0]), st.floats(0, 100)),
@@ -67,3 +73,88 @@ def test_deadline_expires_and_batches_as_specified(
     assert np.flatnonzero(expired).tolist() == expired_expected
     assert chosen[:count].tolist() == order[:size]
     assert wake == math.inf
+
+
+# -- the switch: every registered policy runs its own kernel --------------------------------
+
+
+def _decision_inputs(rng: np.random.Generator) -> tuple[object, ...]:
+    """Random decision inputs: pending frames, a rising latency table, parameters and
+    state, so that different kernels give different answers on many of them."""
+    n = int(rng.integers(1, 9))
+    pending = np.where(rng.random(n) < 0.7, rng.uniform(0, 40, n), math.inf)
+    latency = np.r_[0.0, np.cumsum(rng.uniform(1, 15, n + 1))]
+    params = np.array([float(rng.integers(1, 6)), rng.uniform(0, 20), rng.uniform(5, 60)])
+    state = np.array([float(rng.integers(0, n + 1)), float(rng.integers(0, n + 1)), 0.0, 0.0])
+    feedback = math.nan if rng.random() < 0.3 else rng.uniform(0, 80)
+    now = float(rng.uniform(0, 60))
+    return now, pending, latency, params, state, feedback
+
+
+def _answer(run: Any, inputs: tuple[object, ...]) -> tuple[object, ...]:
+    now, pending, latency, params, state, feedback = inputs
+    pending, state = np.array(pending), np.array(state)  # kernels may write to these
+    n = pending.size
+    chosen, expired = np.zeros(n, np.int64), np.zeros(n, np.bool_)
+    count, wake = run(now, pending, latency, params, state, feedback, chosen, expired)
+    return count, wake, chosen[:count].tolist(), expired.tolist(), state.tolist()
+
+
+def test_each_policy_id_runs_that_policys_own_kernel() -> None:
+    rng = np.random.default_rng(7)
+    cases = [_decision_inputs(rng) for _ in range(300)]
+    answers = {}
+    for policy in POLICIES.values():
+        via_switch = [
+            _answer(lambda *a, pid=policy.pid: decide(pid, *a), inputs) for inputs in cases
+        ]
+        own = [_answer(policy.kernel, inputs) for inputs in cases]
+        assert via_switch == own, policy.name
+        answers[policy.name] = own
+    # The cases tell every pair of kernels apart, so a branch that ran another policy's
+    # kernel would have failed above.
+    names = list(answers)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            assert answers[a] != answers[b], (a, b)
+
+
+def test_policy_ids_are_registry_positions() -> None:
+    assert [p.pid for p in POLICIES.values()] == list(range(len(POLICIES)))
+
+
+def test_an_unknown_policy_id_fails_instead_of_running_another_policy() -> None:
+    now, pending, latency, params, state, feedback = _decision_inputs(np.random.default_rng(1))
+    n = np.asarray(pending).size
+    with pytest.raises(ValueError, match="unknown policy"):
+        decide(len(POLICIES), now, pending, latency, params, state, feedback,
+               np.zeros(n, np.int64), np.zeros(n, np.bool_))  # fmt: skip
+    scenario = Scenario(latency_ms=tuple(float(b) for b in range(1, 5)), sessions=3)
+    table = np.r_[0.0, scenario.latency_ms]
+    arrived = arrivals(scenario)
+    with pytest.raises(ValueError, match="unknown policy"):
+        run_prepared(arrived.times, arrived.start, scenario.duration_ms, table, len(POLICIES),
+                     scenario.policy_params())  # fmt: skip
+
+
+def test_the_fast_engines_switch_runs_each_policys_own_kernel() -> None:
+    # A loaded card with a wide curve and a short objective, where every policy batches
+    # (or drops) differently, so a branch running another policy's kernel shows.
+    base = Scenario(
+        latency_ms=tuple(6.0 + 9.0 * b for b in range(12)),
+        sessions=12,
+        duration_s=2.0,
+        max_batch=3,
+        max_queue_delay_us=4000,
+        slo_ms=40.0,
+    )
+    runs = {}
+    for policy in POLICIES:
+        scenario = base.with_(policy=policy, max_batch=3, max_queue_delay_us=4000, slo_ms=40.0)
+        fast, reference = run_fast(scenario), run_reference(scenario)
+        assert fast.same_as(reference) == [], policy
+        runs[policy] = (fast.batch_size.tolist(), fast.frame_session.tolist())
+    names = list(runs)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            assert runs[a] != runs[b], (a, b)
