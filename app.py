@@ -1,33 +1,33 @@
 """GPU Seat Planner dashboard: ``streamlit run app.py``.
 
-A thin layer over the ``planner`` library: each page in ``dashboard/pages/`` collects
-inputs, calls the library and renders what it returns. The pages are listed in
-``dashboard/navigation.py``.
+A thin layer over the ``planner`` library (``dashboard/main.py`` and its pages). This file
+plays two parts:
+
+- ``streamlit run app.py`` imports it to find the server, ``app``, whose start-up compiles
+  the simulator on a background thread (or loads it from the compiled-code cache), so the
+  first visitor's plan does not wait for the compiler;
+- the server runs it as the page script, as ``__main__``, for every visitor and rerun.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import streamlit as st
 
-from dashboard.navigation import pages
-from dashboard.state import store
-from dashboard.text import md_list
-from planner.errors import PlannerError
+if __name__ == "__main__":
+    from dashboard.main import main
 
-WORDMARK = Path(__file__).resolve().parent / "dashboard" / "assets" / "wordmark.svg"
+    main()
+else:
 
-st.set_page_config(page_title="GPU Seat Planner", page_icon=":material/memory:", layout="wide")
-st.logo(str(WORDMARK), size="large")
-page = st.navigation(pages())
-with st.sidebar:
-    st.caption("How many live camera sessions can one GPU hold?")
+    @asynccontextmanager
+    async def _start(_app: st.App) -> AsyncIterator[None]:
+        from dashboard.main import prepare
 
-try:
-    store()
-except PlannerError as exc:  # e.g. another process holds the DuckDB file
-    st.error(f"**The curve store cannot be opened.**\n\n{md_list(exc.problems)}")
-    st.stop()
+        threading.Thread(target=prepare, name="prepare-dashboard", daemon=True).start()
+        yield
 
-page.run()
+    app = st.App(__file__, lifespan=_start)

@@ -3,12 +3,21 @@
 ``run_many(scenarios)`` gives the same figures as simulating each scenario on its own
 (a test checks it against ``simulate``) but prepares shared inputs once — runs that
 differ only in policy share their arrivals and co-tenant activity — and runs the fast
-engine's loop over all of them in parallel threads, keeping per-frame latencies only.
+engine's loop on several threads at once (the loop releases the GIL), keeping per-frame
+latencies only.
+
+Threads rather than Numba's ``parallel=True``: the loop is compiled once, for both
+engines, and a parallel kernel around it would cost more to compile on a fresh machine
+(seconds) than it saves at run time. ``threads()`` is the number of cores, or
+``NUMBA_NUM_THREADS`` where that is set (one per worker in a process pool).
 """
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numba
@@ -19,6 +28,8 @@ from planner.engine_fast import _loop
 from planner.policies import POLICIES
 from planner.scenario import Scenario, Sharing
 from planner.sharing import Timeline, cotenant_timeline, effective_table, horizon
+
+_NO_TIMELINE = np.zeros(1)
 
 
 @dataclass(frozen=True)
@@ -56,97 +67,108 @@ def _timeline_key(s: Scenario) -> tuple[object, ...]:
     return (s.sharing.mode, s.sharing.cotenants, s.sharing.busy_period_ms, s.seed)
 
 
+def threads() -> int:
+    """How many runs go at once: ``NUMBA_NUM_THREADS`` (default: the number of cores)."""
+    configured = getattr(numba.config, "NUMBA_NUM_THREADS", 0)
+    return max(1, int(configured or os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One run's prepared inputs, shared with the runs that have the same ones."""
+
+    scenario: Scenario
+    arrivals: Arrivals
+    latency: np.ndarray  # latency[b] for a batch of b (index 0 unused)
+    timeline: Timeline | None
+
+
 def run_many(scenarios: Sequence[Scenario]) -> list[Outcome]:
     """Simulate every scenario; outcomes come back in the same order."""
     if not scenarios:
         return []
-    arrival_sets: dict[tuple[object, ...], int] = {}
-    arrival_list: list[Arrivals] = []
-    table_sets: dict[tuple[object, ...], int] = {}
-    table_list: list[np.ndarray] = []
-    timeline_sets: dict[tuple[object, ...], int] = {}
-    timeline_list: list[Timeline] = []
+    arrival_sets: dict[tuple[object, ...], Arrivals] = {}
+    table_sets: dict[tuple[object, ...], np.ndarray] = {}
+    timeline_sets: dict[tuple[object, ...], Timeline | None] = {}
     # A co-tenant timeline drawn further is the same process drawn longer (the prefix is
     # identical), so one timeline per seed covers every run of that seed.
     horizons: dict[tuple[object, ...], float] = {}
-    jobs = np.zeros((len(scenarios), 4), np.int64)  # arrival set, table, timeline, pid
-    params = np.zeros((len(scenarios), 3), np.float64)
-    durations = np.zeros(len(scenarios), np.float64)
-    tables_for: list[np.ndarray] = []
     for s in scenarios:
         key = (s.latency_ms, _sharing_table_key(s.sharing))
         if key not in table_sets:
-            table_sets[key] = len(table_list)
-            table_list.append(effective_table(np.asarray(s.latency_ms), s.sharing))
-        tables_for.append(table_list[table_sets[key]])
+            table = effective_table(np.asarray(s.latency_ms), s.sharing)
+            table_sets[key] = np.r_[0.0, table]
         if s.sharing.mode == "time-slicing":
             tkey = _timeline_key(s)
-            horizons[tkey] = max(horizons.get(tkey, 0.0), horizon(s, tables_for[-1]))
-    for j, s in enumerate(scenarios):
+            reach = horizon(s, table_sets[key][1:])
+            horizons[tkey] = max(horizons.get(tkey, 0.0), reach)
+    jobs = []
+    for s in scenarios:
         akey = _arrival_key(s)
         if akey not in arrival_sets:
-            arrival_sets[akey] = len(arrival_list)
-            arrival_list.append(arrivals(s))
-        timeline_index = -1
+            arrival_sets[akey] = arrivals(s)
+        timeline = None
         if s.sharing.mode == "time-slicing":
             tkey = _timeline_key(s)
             if tkey not in timeline_sets:
-                line = cotenant_timeline(s.sharing, s.seed, horizons[tkey])
-                timeline_sets[tkey] = len(timeline_list) if line is not None else -1
-                if line is not None:
-                    timeline_list.append(line)
-            timeline_index = timeline_sets[tkey]
-        table_key = (s.latency_ms, _sharing_table_key(s.sharing))
-        jobs[j] = (arrival_sets[akey], table_sets[table_key], timeline_index,
-                   POLICIES[s.policy].pid)  # fmt: skip
-        params[j] = s.policy_params()
-        durations[j] = s.duration_ms
+                timeline_sets[tkey] = cotenant_timeline(s.sharing, s.seed, horizons[tkey])
+            timeline = timeline_sets[tkey]
+        table = table_sets[(s.latency_ms, _sharing_table_key(s.sharing))]
+        jobs.append(_Job(s, arrival_sets[akey], table, timeline))
+    workers = min(threads(), len(jobs))
+    if workers == 1:
+        return [_run(job) for job in jobs]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(_run, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
 
-    times, time_offsets = _concat([a.times for a in arrival_list])
-    starts, start_offsets = _concat([a.start for a in arrival_list])
-    width = max(t.size for t in table_list) + 1
-    tables = np.zeros((len(table_list), width))
-    for i, t in enumerate(table_list):
-        tables[i, 1 : t.size + 1] = t
-    edges, line_offsets = _concat([t.edges for t in timeline_list] or [np.zeros(1)])
-    speed, _ = _concat([t.speed for t in timeline_list] or [np.ones(1)])
-    work, _ = _concat([t.work for t in timeline_list] or [np.zeros(1)])
 
-    sizes = np.array([a.times.size for a in arrival_list])[jobs[:, 0]]
-    sessions = np.array([a.sessions for a in arrival_list])[jobs[:, 0]]
-    latency_offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
-    session_offsets = np.r_[0, np.cumsum(sessions)].astype(np.int64)
-    hist_offsets = np.r_[0, np.cumsum(sessions + 1)].astype(np.int64)
-    latencies = np.empty(int(latency_offsets[-1]))
-    counts = np.zeros((4, int(session_offsets[-1])), np.int64)
-    histogram = np.zeros(int(hist_offsets[-1]), np.int64)
-    delivered_frames = np.zeros(len(scenarios), np.int64)
-    busy = np.zeros(len(scenarios))
-    _run_jobs(
-        times, time_offsets, starts, start_offsets, tables, edges, speed, work, line_offsets,
-        jobs, params, durations, latency_offsets, session_offsets, hist_offsets,
-        latencies, counts, histogram, delivered_frames, busy,
+def warm_up() -> float:
+    """Compile the fast engine (or load it from the compiled-code cache) by simulating a
+    few frames under every policy, and return the seconds it took.
+
+    The dashboard calls this when its server starts, so the first plan a visitor asks for
+    does not wait for the compiler. Safe to call from any thread at any time: Numba
+    compiles each function once, and a caller that needs it meanwhile waits for it.
+    """
+    start = time.perf_counter()
+    table = tuple(float(b) for b in range(1, 5))
+    run_many(
+        [
+            Scenario(latency_ms=table, sessions=2, policy=policy, duration_s=0.1, sharing=sharing)
+            for policy in POLICIES
+            for sharing in (Sharing(), Sharing(mode="time-slicing", cotenants=(0.5,)))
+        ]
+    )
+    return time.perf_counter() - start
+
+
+def _run(job: _Job) -> Outcome:
+    """One run on the fast engine's loop, summarised as ``planner.results`` does."""
+    s = job.scenario
+    if job.timeline is None:
+        edges = speed = work = _NO_TIMELINE
+    else:
+        edges, speed, work = job.timeline.edges, job.timeline.speed, job.timeline.work
+    out = _loop(
+        job.arrivals.times, job.arrivals.start, s.duration_ms, job.latency,
+        POLICIES[s.policy].pid, s.policy_params(), job.timeline is not None,
+        edges, speed, work,
     )  # fmt: skip
-
-    outcomes = []
-    for j, s in enumerate(scenarios):
-        lo, hi = session_offsets[j], session_offsets[j + 1]
-        arrived, delivered, overwritten, expired = (counts[k, lo:hi] for k in range(4))
-        first = latency_offsets[j]
-        outcomes.append(
-            Outcome(
-                scenario=s,
-                fps=delivered / s.duration_s,
-                arrived=int(arrived.sum()),
-                delivered=int(delivered.sum()),
-                overwritten=int(overwritten.sum()),
-                expired=int(expired.sum()),
-                busy_ms=float(busy[j]),
-                latency_ms=latencies[first : first + delivered_frames[j]],
-                batch_sizes=histogram[hist_offsets[j] : hist_offsets[j + 1]],
-            )
-        )
-    return outcomes
+    frames, batches, counters = out[0], out[1], out[10]
+    batch_start, batch_end, batch_size = out[7][:batches], out[8][:batches], out[9][:batches]
+    busy = np.minimum(batch_end, s.duration_ms) - batch_start
+    arrived, delivered, overwritten, expired = counters[0], counters[1], counters[2], counters[3]
+    return Outcome(
+        scenario=s,
+        fps=delivered / s.duration_s,
+        arrived=int(arrived.sum()),
+        delivered=int(delivered.sum()),
+        overwritten=int(overwritten.sum()),
+        expired=int(expired.sum()),
+        busy_ms=float(busy.sum()),
+        latency_ms=out[6][:frames],
+        batch_sizes=np.bincount(batch_size, minlength=s.sessions + 1),
+    )
 
 
 def _sharing_table_key(sharing: Sharing) -> tuple[object, ...]:
@@ -155,46 +177,3 @@ def _sharing_table_key(sharing: Sharing) -> tuple[object, ...]:
         return (sharing.mode, sharing.mps_share, sharing.mig_slices, sharing.mig_total,
                 sharing.mig_derived)  # fmt: skip
     return ("exclusive",)
-
-
-def _concat(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    offsets = np.r_[0, np.cumsum([a.size for a in arrays])].astype(np.int64)
-    return np.concatenate(arrays), offsets
-
-
-@numba.njit(cache=True, parallel=True)
-def _run_jobs(  # type: ignore[no-untyped-def]
-    times, time_offsets, starts, start_offsets, tables, edges, speed, work, line_offsets,
-    jobs, params, durations, latency_offsets, session_offsets, hist_offsets,
-    latencies, counts, histogram, delivered_frames, busy,
-):  # fmt: skip
-    for j in numba.prange(jobs.shape[0]):
-        a, t, line, pid = jobs[j, 0], jobs[j, 1], jobs[j, 2], jobs[j, 3]
-        job_times = times[time_offsets[a] : time_offsets[a + 1]]
-        job_start = starts[start_offsets[a] : start_offsets[a + 1]]
-        n = job_start.size - 1
-        slicing = line >= 0
-        if slicing:
-            lo, hi = line_offsets[line], line_offsets[line + 1]
-            job_edges, job_speed, job_work = edges[lo:hi], speed[lo:hi], work[lo:hi]
-        else:
-            job_edges, job_speed, job_work = edges[:1], speed[:1], work[:1]
-        result = _loop(job_times, job_start, durations[j], tables[t], pid, params[j], slicing,
-                       job_edges, job_speed, job_work)  # fmt: skip
-        frames, batches, frame_latency = result[0], result[1], result[6]
-        batch_start, batch_end, batch_size, job_counts = result[7], result[8], result[9], result[10]
-        first = latency_offsets[j]
-        latencies[first : first + frames] = frame_latency[:frames]
-        delivered_frames[j] = frames
-        s0 = session_offsets[j]
-        for k in range(4):
-            counts[k, s0 : s0 + n] = job_counts[k]
-        # Accumulate in the job's own memory and write once: threads writing neighbouring
-        # slots of a shared array at every batch would fight over cache lines.
-        sizes = np.zeros(n + 1, np.int64)
-        spent = 0.0
-        for b in range(batches):
-            sizes[batch_size[b]] += 1
-            spent += min(batch_end[b], durations[j]) - batch_start[b]
-        histogram[hist_offsets[j] : hist_offsets[j] + n + 1] = sizes
-        busy[j] = spent

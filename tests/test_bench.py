@@ -25,3 +25,15 @@ def test_bench_json_has_every_figure(cli) -> None:
 def test_bench_unknown_section_exits_2(cli) -> None:
     run = cli("bench", "--only", "warp-drive")
     assert run.status == 2 and "unknown benchmark section" in run.err
+
+
+def test_bench_first_answer_times_a_cold_plan_and_the_dashboards_first_headline(cli) -> None:
+    run = cli("bench", "--only", "first_answer", "--json")
+    assert run.status == 0, run.err
+    first = run.json["first_answer"]
+    # A cold command compiles; the same command again loads the compiled code instead.
+    assert first["cli_cold_plan_s"] > 0 and first["cli_warm_s"] > 0
+    for key in ("dashboard_ready_s", "dashboard_first_headline_s", "dashboard_next_visitor_s",
+                "dashboard_first_headline_after_3s_s"):  # fmt: skip
+        assert first[key] > 0, key
+    assert first["dashboard_headline"].startswith("3 seats per card")

@@ -479,8 +479,8 @@ except (BadInput, NotFound) as exc:
     show_problems("This plan cannot be computed:", exc.problems)
     st.stop()
 with st.spinner(
-    "Simulating sessions on this curve… (the first run on a new machine also compiles the "
-    "simulator: about 15 s)"
+    "Simulating sessions on this curve… (right after the server starts on a new machine, "
+    "this first waits a few seconds for the simulator to compile)"
 ):
     result = cache.recommendation(inputs.request)
 

@@ -1,0 +1,48 @@
+"""The dashboard's script: what Streamlit runs for every visitor and every rerun.
+
+``app.py`` calls ``main()``; each page in ``dashboard/pages/`` collects inputs, calls the
+library and renders what it returns. The pages are listed in ``dashboard/navigation.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from dashboard.navigation import pages
+from dashboard.state import store
+from dashboard.text import md_list
+from planner.errors import PlannerError
+
+WORDMARK = Path(__file__).resolve().parent / "assets" / "wordmark.svg"
+
+
+def prepare() -> None:
+    """The server's start-up work, so that the first visitor waits for as little as
+    possible: import what the pages draw with, and compile the simulator (or load it from
+    the compiled-code cache). Runs on a background thread while the server answers."""
+    import dashboard.charts
+    import dashboard.plan_charts
+    import dashboard.run_charts
+    import dashboard.tables  # noqa: F401
+    from planner.ensemble import warm_up
+
+    warm_up()
+
+
+def main() -> None:
+    """Lay out the page frame and run the page the visitor is on."""
+    st.set_page_config(page_title="GPU Seat Planner", page_icon=":material/memory:", layout="wide")
+    st.logo(str(WORDMARK), size="large")
+    page = st.navigation(pages())
+    with st.sidebar:
+        st.caption("How many live camera sessions can one GPU hold?")
+
+    try:
+        store()
+    except PlannerError as exc:  # e.g. another process holds the DuckDB file
+        st.error(f"**The curve store cannot be opened.**\n\n{md_list(exc.problems)}")
+        st.stop()
+
+    page.run()
