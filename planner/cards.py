@@ -19,10 +19,24 @@ from planner.units import UsdPerHour
 
 @dataclass(frozen=True)
 class MigProfile:
-    """A MIG profile such as ``3g.40gb``: ``slices`` of the card's compute slices."""
+    """A MIG profile such as ``3g.40gb``: ``slices`` of the card's compute slices,
+    ``memory_gb`` of its memory, and at most ``max_instances`` of it on one card (the
+    vendor's "Number of Instances Available", which is not always the card's slices over
+    the profile's: a ``1g.20gb`` fits 4 times on an 80 GB H100, a ``+me`` profile once).
+    A card added by hand may leave the last two unknown."""
 
     name: str
     slices: int
+    memory_gb: float | None = None
+    max_instances: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "slices": self.slices,
+            "memory_gb": self.memory_gb,
+            "max_instances": self.max_instances,
+        }
 
 
 @dataclass(frozen=True)
@@ -55,7 +69,7 @@ class Card:
             "description": self.description,
             "mig": self.mig,
             "mig_slices": self.mig_slices,
-            "mig_profiles": [{"name": p.name, "slices": p.slices} for p in self.mig_profiles],
+            "mig_profiles": [p.as_dict() for p in self.mig_profiles],
             "price_per_hour": self.price_per_hour,
             "builtin": self.builtin,
         }
@@ -63,7 +77,12 @@ class Card:
 
 def card_from_dict(raw: Mapping[str, Any], *, builtin: bool = False) -> Card:
     profiles = tuple(
-        MigProfile(name=str(p["name"]), slices=int(p["slices"]))
+        MigProfile(
+            name=str(p["name"]),
+            slices=int(p["slices"]),
+            memory_gb=None if p.get("memory_gb") is None else float(p["memory_gb"]),
+            max_instances=None if p.get("max_instances") is None else int(p["max_instances"]),
+        )
         for p in raw.get("mig_profiles") or ()
     )
     return Card(

@@ -52,6 +52,8 @@ def sharing_for(
         mig_slices=profile.slices,
         mig_total=card.mig_slices,
         mig_derived=not measured_on_profile,
+        mig_instances=profile.max_instances,
+        mig_memory_gb=profile.memory_gb,
     )
 
 

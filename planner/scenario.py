@@ -38,7 +38,8 @@ class Sharing:
       of its speed.
     - ``mps``: we get ``mps_share`` percent of the card's compute.
     - ``mig``: an instance of ``mig_slices`` of the card's ``mig_total`` compute slices
-      (profile ``mig_profile``). ``mig_derived`` is False when the curve was measured on
+      (profile ``mig_profile``), with ``mig_memory_gb`` of memory, of which one card holds
+      at most ``mig_instances``. ``mig_derived`` is False when the curve was measured on
       that profile, so it is used as it is.
     """
 
@@ -50,6 +51,8 @@ class Sharing:
     mig_slices: int | None = None
     mig_total: int | None = None
     mig_derived: bool = True
+    mig_instances: int | None = None
+    mig_memory_gb: float | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -70,6 +73,13 @@ class Sharing:
             slices, total = self.mig_slices, self.mig_total
             if not (isinstance(slices, int) and isinstance(total, int) and 0 < slices <= total):
                 problems.append("a MIG instance needs its slice count and the card's total")
+            instances = self.mig_instances
+            if instances is not None and not (isinstance(instances, int) and 1 <= instances <= 64):
+                problems.append("a MIG profile's instance count must be a whole number from 1")
+            if self.mig_memory_gb is not None and not (
+                is_finite(self.mig_memory_gb) and self.mig_memory_gb > 0
+            ):
+                problems.append("a MIG profile's memory must be a positive number of GB")
         if problems:
             raise BadInput(problems)
 

@@ -62,6 +62,42 @@ ASSUMPTIONS: dict[str, str] = {
 }
 
 
+def instances_per_card(sharing: Sharing) -> int:
+    """How many instances of our worker one card holds in this mode (SPEC §3.5).
+
+    MIG: the profile's maximum instance count on the card (the vendor's figure; for a card
+    whose catalogue entry lacks it, the card's compute slices over the profile's). MPS:
+    ``floor(100 / share)`` clients of our share. Exclusive and time-slicing: one — under
+    time-slicing the other contexts are the co-tenants, not more of our worker.
+    """
+    if sharing.mode == "mig":
+        if sharing.mig_instances is not None:
+            return sharing.mig_instances
+        return max(1, (sharing.mig_total or 1) // (sharing.mig_slices or 1))
+    if sharing.mode == "mps":
+        return max(1, math.floor(100.0 / float(sharing.mps_share or 100.0) + 1e-9))
+    return 1
+
+
+def card_fraction(sharing: Sharing) -> float:
+    """Our fraction of the card when the rest of it goes to other jobs (what a seat is
+    charged for then): one MIG instance of as many as fit, the MPS share, an equal turn
+    among the time-sliced contexts, or the whole card."""
+    if sharing.mode == "mig":
+        return 1.0 / instances_per_card(sharing)
+    if sharing.mode == "mps":
+        return float(sharing.mps_share or 100.0) / 100.0
+    if sharing.mode == "time-slicing":
+        return 1.0 / (1 + len(sharing.cotenants))
+    return 1.0
+
+
+def derived(sharing: Sharing) -> bool:
+    """Whether the mode's curve is derived from the whole-card curve by a model (MPS
+    always, MIG unless a curve measured on the profile is used)."""
+    return sharing.mode == "mps" or (sharing.mode == "mig" and sharing.mig_derived)
+
+
 def horizon(scenario: Scenario, table: np.ndarray) -> float:
     """How far co-tenant activity must be drawn: past the end of the last batch that can
     be dispatched before the end of the run, even if every co-tenant is busy throughout."""

@@ -30,7 +30,7 @@ from planner.curve import OPTIONAL_POINT_FIELDS, Curve, Point, clean_text
 from planner.errors import BadInput, NotFound, StoreLocked
 from planner.paths import default_store_path, measurements_dir
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS schema_version (
@@ -52,6 +52,8 @@ _SCHEMA = [
         name VARCHAR NOT NULL,
         slices INTEGER NOT NULL,
         position INTEGER NOT NULL,
+        memory_gb DOUBLE,
+        max_instances INTEGER,
         PRIMARY KEY (card, name)
     )""",
     """CREATE TABLE IF NOT EXISTS curves (
@@ -189,6 +191,23 @@ class Store:
                     f"the store {self.path} was written by a newer planner (schema "
                     f"{current}, this one knows {SCHEMA_VERSION}); upgrade the planner"
                 )
+            elif current < 2:
+                self._add_mig_profile_memory(cur)
+                cur.execute("INSERT INTO schema_version VALUES (?, ?)", [2, _now()])
+
+    @staticmethod
+    def _add_mig_profile_memory(cur: duckdb.DuckDBPyConnection) -> None:
+        """Schema 2: each MIG profile's memory and most instances per card, filled in for
+        the catalogue's cards."""
+        cur.execute("ALTER TABLE mig_profiles ADD COLUMN IF NOT EXISTS memory_gb DOUBLE")
+        cur.execute("ALTER TABLE mig_profiles ADD COLUMN IF NOT EXISTS max_instances INTEGER")
+        for card in builtin_catalogue():
+            for profile in card.mig_profiles:
+                cur.execute(
+                    "UPDATE mig_profiles SET memory_gb = ?, max_instances = ? "
+                    "WHERE card = ? AND name = ?",
+                    [profile.memory_gb, profile.max_instances, card.name, profile.name],
+                )
 
     def _load_builtins(self) -> None:
         """Load the card catalogue and the built-in curves, once per store file."""
@@ -222,11 +241,12 @@ class Store:
                 "FROM cards ORDER BY builtin DESC, name"
             ).fetchall()
             profiles = cur.execute(
-                "SELECT card, name, slices FROM mig_profiles ORDER BY card, position"
+                "SELECT card, name, slices, memory_gb, max_instances FROM mig_profiles "
+                "ORDER BY card, position"
             ).fetchall()
         by_card: dict[str, list[MigProfile]] = {}
-        for card, name, slices in profiles:
-            by_card.setdefault(card, []).append(MigProfile(name, slices))
+        for card, name, slices, memory, instances in profiles:
+            by_card.setdefault(card, []).append(MigProfile(name, slices, memory, instances))
         return [
             Card(
                 name=name,
@@ -273,8 +293,16 @@ class Store:
         )
         for position, profile in enumerate(card.mig_profiles):
             cur.execute(
-                "INSERT INTO mig_profiles VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                [card.name, profile.name, profile.slices, position],
+                "INSERT INTO mig_profiles (card, name, slices, position, memory_gb, max_instances) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [
+                    card.name,
+                    profile.name,
+                    profile.slices,
+                    position,
+                    profile.memory_gb,
+                    profile.max_instances,
+                ],
             )
 
     def _card_name(self, cur: duckdb.DuckDBPyConnection, name: str) -> str:

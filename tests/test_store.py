@@ -7,6 +7,7 @@ import sys
 import threading
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from planner.curve import Point, make_curve
@@ -159,3 +160,35 @@ def test_lock_error_type(db_path: Path) -> None:
         probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.startswith("locked:")
+
+
+def test_a_schema_1_store_gains_each_mig_profiles_memory_and_instance_count(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.duckdb"
+    Store(path).close()
+    # Turn it into what schema 1 wrote: no memory or instance count per profile.
+    with duckdb.connect(str(path)) as raw:
+        raw.execute("ALTER TABLE mig_profiles DROP COLUMN memory_gb")
+        raw.execute("ALTER TABLE mig_profiles DROP COLUMN max_instances")
+        raw.execute("DELETE FROM schema_version")
+        raw.execute("INSERT INTO schema_version VALUES (1, now())")
+    with Store(path) as reopened:
+        profile = reopened.card("h100-80gb").profile("1g.20gb")
+        assert (profile.memory_gb, profile.max_instances) == (20.0, 4)
+        assert reopened.card("a100-40gb").profile("1g.5gb+me").max_instances == 1
+    with duckdb.connect(str(path)) as raw:
+        row = raw.execute("SELECT max(version) FROM schema_version").fetchone()
+    assert row is not None and row[0] == 2
+
+
+def test_the_catalogue_gives_every_mig_profile_its_memory_and_instance_count(store) -> None:
+    for card in store.cards():
+        for profile in card.mig_profiles:
+            assert profile.memory_gb is not None and profile.max_instances is not None, profile
+            assert 1 <= profile.max_instances <= card.mig_slices
+            assert profile.memory_gb <= card.memory_gb
+    # Not always slices / profile slices: the vendor's counts (NVIDIA MIG User Guide).
+    h100 = store.card("h100-80gb")
+    assert [h100.profile(n).max_instances for n in ("1g.10gb", "1g.10gb+me", "1g.20gb",
+            "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb")] == [7, 1, 4, 3, 2, 1, 1]  # fmt: skip
