@@ -138,6 +138,14 @@ class Controls:
             label, list(options), key=self.key(name), help=help, placeholder=placeholder
         )
 
+    def check(
+        self, parent: DeltaGenerator, name: str, label: str, *, help: str | None = None
+    ) -> Any:
+        """A checkbox for a yes-or-no parameter."""
+        self.labels[name] = label
+        self.default(name, PARAMETERS[name].default)
+        return parent.checkbox(label, key=self.key(name), help=help)
+
     def text(
         self,
         parent: DeltaGenerator,

@@ -125,7 +125,7 @@ def pareto_figure(
         at = option.at_cap
         if option.cap < 1 or at is None or at.e2e_latency_ms is None:
             continue
-        key = (option.cap, round(at.e2e_latency_ms, 1), beaten is not None)
+        key = (option.seats_per_card, round(at.e2e_latency_ms, 1), beaten is not None)
         groups.setdefault(key, []).append(option)
     data: list[dict[str, Any]] = []
     percentile = next((o.at_cap.percentile for o in options if o.at_cap is not None), 99.0)
@@ -152,8 +152,10 @@ def pareto_figure(
                 error_y={
                     "type": "data",
                     "symmetric": False,
-                    "array": [max(g[0].cap_high - g[0].cap, 0) for _, g in points],
-                    "arrayminus": [max(g[0].cap - g[0].cap_low, 0) for _, g in points],
+                    "array": [g[0].seats_per_card_high - g[0].seats_per_card for _, g in points],
+                    "arrayminus": [
+                        g[0].seats_per_card - g[0].seats_per_card_low for _, g in points
+                    ],
                     "color": colour,
                     "thickness": 1.2,
                 },
@@ -171,10 +173,10 @@ def pareto_figure(
         low, high = min(xs), max(xs)
         span = max(high - low, 0.2 * high, 1.0)
         xaxis["range"] = [max(0.0, low - 0.15 * span), high + 0.6 * span]
-    top = max((max(o.cap_high, o.cap) for o in options), default=1)
+    top = max((o.seats_per_card_high for o in options), default=1)
     layout = {
         **_LAYOUT,
-        "title": {"text": "Seats against latency at the cap", "x": 0, "xanchor": "left"},
+        "title": {"text": "Seats per card against latency at the cap", "x": 0, "xanchor": "left"},
         "height": height,
         "xaxis": xaxis,
         "yaxis": {"title": {"text": "seats per card"}, "tickformat": "d",
@@ -202,7 +204,7 @@ def _group_hover(group: Sequence[Option]) -> str:
 
 def caps_figure(labels: Sequence[str], options: Sequence[Option | None]) -> go.Figure:
     """Seats per card for each curve, the band's range as error bars."""
-    caps = [o.cap if o is not None else 0 for o in options]
+    caps = [o.seats_per_card if o is not None else 0 for o in options]
     figure = go.Figure(
         go.Bar(
             x=[trace_name(label, 50) for label in labels],
@@ -211,8 +213,10 @@ def caps_figure(labels: Sequence[str], options: Sequence[Option | None]) -> go.F
             error_y={
                 "type": "data",
                 "symmetric": False,
-                "array": [max(o.cap_high - o.cap, 0) if o else 0 for o in options],
-                "arrayminus": [max(o.cap - o.cap_low, 0) if o else 0 for o in options],
+                "array": [o.seats_per_card_high - o.seats_per_card if o else 0 for o in options],
+                "arrayminus": [
+                    o.seats_per_card - o.seats_per_card_low if o else 0 for o in options
+                ],
             },
             text=[o.seats if o is not None else "0" for o in options],
             # At the foot of the bar, clear of the range's error bar at its top.

@@ -17,7 +17,7 @@ from typing import Any
 from planner.curve import OPTIONAL_POINT_FIELDS, Curve, Point, make_point, normalise_points
 from planner.errors import BadInput
 from planner.fit import FittedCurve
-from planner.recommend import Option, fleet_size
+from planner.recommend import Option, fleet
 from planner.results import Results
 from planner.sharing import ISOLATION
 
@@ -158,20 +158,22 @@ def option_rows(
         iso = ISOLATION[option.sharing.mode]
         row: dict[str, Any] = {
             "policy": option.policy,
-            "sharing": option.sharing.label,
-            "seats": option.seats,
+            "sharing": option.sharing.label + (" (derived)" if option.derived else ""),
+            "seats per card": option.seats,
+            "seats per instance": option.seats_per_instance if option.per_card > 1 else "",
             "latency at cap (ms)": _round(at.e2e_latency_ms if at else None, 1),
             "slowest fps at cap": _round(at.min_fps if at else None, 1),
             "memory isolation": iso.memory,
             "fault isolation": iso.fault,
         }
+        sized = fleet(
+            option, peak_sessions=peak_sessions, headroom=headroom, price_per_hour=price_per_hour
+        )
         if peak_sessions is not None:
-            row["GPUs for peak"] = (
-                fleet_size(peak_sessions, headroom, option.cap) if option.cap >= 1 else None
-            )
+            row["GPUs for peak"] = sized.gpus if sized is not None else None
         if price_per_hour is not None:
             row["USD per seat-hour"] = (
-                _round(price_per_hour / option.cap, 3) if option.cap >= 1 else None
+                _round(sized.cost_per_seat_hour, 3) if sized is not None else None
             )
         row["dominated by"] = beaten.label if beaten is not None else ""
         row["extrapolated"] = option.extrapolated

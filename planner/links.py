@@ -162,6 +162,31 @@ class Float(Codec[float]):
         return f"number, {self._range()}"
 
 
+class Bool(Codec[bool]):
+    """Yes or no: written ``1`` (a link leaves a default no out); reads 1/0, true/false,
+    yes/no in any case."""
+
+    _TRUE = frozenset({"1", "true", "yes", "on"})
+    _FALSE = frozenset({"0", "false", "no", "off"})
+
+    def check(self, value: object) -> bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            text = value.strip().lower()
+            if text in self._TRUE:
+                return True
+            if text in self._FALSE:
+                return False
+        raise BadInput("not yes or no (1 or 0)")
+
+    def format(self, value: bool) -> str:
+        return "1" if value else "0"
+
+    def describe(self) -> str:
+        return "1 (yes) or 0 (no)"
+
+
 @dataclass(frozen=True)
 class Choice(Codec[str]):
     """One of a fixed list of names (any case in a link)."""
@@ -457,6 +482,11 @@ PARAMETERS: dict[str, Parameter] = {
     "peak_sessions": Parameter(None, Maybe(Int(1, 10_000_000)), "peak concurrent sessions"),
     "headroom": Parameter(0.2, Float(0, 10), "fleet headroom fraction (0.2 = 20%)"),
     "price_per_hour": Parameter(None, Maybe(Float(0, 10_000)), "hourly price of the card, USD"),
+    "other_jobs": Parameter(
+        False,
+        Bool(),
+        "the rest of the card goes to other jobs: one instance per card, charged our part",
+    ),
     # One simulated scenario.
     "sessions": Parameter(3, Int(1, 512), "concurrent sessions"),
     "policy": Parameter("batch-all", Choice(POLICIES), "scheduling policy"),
@@ -564,6 +594,7 @@ class PlanParams(LinkParams):
     peak_sessions: int | None = param("peak_sessions")
     headroom: float = param("headroom")
     price_per_hour: UsdPerHour | None = param("price_per_hour")
+    other_jobs: bool = param("other_jobs")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
-"""Which options are worth considering: seats against latency at the cap (Pareto dominance).
+"""Which options are worth considering: seats per card against latency at the cap (Pareto
+dominance).
 
-More seats are better and a lower latency at the cap is better. An option is *dominated*
+More seats per card are better and a lower latency at the cap is better. An option is *dominated*
 when another holds at least as many seats at no higher latency, and is strictly better in
 one of the two; nobody needs a dominated option unless it brings something the two
 numbers leave out (isolation, for instance, which the dashboard shows next to it).
@@ -26,7 +27,7 @@ def dominated(options: Sequence[Option]) -> list[Option | None]:
 
     Equal options (same seats, same latency) do not dominate each other.
     """
-    points = [(o.cap, latency_at_cap(o)) for o in options]
+    points = [(o.seats_per_card, latency_at_cap(o)) for o in options]
     out: list[Option | None] = []
     for seats, latency in points:
         winner = None

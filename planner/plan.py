@@ -135,6 +135,7 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         peak_sessions=params.peak_sessions,
         headroom=params.headroom,
         price_per_hour=price,
+        other_jobs=params.other_jobs,
     )
     return PlanInputs(curve=curve, fitted=fitted, card=card, request=request)
 

@@ -25,7 +25,7 @@ from planner.errors import BadInput
 from planner.fit import EDGES, Edge, FittedCurve
 from planner.policies import POLICIES
 from planner.scenario import Phases, Scenario, Sharing
-from planner.sharing import ASSUMPTIONS, ISOLATION
+from planner.sharing import ASSUMPTIONS, ISOLATION, card_fraction, derived, instances_per_card
 from planner.sweep import PoolCache, Pooled, pooled_runs
 from planner.units import FramesPerSecond, Milliseconds, UsdPerHour, is_finite
 
@@ -71,6 +71,9 @@ class Request:
     a curve measured on that profile, used instead of deriving one. ``slo_ms`` fixes the
     objective of the ``aimd`` and ``deadline`` policies; by default it is the budget minus
     the overhead. ``price_per_hour`` is the card's hourly price, if known.
+    ``other_jobs`` says the rest of the card goes to other jobs: a card then holds one
+    instance of our worker, and a seat is charged our fraction of the card (otherwise
+    the card's other MIG instances or MPS clients are assumed to run the same worker).
     """
 
     curve: FittedCurve
@@ -90,6 +93,7 @@ class Request:
     peak_sessions: int | None = None
     headroom: float = 0.2
     price_per_hour: UsdPerHour | None = None
+    other_jobs: bool = False
 
     def __post_init__(self) -> None:
         problems = []
@@ -186,7 +190,16 @@ class Failure:
 
 @dataclass(frozen=True)
 class Option:
-    """One (policy, sharing mode) with its seat caps and why the next seat fails."""
+    """One (policy, sharing mode) with its seat caps and why the next seat fails.
+
+    ``cap`` (with ``cap_low`` and ``cap_high`` from the band's edges) is the simulated cap
+    of one instance of the worker: the whole card, or one MIG instance or MPS client.
+    ``per_card`` is how many such instances a card holds for us: the mode's instance
+    count (MIG: the profile's maximum on the card; MPS: floor(100 / share)), or 1 when the
+    rest of the card goes to other jobs; ``card_share`` is the part of the card's price a
+    card's seats carry (1, or our fraction of the card when it is shared with other jobs).
+    Options are ranked, sized and priced on seats per card.
+    """
 
     policy: str
     sharing: Sharing
@@ -199,23 +212,53 @@ class Option:
     extrapolated: bool
     history: tuple[Pooled, ...]  # central curve, n = 1 .. cap + 1
     deciding_batches: tuple[int, ...] = ()  # frames per batch size in the deciding runs
+    per_card: int = 1
+    card_share: float = 1.0
 
     @property
     def mode(self) -> str:
         return self.sharing.mode
 
     @property
+    def derived(self) -> bool:
+        """Whether this mode's curve is derived from the whole-card curve by a model."""
+        return derived(self.sharing)
+
+    @property
     def label(self) -> str:
-        return f"{self.policy}, {self.sharing.label}"
+        return f"{self.policy}, {self.sharing.label}" + (" (derived)" if self.derived else "")
+
+    @property
+    def seats_per_card(self) -> int:
+        return self.cap * self.per_card
+
+    @property
+    def seats_per_card_low(self) -> int:
+        """Seats per card on the band's worse edge (the smaller of the two caps)."""
+        return min(self.cap_low, self.cap) * self.per_card
+
+    @property
+    def seats_per_card_high(self) -> int:
+        return max(self.cap_high, self.cap) * self.per_card
+
+    @property
+    def seats_per_instance(self) -> str:
+        """``"3"`` or ``"4–5"`` when the band makes the cap a range."""
+        return _range(self.cap, self.cap_low, self.cap_high)
 
     @property
     def seats(self) -> str:
-        """``"3"`` or ``"4–5"`` when the band makes the cap a range."""
-        low, high = (
-            min(self.cap_low, self.cap, self.cap_high),
-            max(self.cap_low, self.cap, self.cap_high),
-        )
-        return str(self.cap) if low == high else f"{low}–{high}"
+        """Seats per card: ``"21"``, or ``"21–28"`` when the band makes the cap a range."""
+        k = self.per_card
+        return _range(self.cap * k, self.cap_low * k, self.cap_high * k)
+
+    @property
+    def instances_note(self) -> str:
+        """How seats per card follow from the cap, e.g. "3 per instance x 7 instances"."""
+        if self.per_card == 1:
+            return ""
+        unit = "instance" if self.sharing.mode == "mig" else "MPS client"
+        return f"{self.seats_per_instance} per {unit} x {self.per_card} {unit}s"
 
     def as_dict(self) -> dict[str, Any]:
         isolation = ISOLATION[self.sharing.mode]
@@ -224,10 +267,17 @@ class Option:
             "policy": self.policy,
             "mode": self.sharing.mode,
             "sharing": self.sharing.label,
+            "derived": self.derived,
             "cap": self.cap,
             "cap_low": self.cap_low,
             "cap_high": self.cap_high,
+            "seats_per_instance": self.seats_per_instance,
+            "instances_per_card": self.per_card,
+            "seats_per_card": self.seats_per_card,
+            "seats_per_card_low": self.seats_per_card_low,
+            "seats_per_card_high": self.seats_per_card_high,
             "seats": self.seats,
+            "card_share": self.card_share,
             "binding_constraint": self.binding_constraint,
             "failures": [f.sentence for f in self.failures],
             "extrapolated": self.extrapolated,
@@ -240,31 +290,39 @@ class Option:
         }
 
 
+def _range(central: int, low: int, high: int) -> str:
+    lo, hi = min(low, central, high), max(low, central, high)
+    return str(central) if lo == hi else f"{lo}–{hi}"
+
+
 @dataclass(frozen=True)
 class Fleet:
-    """GPUs for a peak of concurrent sessions, and what a seat costs (SPEC §3.5)."""
+    """GPUs for a peak of concurrent sessions, and what a seat costs (SPEC §3.5): both
+    on seats per card."""
 
     peak_sessions: int | None
     headroom: float
-    cap: int
-    cap_low: int
+    seats_per_card: int
+    seats_per_card_low: int
     gpus: int | None
     gpus_worst: int | None  # on the pessimistic cap
     price_per_hour: UsdPerHour | None
     cost_per_seat_hour: float | None
+    card_share: float = 1.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "peak_sessions": self.peak_sessions,
             "headroom": self.headroom,
-            "cap": self.cap,
+            "seats_per_card": self.seats_per_card,
             "gpus": self.gpus,
             "gpus_at_cap_low": self.gpus_worst,
             "price_per_hour": self.price_per_hour,
+            "card_share": self.card_share,
             "cost_per_seat_hour": self.cost_per_seat_hour,
             "cost_per_hour": None
             if self.gpus is None or self.price_per_hour is None
-            else self.gpus * self.price_per_hour,
+            else self.gpus * self.price_per_hour * self.card_share,
         }
 
 
@@ -295,9 +353,9 @@ class Recommendation:
         }
 
 
-def fleet_size(peak_sessions: int, headroom: float, cap: int) -> int:
-    """GPUs needed: ``ceil(D * (1 + h) / cap)``."""
-    return math.ceil(peak_sessions * (1.0 + headroom) / cap - 1e-9)
+def fleet_size(peak_sessions: int, headroom: float, seats_per_card: int) -> int:
+    """GPUs needed: ``ceil(D * (1 + h) / seats per card)``."""
+    return math.ceil(peak_sessions * (1.0 + headroom) / seats_per_card - 1e-9)
 
 
 def failures(pooled: Pooled, criteria: Criteria) -> tuple[Failure, ...]:
@@ -372,8 +430,8 @@ def recommend(request: Request, cache: PoolCache | None = None) -> Recommendatio
     ranked = sorted(
         built,
         key=lambda o: (
-            -o.cap,
-            -o.cap_low,
+            -o.seats_per_card,
+            -o.seats_per_card_low,
             o.at_cap.e2e_latency_ms
             if o.at_cap and o.at_cap.e2e_latency_ms is not None
             else math.inf,
@@ -450,6 +508,8 @@ def _option(
         extrapolated=extrapolated,
         history=tuple(rows),
         deciding_batches=tuple(int(v) for v in frames),
+        per_card=1 if request.other_jobs else instances_per_card(sharing),
+        card_share=card_fraction(sharing) if request.other_jobs else 1.0,
     )
 
 
@@ -496,16 +556,17 @@ def fleet(
     if option is None or option.cap < 1 or (peak_sessions is None and price_per_hour is None):
         return None
     peak, price = peak_sessions, price_per_hour
-    low = min(option.cap_low, option.cap)
+    seats, low = option.seats_per_card, option.seats_per_card_low
     return Fleet(
         peak_sessions=peak,
         headroom=headroom,
-        cap=option.cap,
-        cap_low=low,
-        gpus=None if peak is None else fleet_size(peak, headroom, option.cap),
+        seats_per_card=seats,
+        seats_per_card_low=low,
+        gpus=None if peak is None else fleet_size(peak, headroom, seats),
         gpus_worst=None if peak is None or low < 1 else fleet_size(peak, headroom, low),
         price_per_hour=price,
-        cost_per_seat_hour=None if price is None else price / option.cap,
+        cost_per_seat_hour=None if price is None else price * option.card_share / seats,
+        card_share=option.card_share,
     )
 
 
@@ -562,8 +623,11 @@ def _summary(request: Request, best: Option, recommended: bool, measure: int | N
     seats = best.seats
     plural = "seat" if seats == "1" else "seats"
     text = f"{seats} {plural} per card — {best.label}"
+    if best.instances_note:
+        text += f" ({best.instances_note})"
     if best.failures:
-        text += f"; the next seat fails: {best.binding_constraint}"
+        nxt = "the next seat" if best.per_card == 1 else "one more session per instance"
+        text += f"; {nxt} fails: {best.binding_constraint}"
     else:
         text += f"; {best.binding_constraint}"
     if best.extrapolated:
@@ -586,6 +650,20 @@ def _assumptions(request: Request) -> tuple[str, ...]:
                 f"The {sharing.mig_profile} curve is derived from the whole-card curve, "
                 "not measured on that profile."
             )
+    shared = [s for s in dict.fromkeys(request.sharings) if s.mode in ("mig", "mps")]
+    if shared and request.other_jobs:
+        notes.append(
+            "The rest of the card goes to other jobs: a card holds one instance of this "
+            "worker, and a seat is charged our fraction of the card (one MIG instance of "
+            "as many as fit, the MPS share, or an equal turn among time-sliced contexts)."
+        )
+    elif shared:
+        notes.append(
+            "Seats per card count every instance of the worker one card holds (MIG: the "
+            "profile's maximum instance count on the card; MPS: floor(100 / share) "
+            "clients), assuming the card's other instances run the same worker; say the "
+            "rest of the card goes to other jobs to count and charge one instance instead."
+        )
     notes.append(
         "Latency is GPU-side plus a fixed per-frame overhead for network, decode and "
         f"post-processing ({request.criteria.overhead_ms:g} ms), which does not occupy the GPU."

@@ -234,7 +234,7 @@ def test_plan_figures_and_option_rows() -> None:
     table = option_rows(result.options, dominated(result.options), peak_sessions=40,
                         price_per_hour=3.0)  # fmt: skip
     best = result.options[0]
-    assert table[0]["seats"] == best.seats and table[0]["memory isolation"] == "whole card"
+    assert table[0]["seats per card"] == best.seats and table[0]["memory isolation"] == "whole card"
     assert table[0]["GPUs for peak"] == fleet_size(40, 0.2, best.cap)
     assert table[0]["USD per seat-hour"] == round(3.0 / best.cap, 3)
     assert list(table[0])[-1] == "next seat fails because"

@@ -135,7 +135,7 @@ def test_plan_is_the_landing_page_and_answers_without_touching_anything(app: App
     assert axes(specs["plan_chart_pareto"])[1] == "seats per card"
 
     options = rows(app, "plan_options")
-    assert [(r["policy"], r["seats"]) for r in options] == [
+    assert [(r["policy"], r["seats per card"]) for r in options] == [
         (o.policy, o.seats) for o in result.options
     ]
     assert {"memory isolation", "fault isolation", "dominated by"} <= set(options[0])

@@ -15,6 +15,7 @@ from planner.links import (
     MODES,
     PARAMETERS,
     POLICIES,
+    Bool,
     Choice,
     CompareParams,
     Float,
@@ -62,6 +63,8 @@ def values(codec: Any) -> st.SearchStrategy[Any]:
             allow_nan=False,
             allow_subnormal=codec.low == 0,
         )
+    if isinstance(codec, Bool):
+        return st.booleans()
     if isinstance(codec, Choice):
         return st.sampled_from(codec.choices)
     if isinstance(codec, Subset):

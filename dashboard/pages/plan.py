@@ -16,6 +16,7 @@ from dashboard.state import store
 from dashboard.tables import option_rows
 from dashboard.text import md, md_list
 from dashboard.ui import show_problems, table
+from planner.cards import Card
 from planner.errors import BadInput, NotFound
 from planner.links import (
     PlanParams,
@@ -41,7 +42,7 @@ MODE_LABELS = {
 }
 CRITERIA = ("budget_ms", "percentile", "min_fps", "overhead_ms", "max_overwritten")
 EFFORT = ("seeds", "duration_s", "max_sessions")
-FLEET = ("peak_sessions", "headroom", "price_per_hour")
+FLEET = ("peak_sessions", "headroom", "price_per_hour", "other_jobs")
 TABLE_COLUMNS: dict[str, Any] = {
     "next seat fails because": st.column_config.TextColumn(width="large"),
     "latency at cap (ms)": st.column_config.NumberColumn(format="%.1f"),
@@ -162,7 +163,7 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
             "mig_profile",
             "MIG profile",
             profiles,
-            format_func=lambda p: f"{p} ({card.profile(p).slices} of {card.mig_slices} slices)",
+            format_func=lambda p: _profile_label(card, p),
         )
         mode_fields.append("mig_profile")
 
@@ -195,6 +196,18 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
     )
     if stored is not None and c.get("price_per_hour") is None:
         bar.caption(f"Using the stored price of {md(card.name)}: ${stored:.2f} per hour.")  # type: ignore[union-attr]
+    if "mig" in modes or "mps" in modes:
+        c.check(
+            bar,
+            "other_jobs",
+            "The rest of the card runs other jobs",
+            help="By default a MIG or MPS card is filled with instances of this worker, and "
+            "seats per card count them all. Tick this when the card's other instances run "
+            "other jobs: a card then counts one instance, and a seat costs our fraction of "
+            "the card.",
+        )
+    else:
+        st.session_state.pop(c.key("other_jobs"), None)
 
     effort = bar.expander("Simulation effort")
     c.number(
@@ -212,6 +225,7 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
     selected = tuple(modes)
     defaults = {"cotenants": (), "mps_share": None, "mig_profile": None}
     values = {**defaults, **values}
+    values["other_jobs"] = bool(values.get("other_jobs"))  # only asked with MIG or MPS
     if not selected:
         problems.append("Sharing modes: pick at least one")
     derived = modes_of(PlanParams(**{k: values[k] for k in defaults}))
@@ -224,6 +238,13 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
     except BadInput as exc:
         show_problems("These settings do not make a plan:", c.explain(exc.problems))
         return None
+
+
+def _profile_label(card: Card, name: str) -> str:
+    """``1g.10gb (1 of 7 slices, up to 7 per card)``."""
+    profile = card.profile(name)
+    fits = "" if profile.max_instances is None else f", up to {profile.max_instances} per card"
+    return f"{name} ({profile.slices} of {card.mig_slices} slices{fits})"
 
 
 def headline(result: Recommendation, inputs: PlanInputs) -> None:
@@ -239,8 +260,14 @@ def headline(result: Recommendation, inputs: PlanInputs) -> None:
         else:
             plural = "seat" if best.seats == "1" else "seats"
             st.title(f"{best.seats} {plural} per card — {best.label}")
+            if best.instances_note:
+                st.markdown(
+                    f"**{best.instances_note}** (the card's other instances run the same "
+                    "worker; say otherwise under *Fleet and cost*)."
+                )
+            unit = "" if best.per_card == 1 else " per instance"
             why = (
-                f"**Why not {best.cap + 1}?** {_sentence(best.binding_constraint)}"
+                f"**Why not {best.cap + 1}{unit}?** {_sentence(best.binding_constraint)}"
                 if best.failures
                 else f"**No limit found:** it {best.binding_constraint}."
             )
@@ -256,11 +283,13 @@ def headline(result: Recommendation, inputs: PlanInputs) -> None:
     cells[0].metric(
         "Seats per card",
         best.seats,
-        help="A range when the fitted curve's band makes the cap uncertain.",
+        help="A range when the fitted curve's band makes the cap uncertain. With MIG or "
+        "MPS: the seats of one instance times the instances one card holds.",
     )
+    where = str(best.cap) if best.per_card == 1 else f"{best.cap} per instance"
     if at is not None and at.e2e_latency_ms is not None:
-        cells[1].metric(f"p{at.percentile:g} latency at {best.cap}", f"{at.e2e_latency_ms:.1f} ms")
-        cells[2].metric(f"Slowest session at {best.cap}", f"{at.min_fps:.1f} fps")
+        cells[1].metric(f"p{at.percentile:g} latency at {where}", f"{at.e2e_latency_ms:.1f} ms")
+        cells[2].metric(f"Slowest session at {where}", f"{at.min_fps:.1f} fps")
     fleet = result.fleet
     if fleet is not None and fleet.gpus is not None:
         gpus = str(fleet.gpus)
@@ -272,11 +301,15 @@ def headline(result: Recommendation, inputs: PlanInputs) -> None:
             help=f"ceil(peak × (1 + {fleet.headroom:g}) / seats per card)",
         )
     if fleet is not None and fleet.cost_per_seat_hour is not None:
+        price = f"${fleet.price_per_hour:.2f} per card-hour"
+        if fleet.card_share < 1:
+            price += f" × our {fleet.card_share:.0%} of the card"
         st.markdown(
             f"**Cost:** ${fleet.cost_per_seat_hour:.3f} per seat-hour "
-            f"(${fleet.price_per_hour:.2f} per card-hour ÷ {fleet.cap} seats)"
+            f"({price} ÷ {fleet.seats_per_card} seats)"
             + (
-                f"; the fleet costs ${fleet.gpus * fleet.price_per_hour:,.2f} per hour."
+                f"; the fleet costs ${fleet.gpus * fleet.price_per_hour * fleet.card_share:,.2f}"
+                " per hour."
                 if fleet.gpus is not None and fleet.price_per_hour is not None
                 else "."
             )

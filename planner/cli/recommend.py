@@ -60,6 +60,13 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--peak-sessions", help="peak concurrent sessions, for the fleet size")
     parser.add_argument("--headroom", default="0.2", help="fleet headroom fraction (0.2)")
     parser.add_argument("--price-per-hour", help="card price, USD per hour (default: stored)")
+    parser.add_argument(
+        "--other-jobs",
+        action="store_true",
+        help="the rest of the card goes to other jobs (MIG, MPS): count one instance of the "
+        "worker per card and charge a seat our fraction of the card (default: the card's "
+        "other instances run the same worker)",
+    )
 
 
 def plan_params(args: argparse.Namespace) -> PlanParams:
@@ -74,6 +81,7 @@ def plan_params(args: argparse.Namespace) -> PlanParams:
         "duration_s": _float(args.duration_s),
         "max_sessions": _whole(args.max_sessions),
         "headroom": _float(args.headroom),
+        "other_jobs": bool(args.other_jobs),
     }
     optional = {
         "max_overwritten": _float,
@@ -151,8 +159,9 @@ def _print(result: Recommendation) -> None:
     rows = [
         (
             o.policy,
-            o.sharing.label,
+            o.sharing.label + (" (derived)" if o.derived else ""),
             o.seats,
+            o.seats_per_instance if o.per_card > 1 else "",
             "-"
             if o.at_cap is None or o.at_cap.e2e_latency_ms is None
             else f"{o.at_cap.e2e_latency_ms:.1f}"
@@ -165,8 +174,8 @@ def _print(result: Recommendation) -> None:
     ]
     pct = f"p{result.request.criteria.percentile:g}"
     print(
-        table(rows, ("policy", "sharing", "seats", f"{pct} ms at cap", "min fps at cap",
-                     "isolation (memory/fault)", "extrapolated"))
+        table(rows, ("policy", "sharing", "seats per card", "per instance", f"{pct} ms at cap",
+                     "min fps at cap", "isolation (memory/fault)", "extrapolated"))
     )  # fmt: skip
     print("why the next seat fails:")
     for o in result.options:
@@ -181,7 +190,8 @@ def _print(result: Recommendation) -> None:
                 f"{f['headroom']:.0%} headroom"
             )
         if f["cost_per_seat_hour"] is not None:
-            print(f"cost: ${f['cost_per_seat_hour']:.3f} per seat-hour")
+            share = "" if f["card_share"] == 1 else f", our {f['card_share']:.0%} of the card"
+            print(f"cost: ${f['cost_per_seat_hour']:.3f} per seat-hour{share}")
     print("assumptions:")
     for sentence in result.assumptions:
         print(f"  - {sentence}")
