@@ -21,8 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from planner import measure_next
 from planner.errors import BadInput
 from planner.fit import EDGES, Edge, FittedCurve
+from planner.measure_next import Advice
 from planner.policies import POLICIES
 from planner.scenario import Phases, Scenario, Sharing
 from planner.sharing import ASSUMPTIONS, ISOLATION, card_fraction, derived, instances_per_card
@@ -339,6 +341,7 @@ class Recommendation:
     fleet: Fleet | None
     assumptions: tuple[str, ...]
     simulations: int
+    measure_next_basis: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """The document ``planner recommend --json`` prints."""
@@ -347,6 +350,7 @@ class Recommendation:
             "summary": self.summary,
             "options": [o.as_dict() for o in self.options],
             "measure_next": self.measure_next,
+            "measure_next_basis": self.measure_next_basis,
             "fleet": self.fleet.as_dict() if self.fleet else None,
             "assumptions": list(self.assumptions),
             "simulations": self.simulations,
@@ -444,7 +448,8 @@ def recommend(request: Request, cache: PoolCache | None = None) -> Recommendatio
     if recommended is None:
         # Nothing holds one session: describe the option that came closest at one session.
         best = min(ranked, key=lambda o: _shortfall(o.history[0], request.criteria))
-    measure = _measure_next(request, best)
+    advice = _measure_next(request, best)
+    measure = advice.batch
     sized = _fleet(request, recommended)
     return Recommendation(
         request=request,
@@ -452,6 +457,7 @@ def recommend(request: Request, cache: PoolCache | None = None) -> Recommendatio
         recommended=recommended,
         summary=_summary(request, best, recommended is not None, measure),
         measure_next=measure,
+        measure_next_basis=advice.basis,
         fleet=sized,
         assumptions=_assumptions(request),
         simulations=simulations,
@@ -525,22 +531,17 @@ def _shortfall(pooled: Pooled, criteria: Criteria) -> float:
     return miss
 
 
-def _measure_next(request: Request, option: Option) -> int | None:
-    """The batch size whose measurement would best settle this option's cap.
-
-    Weighted by the frames each batch size carried in the runs that decided the cap; only
-    offered when the cap is a range or rests on extrapolated batch sizes.
-    """
-    if len({option.cap, option.cap_low, option.cap_high}) == 1 and not option.extrapolated:
-        return None
-    curve = request.curve_for(option.sharing)
-    upto = max(64, request.max_sessions)
-    weights = np.zeros(upto)
-    batches = np.asarray(option.deciding_batches[1 : upto + 1], dtype=float)
-    weights[: batches.size] = batches
-    if not weights.any():
-        weights = None  # type: ignore[assignment]
-    return curve.measure_next(upto, weights)
+def _measure_next(request: Request, option: Option) -> Advice:
+    """The batch size to measure next for this plan (``planner.measure_next.for_plan``):
+    weighted by the frames each batch size carried in the runs that decided the option's
+    cap, and only when that cap is a range or rests on extrapolated batch sizes."""
+    settled = len({option.cap, option.cap_low, option.cap_high}) == 1 and not option.extrapolated
+    return measure_next.for_plan(
+        request.curve_for(option.sharing),
+        max(64, request.max_sessions),
+        option.deciding_batches,
+        settled=settled,
+    )
 
 
 def fleet(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-KEYS = {"points", "model", "predictions", "loo", "measure_next"}
+KEYS = {"points", "model", "predictions", "loo", "measure_next", "measure_next_basis"}
 PREDICTION_KEYS = {"batch", "latency_ms", "low_ms", "high_ms", "extrapolated"}
 
 

@@ -30,6 +30,7 @@ from dashboard.ui import (
     table,
 )
 from dashboard.uploads import UploadForm, preview
+from planner import measure_next
 from planner.curve import PRECISIONS, Curve
 from planner.errors import BadInput, NotFound
 from planner.fit import fit_curve
@@ -204,11 +205,12 @@ def diagnostics(curve: Curve) -> None:
                 f"{names} could not be honoured (likely noise). They show as crosses.",
                 icon=":material/warning:",
             )
-        following = fit.measure_next(64)
-        if following is not None:
+        advice = measure_next.for_curve(fit)
+        if advice.batch is not None:
             st.info(
-                f"**Measure batch {following} next.** Of batch sizes 1 to 64, a measurement "
-                "there would narrow this curve's band the most.",
+                f"**Measure batch {advice.batch} next**, relative to {advice.basis}. A plan "
+                "weights the batch sizes its decision rests on, so the Plan page may name "
+                "another batch for this curve.",
                 icon=":material/straighten:",
             )
         loo = fit.loo

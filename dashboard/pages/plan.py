@@ -323,9 +323,8 @@ def headline(result: Recommendation, inputs: PlanInputs) -> None:
         )
     if result.measure_next is not None:
         st.info(
-            f"**Measure batch {result.measure_next} next.** Of all batch sizes, a measurement "
-            "there would narrow the range of this cap the most (Measure page, or "
-            "`planner measure` on the card).",
+            f"**Measure batch {result.measure_next} next**, relative to "
+            f"{result.measure_next_basis} (Measure page, or `planner measure` on the card).",
             icon=":material/straighten:",
         )
     if at is not None and at.low_confidence:

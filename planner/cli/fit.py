@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from planner import measure_next
 from planner.cli.output import open_store, print_json, table
 from planner.curve import MAX_BATCH, Point, parse_points_option
 from planner.errors import BadInput
@@ -57,6 +58,7 @@ def fit_document(fitted: FittedCurve, upto: int) -> dict[str, Any]:
     central, low, high = fitted.band(batches)
     outside = fitted.extrapolated(batches)
     loo = fitted.loo
+    advice = measure_next.for_curve(fitted, upto)
     return {
         "points": [[p.batch, p.latency_ms] for p in fitted.points],
         "model": fitted.description,
@@ -71,7 +73,8 @@ def fit_document(fitted: FittedCurve, upto: int) -> dict[str, Any]:
             for b, c, lo, hi, x in zip(batches, central, low, high, outside, strict=True)
         ],
         "loo": None if loo is None else {"fit": loo.fit, "straight_line": loo.straight_line},
-        "measure_next": fitted.measure_next(upto),
+        "measure_next": advice.batch,
+        "measure_next_basis": advice.basis,
     }
 
 
@@ -125,7 +128,10 @@ def _print(fitted: FittedCurve, document: dict[str, Any], upto: int) -> None:
             f"{loo['straight_line']:.1%}"
         )
     if document["measure_next"] is not None:
-        print(f"measure next: batch {document['measure_next']}")
+        print(
+            f"measure next: batch {document['measure_next']} (relative to "
+            f"{document['measure_next_basis']}; `planner recommend` gives it for a plan)"
+        )
     print("assumptions:")
     for sentence in fitted.assumptions:
         print(f"  - {sentence}")
