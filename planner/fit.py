@@ -23,10 +23,9 @@ from scipy.optimize import isotonic_regression
 from planner.curve import Point, normalise_points
 from planner.errors import BadInput
 from planner.shape import (
-    CENTRAL_GAIN_CAP,
+    GAIN_CAP,
     NOISE,
     ONE_POINT_SLOPE,
-    OPTIMISTIC_GAIN_CAP,
     FloatArray,
     Shape,
 )
@@ -216,8 +215,9 @@ def fit_curve(points: Iterable[Point]) -> FittedCurve:
     Model assumptions: latency of one batched call never falls as the batch grows;
     measured medians carry about 0.75% noise (or their reported spread); between two
     measured batches the time per frame moves monotonically; beyond the measured range
-    each extra frame costs about what the last measured step cost, throughput reaches at
-    most 4x the best measured (16x on the optimistic edge), and the band widens with
+    each extra frame costs about what the last measured step cost, so the central
+    throughput levels off where the data put it, never above 16x the best measured
+    (``GAIN_CAP``, which also bounds the optimistic edge); and the band widens with
     distance towards "no further batching gain". See ``planner.shape`` and
     ``docs/design.md`` for the reasoning.
 
@@ -371,14 +371,22 @@ def _describe(pts: tuple[Point, ...], fitted: FloatArray) -> str:
         p = pts[0]
         return (
             f"one point ({_fmt(p.latency_ms)} ms at batch {p.batch}); shape assumed: latency "
-            f"~ batch^{ONE_POINT_SLOPE:g}, throughput <= {CENTRAL_GAIN_CAP:g}x measured"
+            f"~ batch^{ONE_POINT_SLOPE:g}, throughput <= {GAIN_CAP:g}x measured"
         )
     first, last = pts[0].batch, pts[-1].batch
     step = max((fitted[-1] - fitted[-2]) / (pts[-1].batch - pts[-2].batch), 0.0)
     return (
         f"{len(pts)} points, batch {first}-{last}: linear between them; beyond {last}: "
-        f"+{_fmt(step)} ms per extra frame, throughput <= {CENTRAL_GAIN_CAP:g}x best measured"
+        f"+{_fmt(step)} ms per extra frame, throughput <= {GAIN_CAP:g}x best measured"
     )
+
+
+def _levels_off(step: float, best: float) -> str:
+    """Where the central throughput heads when every extra frame costs ``step`` ms."""
+    limit = GAIN_CAP * best
+    if step > 0 and 1000.0 / step < limit:
+        return f"so the central throughput levels off towards {1000.0 / step:.4g} frames/s"
+    return f"so the central throughput rises until the bound of {limit:.4g} frames/s"
 
 
 def _assumptions(
@@ -386,9 +394,8 @@ def _assumptions(
 ) -> tuple[str, ...]:
     best = max(1000.0 * p.batch / p.latency_ms for p in pts)
     caps = (
-        f"Throughput never exceeds {CENTRAL_GAIN_CAP:g}x the best measured "
-        f"({best:.4g} frames/s) on the central estimate, and {OPTIMISTIC_GAIN_CAP:g}x on "
-        "the optimistic edge."
+        f"Throughput never exceeds {GAIN_CAP:g}x the best measured ({best:.4g} frames/s), "
+        "on the central estimate or the optimistic edge."
     )
     if len(pts) == 1:
         p = pts[0]
@@ -412,7 +419,7 @@ def _assumptions(
     if step <= average:
         out.append(
             f"Beyond batch {last.batch} each extra frame is assumed to cost what the last "
-            f"measured step cost ({_fmt(step)} ms per frame)."
+            f"measured step cost ({_fmt(step)} ms per frame), {_levels_off(step, best)}."
         )
         out.append(
             "The optimistic edge assumes extra frames may cost somewhat less than that; the "

@@ -47,21 +47,15 @@ def test_the_band_contains_most_hidden_points_and_stays_narrow(results, protocol
     assert r.width <= 0.50, report(results)
 
 
-@pytest.mark.parametrize("protocol", ["next-two", "first-half-up", "leave-one-out"])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_the_central_fit_is_at_least_as_accurate_as_the_straight_line(
     results, protocol: str
 ) -> None:
+    # Including the first half predicting the rest, which reaches up to 32x beyond the
+    # measured batches: LLM-decode and EfficientNet curves gain 5-12x in throughput there,
+    # and the central estimate has to let the data say so (a fixed 4x cap did not).
     r = results[protocol]
     assert r.fit_error <= r.straight_line_error, report(results)
-
-
-def test_first_half_trades_a_little_median_accuracy_for_the_throughput_cap(results) -> None:
-    # Predicting the second half from the first ``n // 2`` points reaches far beyond the
-    # measured range, where the fit caps throughput at 4x the best measured. On the four
-    # LLM-decode and EfficientNet curves that gain 5-12x there, the cap costs accuracy that
-    # the straight line (which has no cap) keeps: docs/performance.md gives the figures.
-    r = results["first-half"]
-    assert r.fit_error <= r.straight_line_error + 0.01, report(results)
 
 
 def test_every_protocol_hides_points_from_every_curve(results) -> None:
