@@ -23,9 +23,11 @@ from scipy.optimize import isotonic_regression
 from planner.curve import Point, normalise_points
 from planner.errors import BadInput
 from planner.shape import (
+    BAND,
     GAIN_CAP,
     NOISE,
     ONE_POINT_SLOPE,
+    BandRules,
     FloatArray,
     Shape,
 )
@@ -157,7 +159,7 @@ class FittedCurve:
         trials = []
         for i, point in enumerate(self.points):
             rest = self.points[:i] + self.points[i + 1 :]
-            c, lo, hi = fit_curve(rest).band(point.batch)
+            c, lo, hi = fit_curve(rest, rules=self._shape.rules).band(point.batch)
             line = straight_line(rest)(np.array([point.batch], dtype=np.float64))
             trials.append(
                 HeldOut(
@@ -198,7 +200,9 @@ class FittedCurve:
         central = self.latency(np.asarray(candidates, dtype=np.float64))
         scores = []
         for batch, ms in zip(candidates, central, strict=True):
-            trial = fit_curve((*self.points, Point(batch=batch, latency_ms=float(ms))))
+            trial = fit_curve(
+                (*self.points, Point(batch=batch, latency_ms=float(ms))), rules=self._shape.rules
+            )
             c, lo, hi = trial.band(grid)
             scores.append(float(np.sum(w * (hi - lo) / c)))
         # Candidates within 1% of the best narrow the band equally well, as far as the model
@@ -209,7 +213,7 @@ class FittedCurve:
         return max(near, key=lambda b: (float(np.min(np.abs(np.log(b) - logs))), -b))
 
 
-def fit_curve(points: Iterable[Point]) -> FittedCurve:
+def fit_curve(points: Iterable[Point], *, rules: BandRules = BAND) -> FittedCurve:
     """Fit a whole batch curve, with an optimistic/pessimistic band, to measured points.
 
     Model assumptions: latency of one batched call never falls as the batch grows;
@@ -226,6 +230,10 @@ def fit_curve(points: Iterable[Point]) -> FittedCurve:
     points
         Measured points in any order (``planner.curve.Point``); batch sizes >= 1, latencies
         > 0, each batch at most once. Spread fields (p10/p90 or std) widen the noise.
+    rules
+        How far the band reaches beyond the measured range (``planner.shape.BandRules``).
+        The default is the choice made on published curves; other values are for judging
+        that choice (``planner.fit_eval``). The central estimate does not depend on it.
 
     Returns
     -------
@@ -271,6 +279,7 @@ def fit_curve(points: Iterable[Point]) -> FittedCurve:
         noise_low=noise_low,
         noise_high=noise_high,
         best_per_frame=float(np.min(measured / batches)),
+        rules=rules,
     )
     return FittedCurve(
         points=pts,
