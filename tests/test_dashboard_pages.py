@@ -356,6 +356,7 @@ def test_measure_builds_the_exact_command_for_the_card_machine(app: AppTest) -> 
     assert options.card == "l4 (rack 3)" and args.out == Path("l4.csv")
 
 
+@pytest.mark.torch
 def test_measure_here_runs_the_harness_and_stores_the_curve(app: AppTest) -> None:
     open_page(app, "measure.py")
     app.text_input(key="measure_here_batches").set_value("1,2")
