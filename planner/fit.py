@@ -23,10 +23,11 @@ from scipy.optimize import isotonic_regression
 from planner.curve import Point, normalise_points
 from planner.errors import BadInput
 from planner.shape import (
-    CENTRAL_GAIN_CAP,
+    BAND,
+    GAIN_CAP,
     NOISE,
     ONE_POINT_SLOPE,
-    OPTIMISTIC_GAIN_CAP,
+    BandRules,
     FloatArray,
     Shape,
 )
@@ -158,7 +159,7 @@ class FittedCurve:
         trials = []
         for i, point in enumerate(self.points):
             rest = self.points[:i] + self.points[i + 1 :]
-            c, lo, hi = fit_curve(rest).band(point.batch)
+            c, lo, hi = fit_curve(rest, rules=self._shape.rules).band(point.batch)
             line = straight_line(rest)(np.array([point.batch], dtype=np.float64))
             trials.append(
                 HeldOut(
@@ -199,7 +200,9 @@ class FittedCurve:
         central = self.latency(np.asarray(candidates, dtype=np.float64))
         scores = []
         for batch, ms in zip(candidates, central, strict=True):
-            trial = fit_curve((*self.points, Point(batch=batch, latency_ms=float(ms))))
+            trial = fit_curve(
+                (*self.points, Point(batch=batch, latency_ms=float(ms))), rules=self._shape.rules
+            )
             c, lo, hi = trial.band(grid)
             scores.append(float(np.sum(w * (hi - lo) / c)))
         # Candidates within 1% of the best narrow the band equally well, as far as the model
@@ -210,14 +213,15 @@ class FittedCurve:
         return max(near, key=lambda b: (float(np.min(np.abs(np.log(b) - logs))), -b))
 
 
-def fit_curve(points: Iterable[Point]) -> FittedCurve:
+def fit_curve(points: Iterable[Point], *, rules: BandRules = BAND) -> FittedCurve:
     """Fit a whole batch curve, with an optimistic/pessimistic band, to measured points.
 
     Model assumptions: latency of one batched call never falls as the batch grows;
     measured medians carry about 0.75% noise (or their reported spread); between two
     measured batches the time per frame moves monotonically; beyond the measured range
-    each extra frame costs about what the last measured step cost, throughput reaches at
-    most 4x the best measured (16x on the optimistic edge), and the band widens with
+    each extra frame costs about what the last measured step cost, so the central
+    throughput levels off where the data put it, never above 16x the best measured
+    (``GAIN_CAP``, which also bounds the optimistic edge); and the band widens with
     distance towards "no further batching gain". See ``planner.shape`` and
     ``docs/design.md`` for the reasoning.
 
@@ -226,6 +230,10 @@ def fit_curve(points: Iterable[Point]) -> FittedCurve:
     points
         Measured points in any order (``planner.curve.Point``); batch sizes >= 1, latencies
         > 0, each batch at most once. Spread fields (p10/p90 or std) widen the noise.
+    rules
+        How far the band reaches beyond the measured range (``planner.shape.BandRules``).
+        The default is the choice made on published curves; other values are for judging
+        that choice (``planner.fit_eval``). The central estimate does not depend on it.
 
     Returns
     -------
@@ -271,6 +279,7 @@ def fit_curve(points: Iterable[Point]) -> FittedCurve:
         noise_low=noise_low,
         noise_high=noise_high,
         best_per_frame=float(np.min(measured / batches)),
+        rules=rules,
     )
     return FittedCurve(
         points=pts,
@@ -371,14 +380,22 @@ def _describe(pts: tuple[Point, ...], fitted: FloatArray) -> str:
         p = pts[0]
         return (
             f"one point ({_fmt(p.latency_ms)} ms at batch {p.batch}); shape assumed: latency "
-            f"~ batch^{ONE_POINT_SLOPE:g}, throughput <= {CENTRAL_GAIN_CAP:g}x measured"
+            f"~ batch^{ONE_POINT_SLOPE:g}, throughput <= {GAIN_CAP:g}x measured"
         )
     first, last = pts[0].batch, pts[-1].batch
     step = max((fitted[-1] - fitted[-2]) / (pts[-1].batch - pts[-2].batch), 0.0)
     return (
         f"{len(pts)} points, batch {first}-{last}: linear between them; beyond {last}: "
-        f"+{_fmt(step)} ms per extra frame, throughput <= {CENTRAL_GAIN_CAP:g}x best measured"
+        f"+{_fmt(step)} ms per extra frame, throughput <= {GAIN_CAP:g}x best measured"
     )
+
+
+def _levels_off(step: float, best: float) -> str:
+    """Where the central throughput heads when every extra frame costs ``step`` ms."""
+    limit = GAIN_CAP * best
+    if step > 0 and 1000.0 / step < limit:
+        return f"so the central throughput levels off towards {1000.0 / step:.4g} frames/s"
+    return f"so the central throughput rises until the bound of {limit:.4g} frames/s"
 
 
 def _assumptions(
@@ -386,9 +403,8 @@ def _assumptions(
 ) -> tuple[str, ...]:
     best = max(1000.0 * p.batch / p.latency_ms for p in pts)
     caps = (
-        f"Throughput never exceeds {CENTRAL_GAIN_CAP:g}x the best measured "
-        f"({best:.4g} frames/s) on the central estimate, and {OPTIMISTIC_GAIN_CAP:g}x on "
-        "the optimistic edge."
+        f"Throughput never exceeds {GAIN_CAP:g}x the best measured ({best:.4g} frames/s), "
+        "on the central estimate or the optimistic edge."
     )
     if len(pts) == 1:
         p = pts[0]
@@ -412,7 +428,7 @@ def _assumptions(
     if step <= average:
         out.append(
             f"Beyond batch {last.batch} each extra frame is assumed to cost what the last "
-            f"measured step cost ({_fmt(step)} ms per frame)."
+            f"measured step cost ({_fmt(step)} ms per frame), {_levels_off(step, best)}."
         )
         out.append(
             "The optimistic edge assumes extra frames may cost somewhat less than that; the "

@@ -7,15 +7,25 @@ the straight-line method, and reports per protocol: the median relative error of
 often the fit's band contained the hidden point, and the median relative band width
 (``(pessimistic - optimistic) / central``).
 
+The band's constants (``planner.shape.BandRules``) are chosen on such curves by ``tune``.
+Because a choice judged on the curves it was made on flatters itself, ``halves`` splits the
+set at random into a tuning half and a judging half, tunes on the one and judges on the
+other, and averages the judged figures over many splits.
+
 Run ``python -m planner.fit_eval FILE`` to print the table that ``docs/performance.md``
-quotes.
+quotes; ``--halves`` adds the table over random halves, ``--tune`` prints the rules ``tune``
+chooses on the whole file.
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
+import itertools
 import json
 import math
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +36,7 @@ import numpy as np
 from planner.bench import Figures, best_of, section
 from planner.curve import Point
 from planner.fit import FittedCurve, fit_curve, straight_line
+from planner.shape import BandRules
 
 Split = tuple[tuple[Point, ...], tuple[Point, ...]]
 
@@ -36,6 +47,21 @@ PROTOCOLS: dict[str, str] = {
     "first-half-up": "the first half rounded up (ceil(n / 2), at least 2) predicts the rest",
     "leave-one-out": "every point is predicted from all the others",
 }
+# The protocols that predict beyond the measured range, where the band's rules apply and
+# its targets are judged.
+EXTRAPOLATION: tuple[str, ...] = ("next-two", "first-half", "first-half-up")
+# The targets: the band contains at least COVERAGE of hidden points at a median relative
+# width of at most WIDTH (and the central estimate is at least as accurate as the line).
+COVERAGE = 0.80
+WIDTH = 0.50
+# The rules ``tune`` chooses among: the band constants on a grid around physically sensible
+# values (how much cheaper or dearer an extra frame may be, how fast the gain fades).
+TUNING_GRID: tuple[BandRules, ...] = tuple(
+    BandRules(marginal_low=(base, unsettled), marginal_high=high, fade=fade)
+    for fade, high, base, unsettled in itertools.product(
+        (0.3, 0.35, 0.4, 0.45, 0.5, 0.6), (0.1, 0.15, 0.2), (0.0, 0.05, 0.1), (0.3, 0.4, 0.5)
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -96,44 +122,173 @@ def splits(protocol: str, points: Sequence[Point]) -> Iterator[Split]:
         raise ValueError(f"unknown protocol {protocol!r}; choose from {', '.join(PROTOCOLS)}")
 
 
+@dataclass(frozen=True)
+class Hidden:
+    """What one protocol made of one curve: per hidden point, the fit's and the line's
+    relative errors, whether the band contained it, and the band's relative width."""
+
+    fit_error: tuple[float, ...]
+    straight_line_error: tuple[float, ...]
+    inside: tuple[bool, ...]
+    width: tuple[float, ...]
+
+
+Fit = Callable[[Sequence[Point]], FittedCurve]
+
+
+def hide(protocol: str, curve: DevCurve, fit: Fit = fit_curve) -> Hidden:
+    """Hide one curve's points as ``protocol`` says and predict them from the rest."""
+    fit_err: list[float] = []
+    line_err: list[float] = []
+    inside: list[bool] = []
+    width: list[float] = []
+    for known, hidden in splits(protocol, curve.points):
+        b = np.array([p.batch for p in hidden], dtype=np.float64)
+        truth = np.array([p.latency_ms for p in hidden])
+        central, low, high = fit(known).band(b)
+        line = straight_line(known)(b)
+        fit_err.extend(float(e) for e in np.abs(central - truth) / truth)
+        line_err.extend(float(e) for e in np.abs(line - truth) / truth)
+        inside.extend(bool(i) for i in (low <= truth) & (truth <= high))
+        width.extend(float(w) for w in (high - low) / central)
+    return Hidden(tuple(fit_err), tuple(line_err), tuple(inside), tuple(width))
+
+
+def summarise(protocol: str, hidden: Sequence[Hidden]) -> ProtocolResult:
+    """One protocol's figures over the curves whose ``hide`` results are given."""
+    fit_err = [e for h in hidden for e in h.fit_error]
+    line_err = [e for h in hidden for e in h.straight_line_error]
+    return ProtocolResult(
+        protocol=protocol,
+        curves=sum(bool(h.fit_error) for h in hidden),
+        hidden=len(fit_err),
+        fit_error=float(np.median(fit_err)),
+        straight_line_error=float(np.median(line_err)),
+        fit_mean_error=float(np.mean(fit_err)),
+        straight_line_mean_error=float(np.mean(line_err)),
+        inside=float(np.mean([i for h in hidden for i in h.inside])),
+        width=float(np.median([w for h in hidden for w in h.width])),
+    )
+
+
 def evaluate(
     curves: Sequence[DevCurve],
     protocols: Sequence[str] = tuple(PROTOCOLS),
-    fit: Callable[[Sequence[Point]], FittedCurve] = fit_curve,
+    fit: Fit = fit_curve,
 ) -> dict[str, ProtocolResult]:
     """Hide points per protocol, predict them, and summarise fit against straight line."""
-    results = {}
-    for protocol in protocols:
-        fit_err: list[float] = []
-        line_err: list[float] = []
-        inside: list[bool] = []
-        width: list[float] = []
-        used = 0
-        for curve in curves:
-            any_split = False
-            for known, hidden in splits(protocol, curve.points):
-                any_split = True
-                b = np.array([p.batch for p in hidden], dtype=np.float64)
-                truth = np.array([p.latency_ms for p in hidden])
-                central, low, high = fit(known).band(b)
-                line = straight_line(known)(b)
-                fit_err.extend(np.abs(central - truth) / truth)
-                line_err.extend(np.abs(line - truth) / truth)
-                inside.extend((low <= truth) & (truth <= high))
-                width.extend((high - low) / central)
-            used += any_split
-        results[protocol] = ProtocolResult(
-            protocol=protocol,
-            curves=used,
-            hidden=len(fit_err),
-            fit_error=float(np.median(fit_err)),
-            straight_line_error=float(np.median(line_err)),
-            fit_mean_error=float(np.mean(fit_err)),
-            straight_line_mean_error=float(np.mean(line_err)),
-            inside=float(np.mean(inside)),
-            width=float(np.median(width)),
+    return {p: summarise(p, [hide(p, c, fit) for c in curves]) for p in protocols}
+
+
+def margin(results: dict[str, ProtocolResult]) -> float:
+    """How far the band clears its targets on the extrapolation protocols: the smallest of
+    ``inside - COVERAGE`` and ``WIDTH - width`` over them (negative: a target is missed)."""
+    return min(min(results[p].inside - COVERAGE, WIDTH - results[p].width) for p in EXTRAPOLATION)
+
+
+def _fit_with(rules: BandRules) -> Fit:
+    return functools.partial(fit_curve, rules=rules)
+
+
+def _hide_all(
+    curves: Sequence[DevCurve], grid: Sequence[BandRules]
+) -> dict[BandRules, dict[str, list[Hidden]]]:
+    return {
+        rules: {p: [hide(p, c, _fit_with(rules)) for c in curves] for p in EXTRAPOLATION}
+        for rules in grid
+    }
+
+
+def _choose(hidden: dict[BandRules, dict[str, list[Hidden]]], which: Sequence[int]) -> BandRules:
+    """The rules whose band clears its targets by most on the curves numbered ``which``
+    (ties: the first in grid order)."""
+    return max(
+        hidden,
+        key=lambda rules: margin(
+            {p: summarise(p, [hidden[rules][p][i] for i in which]) for p in EXTRAPOLATION}
+        ),
+    )
+
+
+def tune(curves: Sequence[DevCurve], grid: Sequence[BandRules] = TUNING_GRID) -> BandRules:
+    """The band rules from ``grid`` that clear the targets by the widest ``margin`` on
+    ``curves``: a margin on both targets rather than a fit to their edge.
+
+    ``planner.shape.BAND`` is this function's choice on the development set.
+    """
+    return _choose(_hide_all(curves, grid), range(len(curves)))
+
+
+@dataclass(frozen=True)
+class Halves:
+    """Figures judged on the judging halves of random splits, averaged over the splits.
+
+    ``results`` holds, per protocol, the mean over splits of each figure (``curves`` and
+    ``hidden`` are rounded means); ``rules`` the band rules chosen on each tuning half.
+    """
+
+    results: dict[str, ProtocolResult]
+    rules: tuple[BandRules, ...]
+    judged: tuple[dict[str, ProtocolResult], ...]
+
+
+def halves(
+    curves: Sequence[DevCurve],
+    count: int = 20,
+    seed: int = 0,
+    grid: Sequence[BandRules] = TUNING_GRID,
+    protocols: Sequence[str] = tuple(PROTOCOLS),
+) -> Halves:
+    """Tune on one random half of ``curves``, judge on the other, ``count`` times.
+
+    Split k shuffles the curves with ``numpy.random.default_rng(seed)`` (one generator
+    for all splits, so the splits are reproducible) and tunes on the first ``n // 2``;
+    the band rules are chosen on that half alone (``tune``'s criterion) and every protocol
+    is judged on the rest with them. The central estimate and the straight line do not
+    depend on the rules.
+    """
+    if count < 1:
+        raise ValueError(f"count must be at least 1, not {count}")
+    rng = np.random.default_rng(seed)
+    tuning = _hide_all(curves, grid)
+    half = len(curves) // 2
+    judged_hidden: dict[BandRules, dict[str, list[Hidden]]] = {}
+    chosen: list[BandRules] = []
+    judged: list[dict[str, ProtocolResult]] = []
+    for _ in range(count):
+        order = rng.permutation(len(curves))
+        rules = _choose(tuning, [int(i) for i in order[:half]])
+        if rules not in judged_hidden:
+            judged_hidden[rules] = {
+                p: [hide(p, c, _fit_with(rules)) for c in curves] for p in protocols
+            }
+        judge = [int(i) for i in order[half:]]
+        chosen.append(rules)
+        judged.append(
+            {p: summarise(p, [judged_hidden[rules][p][i] for i in judge]) for p in protocols}
         )
-    return results
+    return Halves(
+        results={p: _mean(p, [j[p] for j in judged]) for p in protocols},
+        rules=tuple(chosen),
+        judged=tuple(judged),
+    )
+
+
+def _mean(protocol: str, results: Sequence[ProtocolResult]) -> ProtocolResult:
+    def avg(name: str) -> float:
+        return float(np.mean([getattr(r, name) for r in results]))
+
+    return ProtocolResult(
+        protocol=protocol,
+        curves=round(avg("curves")),
+        hidden=round(avg("hidden")),
+        fit_error=avg("fit_error"),
+        straight_line_error=avg("straight_line_error"),
+        fit_mean_error=avg("fit_mean_error"),
+        straight_line_mean_error=avg("straight_line_mean_error"),
+        inside=avg("inside"),
+        width=avg("width"),
+    )
 
 
 def report(results: dict[str, ProtocolResult]) -> str:
@@ -191,12 +346,49 @@ def bench_fit(progress: Callable[[str], None]) -> Figures:
     }
 
 
+def _describe_rules(rules: BandRules) -> str:
+    base, unsettled = rules.marginal_low
+    return (
+        f"marginal_low=({base:g}, {unsettled:g}), marginal_high={rules.marginal_high:g}, "
+        f"fade={rules.fade:g}"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print("usage: python -m planner.fit_eval DEVSET.json", file=sys.stderr)
-        return 2
-    print(report(evaluate(load_curves(args[0]))))
+    parser = argparse.ArgumentParser(
+        prog="python -m planner.fit_eval",
+        description="Judge the curve fit on a development set of published batch curves.",
+    )
+    parser.add_argument("devset", help="development-set JSON file")
+    parser.add_argument(
+        "--halves",
+        type=int,
+        metavar="N",
+        nargs="?",
+        const=20,
+        help="also tune on a random half and judge on the other, N times (default 20)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random halves")
+    parser.add_argument(
+        "--tune", action="store_true", help="print the band rules tuned on the whole file"
+    )
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.halves is not None and args.halves < 1:
+        parser.error("--halves must be at least 1")
+    curves = load_curves(args.devset)
+    print(report(evaluate(curves)))
+    if args.tune:
+        print(f"\nband rules tuned on all {len(curves)} curves: {_describe_rules(tune(curves))}")
+    if args.halves is not None:
+        result = halves(curves, count=args.halves, seed=args.seed)
+        print(
+            f"\nmean over {args.halves} random halves (seed {args.seed}), band rules tuned "
+            f"on the other half of each:\n"
+        )
+        print(report(result.results))
+        print("\nrules chosen on the tuning halves:")
+        for rules, times in Counter(result.rules).most_common():
+            print(f"- {times} x {_describe_rules(rules)}")
     return 0
 
 

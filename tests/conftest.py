@@ -1,7 +1,14 @@
-"""Shared fixtures: a fresh store file per test and an in-process command line."""
+"""Shared fixtures: a fresh store file per test and an in-process command line.
+
+Also what some tests need from outside the repository: tests marked ``torch`` are skipped,
+with the reason, where PyTorch is not installed; tests that read the shared import samples
+(``../shared/data/import-samples``) carry ``needs_samples`` and are skipped where that
+folder is missing, instead of failing to collect.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,6 +22,23 @@ from planner.store import Store
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO.parent / "shared" / "data" / "import-samples"
+SAMPLES_MISSING = (
+    f"needs the shared import samples in {SAMPLES} (../shared/data next to the repository), "
+    "which this checkout does not have"
+)
+needs_samples = pytest.mark.skipif(not SAMPLES.is_dir(), reason=SAMPLES_MISSING)
+
+TORCH_MISSING = "needs PyTorch: pip install torch==2.13.0, then the project's measure extra"
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Skip the tests marked ``torch`` when PyTorch is not installed, saying why."""
+    if HAVE_TORCH:
+        return
+    for item in items:
+        if item.get_closest_marker("torch") is not None:
+            item.add_marker(pytest.mark.skip(reason=TORCH_MISSING))
 
 
 @pytest.fixture

@@ -94,6 +94,7 @@ def test_nvidia_smi_absent_or_failing_gives_nothing(monkeypatch) -> None:
     assert devices.nvidia_smi() == {}
 
 
+@pytest.mark.torch
 def test_describe_the_cpu() -> None:
     info = devices.describe("cpu")
     assert info["device"] == "cpu" and info["device_name"] == info["cpu"]

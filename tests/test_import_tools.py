@@ -13,7 +13,7 @@ import pytest
 
 from planner.errors import BadInput
 from planner.imports import FORMATS, ImportOptions, ImportResult, detect_format, read_files
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, needs_samples
 
 PERF_HEADER = (
     "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,"
@@ -138,6 +138,7 @@ def test_one_batch_value_applies_to_every_perf_analyzer_file() -> None:
     assert result.curves[0].batches == (1,)
 
 
+@needs_samples
 def test_a_batch_that_the_throughput_contradicts_is_noted() -> None:
     gke = SAMPLES / "perf_analyzer_21.05__triton-server-gke-benchmark__perf_bert_base_gpu_trt.csv"
     wrong = read(("gke.csv", gke.read_text()), model="m", card="t4", batch=(1,))
@@ -218,6 +219,7 @@ def test_model_analyzer_config_picks_one_curve() -> None:
     assert curve.latencies == (0.9,)
 
 
+@needs_samples
 def test_model_analyzer_config_of_an_ensemble_by_its_name() -> None:
     path = SAMPLES / "model_analyzer_v1.33dev__ensemble_add_sub__metrics-model-inference.csv"
     result = read(("e.csv", path.read_text()), card="a10", config="ensemble_add_sub_config_default")

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from planner import measure as measure_module
 from planner.devices import resolve_device
@@ -31,8 +30,17 @@ from planner.measure import (
 )
 from planner.refmodel import HEATMAPS, IN_CHANNELS, build_reference_model, parameter_count
 from planner.timing import Timing
+from tests.conftest import TORCH_MISSING
+
+torch = pytest.importorskip("torch", reason=TORCH_MISSING)
 
 QUICK = ("--warmup", "2", "--rounds", "2", "--repetitions", "2", "--device", "cpu")
+
+pytestmark = [
+    pytest.mark.torch,
+    # TorchScript is deprecated in recent PyTorch releases but still what many teams ship.
+    pytest.mark.filterwarnings("ignore:`torch.jit.*:DeprecationWarning"),
+]
 
 gpu = pytest.mark.gpu
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -389,10 +397,6 @@ class TinyNet(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(self.conv(x))
-
-
-# TorchScript is deprecated in recent PyTorch releases but still what many teams ship.
-pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.*:DeprecationWarning")
 
 
 @pytest.fixture

@@ -114,10 +114,22 @@ def test_dominated_options_need_as_many_seats_at_no_higher_latency() -> None:
 
 def test_dominance_on_a_real_recommendation_marks_only_worse_options() -> None:
     result = recommend(request(criteria=Criteria(budget_ms=40.0)))
-    for option, winner in zip(result.options, dominated(result.options), strict=True):
-        if winner is not None:
-            assert winner.cap >= option.cap
-            assert latency_at_cap(winner) <= latency_at_cap(option)  # type: ignore[operator]
+    marks = dominated(result.options)
+    # Both kinds occur here (triton's queue delay costs latency at the same seats), so both
+    # checks below run.
+    assert any(m is None for m in marks) and any(m is not None for m in marks)
+    points = [(o.cap, latency_at_cap(o)) for o in result.options]
+    for (seats, latency), winner in zip(points, marks, strict=True):
+        assert latency is not None
+        better = [
+            (s, lat)
+            for s, lat in points
+            if lat is not None and s >= seats and lat <= latency and (s, lat) != (seats, latency)
+        ]
+        if winner is None:
+            assert better == []
+        else:
+            assert (winner.cap, latency_at_cap(winner)) in better
 
 
 def test_simulation_inputs_resolve_curve_policy_parameters_and_sharing(store: Store) -> None:

@@ -57,8 +57,10 @@ def test_server_two_points_batch_all_may_hold_more_but_rests_on_extrapolation() 
 def test_time_slicing_with_always_busy_co_tenants_is_three_to_four_times_slower(busy: int) -> None:
     window = Scenario(latency_ms=(10.5,), sessions=1, fps=(5.0,), duration_s=10.0,
                       sharing=Sharing(mode="time-slicing", cotenants=(1.0,) * busy))  # fmt: skip
+    # k always-busy co-tenants: k + 1 contexts take turns, so 3x with two and 4x with three
+    # (SPEC 3.4: 2-3 co-tenants inflate a 10.5 ms window to 3-4x, the measured 34 ms).
     stretch = simulate(window).latency.p50 / 10.5
-    assert 2.5 <= stretch <= 4.5
+    assert stretch == pytest.approx(busy + 1, rel=0.01)
     result = recommend(
         Request(
             curve=curve(LAPTOP),
@@ -66,6 +68,7 @@ def test_time_slicing_with_always_busy_co_tenants_is_three_to_four_times_slower(
             policies=("oldest-first", "batch-all"),
         )
     )
+    assert sorted(o.mode for o in result.options) == ["exclusive"] * 2 + ["time-slicing"] * 2
     for option in result.options:
         doc = option.as_dict()
         if option.mode == "time-slicing":
@@ -140,10 +143,15 @@ def test_ranking_and_tie_breaks() -> None:
         for o in result.options
     ]
     assert keys == sorted(keys)
-    same = [o.policy for o in result.options if o.cap == 5 and o.cap_low == 4]
-    latencies = {o.at_cap.e2e_latency_ms for o in result.options if o.policy in same}
-    if len(latencies) == 1:  # equal on every key: listed order decides
-        assert same == [p for p in POLICIES if p in same]
+    # Options equal on every key keep the order the policies are listed in. On the server
+    # curve the batching policies tie (same cap, range and latency), so this is exercised.
+    ties = [
+        [o.policy for o, k in zip(result.options, keys, strict=True) if k == key]
+        for key in set(keys)
+    ]
+    assert max(len(t) for t in ties) >= 2
+    for tie in ties:
+        assert tie == [p for p in POLICIES if p in tie]
 
 
 def test_low_confidence_percentiles_are_flagged() -> None:

@@ -79,12 +79,21 @@ def test_deadline_runs_the_largest_batch_that_meets_every_deadline() -> None:
 def test_aimd_grows_the_cap_while_the_objective_holds_and_cuts_it_after_a_miss() -> None:
     # Four sessions at 10 fps, aligned: each 100 ms, four frames arrive together.
     four = {"sessions": 4, "latency_ms": (10.0, 12.0, 14.0, 16.0), "duration_s": 0.5}
-    batches = trace(policy="aimd", slo_ms=100.0, **four)
-    assert [len(b[2]) for b in batches[:3]] == [1, 2, 1]  # cap 1, then 2, then 1 left
-    strict = trace(policy="aimd", slo_ms=11.0, **four)
-    # The first batch (10 ms) meets 11 ms and the cap grows to 2; the second batch's
-    # frames waited 10 ms and finish at 22 ms, a miss: floor(0.9 * 2) = 1.
-    assert [len(b[2]) for b in strict[:3]] == [1, 2, 1]
+
+    def sizes(slo_ms: float) -> list[int]:
+        return [len(b[2]) for b in trace(policy="aimd", slo_ms=slo_ms, **four)]
+
+    # Every batch meets 100 ms: the cap grows by one per batch (1, 2, 3) up to N = 4, and
+    # from the second round on all four frames run together.
+    assert sizes(100.0) == [1, 2, 1, 4, 4, 4, 4]
+    # 23 ms: batches of 1 and 2 meet it (cap 1 -> 2 -> 3); the last frame waited 22 ms and
+    # finishes at 32, a miss: floor(0.9 * 3) = 2. Each later round: two frames finish at
+    # 12 ms (cap 3), the other two at 24 ms (a miss, back to 2). Without the cut the second
+    # round would run 3 + 1; a cut to 1 instead of 10% would run 1 + 2 + 1.
+    assert sizes(23.0) == [1, 2, 1] + [2, 2] * 4
+    # 11 ms: the first batch meets it (cap 2), the second batch's frames finish at 22 ms, a
+    # miss: floor(0.9 * 2) = 1. Every round starts again from a batch of one.
+    assert sizes(11.0) == [1, 2, 1] * 5
 
 
 def test_newest_frame_replaces_a_waiting_one_and_frames_arriving_at_completion_are_eligible() -> (
