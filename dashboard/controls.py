@@ -27,6 +27,17 @@ def _codec(name: str) -> Any:
     return codec.inner if isinstance(codec, Maybe) else codec
 
 
+JS_MAX_INTEGER = 2**53 - 1
+"""The largest whole number a browser's number input holds exactly."""
+
+
+def _typed(name: str) -> bool:
+    """Whether the parameter's widget is a text box: whole numbers beyond what a browser's
+    number input can hold (a seed up to 2**63 - 1, say)."""
+    codec = _codec(name)
+    return isinstance(codec, Int) and codec.high > JS_MAX_INTEGER
+
+
 def to_widget(name: str, value: Any) -> Any:
     """A parameter's value as its widget holds it (lists for multiselects, text for lists
     of numbers)."""
@@ -35,7 +46,7 @@ def to_widget(name: str, value: Any) -> Any:
         return None
     if isinstance(codec, Subset | Texts):
         return list(value)
-    if isinstance(codec, Numbers):
+    if isinstance(codec, Numbers) or _typed(name):
         return codec.format(value)
     return value
 
@@ -50,6 +61,9 @@ def from_widget(name: str, value: Any) -> Any:
     if isinstance(codec, Numbers):
         text = str(value).strip()
         return codec.parse(text) if text else ()
+    if _typed(name):
+        text = str(value).strip()
+        return codec.parse(text) if text else None
     return value
 
 
@@ -89,6 +103,8 @@ class Controls:
         """A number input over the parameter's whole valid range (empty allowed when the
         parameter is optional)."""
         self.labels[name] = label
+        if _typed(name):
+            return parent.text_input(label, key=self.key(name), help=help, placeholder=placeholder)
         codec = PARAMETERS[name].codec
         optional = isinstance(codec, Maybe)
         inner = _codec(name)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 from urllib.parse import quote, urlencode
 
+from planner import limits
 from planner.curve import (
     MAX_BATCH,
     Curve,
@@ -37,8 +38,17 @@ from planner.curve import (
     normalise_points,
 )
 from planner.errors import BadInput, NotFound
+from planner.limits import Bound
 from planner.policies import POLICIES as _POLICIES
-from planner.scenario import MODES, PHASES
+from planner.recommend import Criteria, Request
+from planner.scenario import (
+    MODES,
+    PHASES,
+    Scenario,
+    Sharing,
+    cotenant_problem,
+    frames_problem,
+)
 from planner.units import FramesPerSecond, Microseconds, Milliseconds, Seconds, UsdPerHour
 
 POLICIES: tuple[str, ...] = tuple(_POLICIES)
@@ -120,14 +130,26 @@ class Int(Codec[int]):
     def describe(self) -> str:
         return f"whole number, {self.low} to {self.high}"
 
+    @classmethod
+    def of(cls, bound: Bound) -> Int:
+        """The codec of a library range of whole numbers (``planner.limits``)."""
+        return cls(int(bound.low), int(bound.high))
+
 
 @dataclass(frozen=True)
 class Float(Codec[float]):
-    """A finite number in ``[low, high]`` (or ``(low, high]`` when ``above_low``)."""
+    """A finite number in ``[low, high]`` (open at ``low`` when ``above_low``, at ``high``
+    when ``below_high``)."""
 
     low: float
     high: float
     above_low: bool = False
+    below_high: bool = False
+
+    @classmethod
+    def of(cls, bound: Bound) -> Float:
+        """The codec of a library range (``planner.limits``)."""
+        return cls(bound.low, bound.high, bound.above_low, bound.below_high)
 
     def check(self, value: object) -> float:
         if isinstance(value, str):
@@ -144,19 +166,18 @@ class Float(Codec[float]):
             raise BadInput("not a number")
         if not math.isfinite(number):
             raise BadInput("not a finite number")
-        if number < self.low or (self.above_low and number == self.low) or number > self.high:
+        if not self._bound().holds(number):
             raise BadInput(f"must be {self._range()}")
         return number
+
+    def _bound(self) -> Bound:
+        return Bound(self.low, self.high, self.above_low, self.below_high)
 
     def format(self, value: float) -> str:
         return number_text(value)
 
     def _range(self) -> str:
-        low = (
-            f"above {number_text(self.low)}" if self.above_low else f"from {number_text(self.low)}"
-        )
-        joiner = " and at most " if self.above_low else " to "
-        return f"{low}{joiner}{number_text(self.high)}"
+        return self._bound().words()
 
     def describe(self) -> str:
         return f"number, {self._range()}"
@@ -455,56 +476,89 @@ PARAMETERS: dict[str, Parameter] = {
     "card": Parameter(None, Maybe(Text("card")), "card name"),
     "precision": Parameter(None, Maybe(Precision()), "precision of the curve"),
     "resolution": Parameter(None, Maybe(Resolution()), "input resolution of the curve"),
-    # The criteria of a plan.
-    "budget_ms": Parameter(50.0, Float(0, 60_000, above_low=True), "latency budget, ms end-to-end"),
-    "percentile": Parameter(
-        99.0, Float(0, 100, above_low=True), "percentile the budget applies to"
+    # The criteria of a plan: ranges from ``planner.limits``, defaults from the library's
+    # own dataclasses, so a link carries exactly what the library accepts.
+    "budget_ms": Parameter(
+        Criteria.budget_ms, Float.of(limits.BUDGET_MS), "latency budget, ms end-to-end"
     ),
-    "min_fps": Parameter(28.5, Float(0, 1000), "frame-rate floor of the slowest session, fps"),
-    "max_overwritten": Parameter(None, Maybe(Float(0, 1)), "largest overwritten fraction allowed"),
-    "overhead_ms": Parameter(0.0, Float(0, 60_000), "per-frame overhead outside the GPU, ms"),
+    "percentile": Parameter(
+        Criteria.percentile, Float.of(limits.PERCENTILE), "percentile the budget applies to"
+    ),
+    "min_fps": Parameter(
+        Criteria.min_fps, Float.of(limits.MIN_FPS), "frame-rate floor of the slowest session, fps"
+    ),
+    "max_overwritten": Parameter(
+        Criteria.max_overwritten,
+        Maybe(Float.of(limits.MAX_OVERWRITTEN)),
+        "largest overwritten fraction allowed",
+    ),
+    "overhead_ms": Parameter(
+        Criteria.overhead_ms, Float.of(limits.OVERHEAD_MS), "per-frame overhead outside the GPU, ms"
+    ),
     "policies": Parameter(POLICIES, Subset(POLICIES), "candidate scheduling policies"),
     "modes": Parameter(
         None, Maybe(Subset(MODES)), "candidate sharing modes (unset: from the mode parameters)"
     ),
     # Sharing modes.
-    "cotenants": Parameter((), Numbers(Float(0, 1), 0, 16), "duty cycles of co-tenant jobs, 0-1"),
-    "busy_period_ms": Parameter(
-        50.0, Float(0, 60_000, above_low=True), "mean co-tenant busy period, ms"
+    "cotenants": Parameter(
+        Sharing.cotenants,
+        Numbers(Float.of(limits.DUTY), 0, int(limits.COTENANTS.high)),
+        "duty cycles of co-tenant jobs, 0-1",
     ),
-    "mps_share": Parameter(None, Maybe(Float(1, 100)), "MPS compute share, percent"),
+    "busy_period_ms": Parameter(
+        Sharing.busy_period_ms, Float.of(limits.BUSY_PERIOD_MS), "mean co-tenant busy period, ms"
+    ),
+    "mps_share": Parameter(
+        None, Maybe(Float.of(limits.MPS_SHARE)), "MPS compute share, percent (unset: 50)"
+    ),
     "mig_profile": Parameter(None, Maybe(Pattern(_MIG_PROFILE, "3g.40gb")), "MIG profile"),
     # How hard the search looks.
-    "seeds": Parameter(8, Int(1, 64), "phase seeds per scenario"),
-    "duration_s": Parameter(30.0, Float(0, 600, above_low=True), "simulated seconds per run"),
-    "max_sessions": Parameter(64, Int(1, 256), "largest session count considered"),
+    "seeds": Parameter(Request.seeds, Int.of(limits.SEEDS), "phase seeds per scenario"),
+    "duration_s": Parameter(
+        Request.duration_s, Float.of(limits.DURATION_S), "simulated seconds per run"
+    ),
+    "max_sessions": Parameter(
+        Request.max_sessions, Int.of(limits.MAX_SESSIONS), "largest session count considered"
+    ),
     # Fleet and cost.
-    "peak_sessions": Parameter(None, Maybe(Int(1, 10_000_000)), "peak concurrent sessions"),
-    "headroom": Parameter(0.2, Float(0, 10), "fleet headroom fraction (0.2 = 20%)"),
-    "price_per_hour": Parameter(None, Maybe(Float(0, 10_000)), "hourly price of the card, USD"),
+    "peak_sessions": Parameter(
+        None, Maybe(Int.of(limits.PEAK_SESSIONS)), "peak concurrent sessions"
+    ),
+    "headroom": Parameter(
+        Request.headroom, Float.of(limits.HEADROOM), "fleet headroom fraction (0.2 = 20%)"
+    ),
+    "price_per_hour": Parameter(
+        None, Maybe(Float.of(limits.PRICE_PER_HOUR)), "hourly price of the card, USD"
+    ),
     "other_jobs": Parameter(
-        False,
+        Request.other_jobs,
         Bool(),
         "the rest of the card goes to other jobs: one instance per card, charged our part",
     ),
     # One simulated scenario.
-    "sessions": Parameter(3, Int(1, 512), "concurrent sessions"),
+    "sessions": Parameter(3, Int.of(limits.SESSIONS), "concurrent sessions"),
     "policy": Parameter("batch-all", Choice(POLICIES), "scheduling policy"),
-    "max_batch": Parameter(None, Maybe(Int(1, MAX_BATCH)), "largest batch (max-batch, triton)"),
+    "max_batch": Parameter(
+        None, Maybe(Int.of(limits.MAX_BATCH)), "largest batch (max-batch, triton)"
+    ),
     "max_queue_delay_us": Parameter(
-        None, Maybe(Float(0, 10_000_000)), "longest wait for a fuller batch (triton), us"
+        None,
+        Maybe(Float.of(limits.MAX_QUEUE_DELAY_US)),
+        "longest wait for a fuller batch (triton), us",
     ),
-    "slo_ms": Parameter(
-        None, Maybe(Float(0, 60_000, above_low=True)), "objective of aimd and deadline, ms"
-    ),
+    "slo_ms": Parameter(None, Maybe(Float.of(limits.SLO_MS)), "objective of aimd and deadline, ms"),
     "compare_policy": Parameter(None, Maybe(Choice(POLICIES)), "second policy, side by side"),
     "fps": Parameter(
-        (30.0,), Numbers(Float(0, 1000, above_low=True), 1, 512), "fps, one or one per session"
+        Scenario.fps,
+        Numbers(Float.of(limits.FPS), 1, int(limits.SESSIONS.high)),
+        "fps, one or one per session",
     ),
-    "phases": Parameter("random", Choice(PHASES), "phase model of the arrivals"),
-    "seed": Parameter(0, Int(0, 2**32 - 1), "random seed of the scenario"),
-    "jitter_ms": Parameter(0.0, Float(0, 1000), "arrival jitter (standard deviation), ms"),
-    "mode": Parameter("exclusive", Choice(MODES), "sharing mode"),
+    "phases": Parameter(Scenario.phases, Choice(PHASES), "phase model of the arrivals"),
+    "seed": Parameter(Scenario.seed, Int.of(limits.SEED), "random seed of the scenario"),
+    "jitter_ms": Parameter(
+        Scenario.jitter_ms, Float.of(limits.JITTER_MS), "arrival jitter (standard deviation), ms"
+    ),
+    "mode": Parameter(Sharing.mode, Choice(MODES), "sharing mode"),
     # Comparing cards.
     "cards": Parameter((), Texts(Text("card", commas=False), 16), "cards (unset: all)"),
 }
@@ -548,6 +602,24 @@ class LinkParams:
         return _curve_conflicts(values)
 
 
+def _mode_conflicts(
+    values: Mapping[str, Any], modes: Sequence[str], field_name: str
+) -> list[tuple[tuple[str, ...], str]]:
+    """A sharing mode without what it needs, and co-tenants too busy to draw."""
+    out: list[tuple[tuple[str, ...], str]] = []
+    cotenants = values.get("cotenants") or ()
+    if "time-slicing" in modes and not cotenants:
+        out.append(((field_name,), "time-slicing needs co-tenants (cotenants=0.9,0.9)"))
+    elif "mig" in modes and not values.get("mig_profile"):
+        out.append(((field_name,), "MIG needs a profile (mig_profile=3g.40gb)"))
+    elif cotenants and ("time-slicing" in modes or (field_name == "modes" and not modes)):
+        busy = values.get("busy_period_ms", Sharing.busy_period_ms)
+        too_busy = cotenant_problem(values.get("duration_s", 30.0), tuple(cotenants), busy)
+        if too_busy:
+            out.append((("cotenants", "busy_period_ms"), too_busy))
+    return out
+
+
 def _curve_conflicts(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
     out: list[tuple[tuple[str, ...], str]] = []
     if values.get("curve") is not None and values.get("points") is not None:
@@ -570,6 +642,26 @@ class PlanParams(LinkParams):
     """
 
     page_path: ClassVar[str] = ""
+
+    @classmethod
+    def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+        out = _curve_conflicts(values)
+        overhead, budget = values.get("overhead_ms", 0.0), values.get("budget_ms", 50.0)
+        if overhead >= budget:
+            out.append(
+                (
+                    ("overhead_ms",),
+                    f"an overhead of {overhead:g} ms leaves nothing of the {budget:g} ms budget",
+                )
+            )
+        modes = values.get("modes")
+        out += _mode_conflicts(values, modes or (), "modes")
+        duration = values.get("duration_s", 30.0)
+        sessions = values.get("max_sessions", 64)
+        too_long = frames_problem(sessions * Request.fps, duration)
+        if too_long:
+            out.append((("duration_s",), f"at {sessions} sessions {too_long}"))
+        return out
 
     curve: str | None = param("curve")
     points: tuple[Point, ...] | None = param("points")
@@ -644,6 +736,12 @@ class SimulateParams(LinkParams):
                     f"fps has {len(fps)} values for {sessions} sessions (needs 1 or {sessions})",
                 )
             )
+        else:
+            total = sum(fps) * (sessions if len(fps) == 1 else 1)
+            too_long = frames_problem(total, values.get("duration_s", 30.0))
+            if too_long:
+                out.append((("duration_s",), too_long))
+        out += _mode_conflicts(values, (values.get("mode", "exclusive"),), "mode")
         return out
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from planner import measure_next
+from planner import limits, measure_next
 from planner.errors import BadInput
 from planner.fit import EDGES, Edge, FittedCurve
 from planner.measure_next import Advice
@@ -44,18 +44,20 @@ class Criteria:
 
     def __post_init__(self) -> None:
         problems = []
-        if not (is_finite(self.budget_ms) and 0 < self.budget_ms <= 600_000):
-            problems.append("the latency budget must be above 0 and at most 600000 ms")
-        if not (is_finite(self.percentile) and 0 < self.percentile < 100):
-            problems.append("the percentile must be above 0 and below 100")
-        if not (is_finite(self.min_fps) and 0 <= self.min_fps <= 240):
-            problems.append("the frame-rate floor must be between 0 and 240 fps")
-        if self.max_overwritten is not None and not (
-            is_finite(self.max_overwritten) and 0 <= self.max_overwritten <= 1
+        if not limits.BUDGET_MS.holds(self.budget_ms):
+            problems.append(f"the latency budget must be {limits.BUDGET_MS.words()} ms")
+        if not limits.PERCENTILE.holds(self.percentile):
+            problems.append(f"the percentile must be {limits.PERCENTILE.words()}")
+        if not limits.MIN_FPS.holds(self.min_fps):
+            problems.append(f"the frame-rate floor must be {limits.MIN_FPS.words()} fps")
+        if self.max_overwritten is not None and not limits.MAX_OVERWRITTEN.holds(
+            self.max_overwritten
         ):
-            problems.append("the overwritten limit must be a fraction between 0 and 1")
-        if not (is_finite(self.overhead_ms) and 0 <= self.overhead_ms <= 60_000):
-            problems.append("the overhead must be between 0 and 60000 ms")
+            problems.append(
+                f"the overwritten limit must be a fraction {limits.MAX_OVERWRITTEN.words()}"
+            )
+        if not limits.OVERHEAD_MS.holds(self.overhead_ms):
+            problems.append(f"the overhead must be {limits.OVERHEAD_MS.words()} ms")
         elif is_finite(self.budget_ms) and self.overhead_ms >= self.budget_ms:
             problems.append(
                 f"the overhead ({self.overhead_ms:g} ms) leaves nothing of the "
@@ -122,24 +124,26 @@ class Request:
                     f"no curve measured on MIG profile {sharing.mig_profile} was given; "
                     "derive it from the whole-card curve instead"
                 )
-        if not (isinstance(self.seeds, int) and 1 <= self.seeds <= 64):
-            problems.append("seeds must be a whole number from 1 to 64")
-        if not (isinstance(self.max_sessions, int) and 1 <= self.max_sessions <= 256):
-            problems.append("the largest session count must be a whole number from 1 to 256")
+        if not (isinstance(self.seeds, int) and limits.SEEDS.holds(self.seeds)):
+            problems.append(f"seeds must be {limits.SEEDS.words()}")
+        if not (
+            isinstance(self.max_sessions, int) and limits.MAX_SESSIONS.holds(self.max_sessions)
+        ):
+            problems.append(f"the largest session count must be {limits.MAX_SESSIONS.words()}")
         if self.peak_sessions is not None and not (
-            isinstance(self.peak_sessions, int) and 1 <= self.peak_sessions <= 10_000_000
+            isinstance(self.peak_sessions, int) and limits.PEAK_SESSIONS.holds(self.peak_sessions)
         ):
-            problems.append("peak sessions must be a whole number from 1 to 10000000")
-        if not (is_finite(self.headroom) and 0 <= self.headroom <= 10):
-            problems.append("headroom must be a fraction from 0 to 10 (0.2 = 20%)")
-        if self.price_per_hour is not None and not (
-            is_finite(self.price_per_hour) and 0 <= self.price_per_hour <= 10_000
-        ):
-            problems.append("the price must be between 0 and 10000 USD per hour")
+            problems.append(f"peak sessions must be {limits.PEAK_SESSIONS.words()}")
+        if not limits.HEADROOM.holds(self.headroom):
+            problems.append(f"headroom must be a fraction {limits.HEADROOM.words()} (0.2 = 20%)")
+        if self.price_per_hour is not None and not limits.PRICE_PER_HOUR.holds(self.price_per_hour):
+            problems.append(f"the price must be {limits.PRICE_PER_HOUR.words()} USD per hour")
         if problems:
             raise BadInput(problems)
-        # Scenario validates duration, fps, phases, jitter and policy parameters.
-        self.scenario("oldest-first", Sharing(), "central", 1, 0)
+        # Scenario validates duration, fps, phases, jitter, policy parameters and how busy
+        # the co-tenants are; every sharing mode with the largest count considered.
+        for sharing in self.sharings:
+            self.scenario("oldest-first", sharing, "central", self.max_sessions, 0)
 
     @property
     def objective_ms(self) -> Milliseconds:

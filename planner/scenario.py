@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from planner import limits
 from planner.errors import BadInput
 from planner.policies import POLICIES, policy_params
 from planner.units import FramesPerSecond, Milliseconds, Seconds, is_finite
@@ -21,9 +22,9 @@ PHASES: tuple[str, ...] = ("random", "even", "aligned")
 Mode = Literal["exclusive", "time-slicing", "mps", "mig"]
 MODES: tuple[str, ...] = ("exclusive", "time-slicing", "mps", "mig")
 
-MAX_SESSIONS = 1024
-MAX_FPS: FramesPerSecond = 240.0
-MAX_DURATION_S: Seconds = 3600.0
+MAX_SESSIONS = int(limits.SESSIONS.high)
+MAX_FPS: FramesPerSecond = limits.FPS.high
+MAX_DURATION_S: Seconds = limits.DURATION_S.high
 MAX_ARRIVALS = 20_000_000  # keeps one run's frame records within a few hundred MB
 MAX_COTENANT_CHANGES = 2_000_000  # keeps one run's co-tenant activity within tens of MB
 
@@ -59,16 +60,14 @@ class Sharing:
         if self.mode not in MODES:
             problems.append(f"sharing mode {self.mode!r} is not one of {', '.join(MODES)}")
         for duty in self.cotenants:
-            if not (isinstance(duty, int | float) and 0.0 <= duty <= 1.0):
-                problems.append(f"co-tenant duty cycle {duty!r} must be between 0 and 1")
-        if len(self.cotenants) > 32:
-            problems.append("at most 32 co-tenants")
-        if not (is_finite(self.busy_period_ms) and 0.1 <= self.busy_period_ms <= 60_000):
-            problems.append("the mean busy period must be between 0.1 and 60000 ms")
-        if self.mode == "mps" and not (
-            is_finite(self.mps_share) and 0 < float(self.mps_share or 0) <= 100
-        ):
-            problems.append("the MPS compute share must be above 0 and at most 100 (%)")
+            if not limits.DUTY.holds(duty):
+                problems.append(f"co-tenant duty cycle {duty!r} must be {limits.DUTY.words()}")
+        if not limits.COTENANTS.holds(len(self.cotenants)):
+            problems.append(f"at most {limits.COTENANTS.high:g} co-tenants")
+        if not limits.BUSY_PERIOD_MS.holds(self.busy_period_ms):
+            problems.append(f"the mean busy period must be {limits.BUSY_PERIOD_MS.words()} ms")
+        if self.mode == "mps" and not limits.MPS_SHARE.holds(self.mps_share):
+            problems.append(f"the MPS compute share must be {limits.MPS_SHARE.words()} (%)")
         if self.mode == "mig":
             slices, total = self.mig_slices, self.mig_total
             if not (isinstance(slices, int) and isinstance(total, int) and 0 < slices <= total):
@@ -178,8 +177,8 @@ def scenario_fields() -> tuple[str, ...]:
 
 def _problems(s: Scenario) -> list[str]:
     problems: list[str] = []
-    if not (isinstance(s.sessions, int) and 1 <= s.sessions <= MAX_SESSIONS):
-        problems.append(f"sessions must be a whole number from 1 to {MAX_SESSIONS}")
+    if not (isinstance(s.sessions, int) and limits.SESSIONS.holds(s.sessions)):
+        problems.append(f"sessions must be {limits.SESSIONS.words()}")
         return problems
     if s.policy not in POLICIES:
         problems.append(f"policy {s.policy!r} is not one of {', '.join(POLICIES)}")
@@ -202,43 +201,61 @@ def _problems(s: Scenario) -> list[str]:
             f"give one frame rate for all sessions or one per session ({s.sessions}), "
             f"not {len(s.fps)}"
         )
-    if not all(is_finite(v) and 0 < v <= MAX_FPS for v in s.fps):
-        problems.append(f"frame rates must be above 0 and at most {MAX_FPS:g} fps")
-    if not (is_finite(s.duration_s) and 0 < s.duration_s <= MAX_DURATION_S):
-        problems.append(f"duration must be above 0 and at most {MAX_DURATION_S:g} s")
+    if not all(limits.FPS.holds(v) for v in s.fps):
+        problems.append(f"frame rates must be {limits.FPS.words()} fps")
+    if not limits.DURATION_S.holds(s.duration_s):
+        problems.append(f"duration must be {limits.DURATION_S.words()} s")
     if s.phases not in PHASES:
         problems.append(f"phases {s.phases!r} is not one of {', '.join(PHASES)}")
-    if not (isinstance(s.seed, int) and not isinstance(s.seed, bool) and 0 <= s.seed < 2**63):
-        problems.append("seed must be a non-negative whole number")
-    if not (is_finite(s.jitter_ms) and s.jitter_ms >= 0):
-        problems.append("jitter must be a non-negative number of ms")
-    if not (is_finite(s.overhead_ms) and 0 <= s.overhead_ms <= 60_000):
-        problems.append("overhead must be between 0 and 60000 ms")
-    if s.max_batch is not None and not (isinstance(s.max_batch, int) and 1 <= s.max_batch <= 4096):
-        problems.append("max batch must be a whole number from 1 to 4096")
-    if s.max_queue_delay_us is not None and not (
-        is_finite(s.max_queue_delay_us) and 0 <= s.max_queue_delay_us <= 60_000_000
+    if not (isinstance(s.seed, int) and limits.SEED.holds(s.seed)):
+        problems.append(f"seed must be {limits.SEED.words()}")
+    if not limits.JITTER_MS.holds(s.jitter_ms):
+        problems.append(f"jitter must be {limits.JITTER_MS.words()} ms")
+    if not limits.OVERHEAD_MS.holds(s.overhead_ms):
+        problems.append(f"overhead must be {limits.OVERHEAD_MS.words()} ms")
+    if s.max_batch is not None and not (
+        isinstance(s.max_batch, int) and limits.MAX_BATCH.holds(s.max_batch)
     ):
-        problems.append("max queue delay must be between 0 and 60000000 µs")
-    if s.slo_ms is not None and not (is_finite(s.slo_ms) and 0 < s.slo_ms <= 600_000):
-        problems.append("the latency objective (slo_ms) must be above 0 and at most 600000 ms")
+        problems.append(f"max batch must be {limits.MAX_BATCH.words()}")
+    if s.max_queue_delay_us is not None and not limits.MAX_QUEUE_DELAY_US.holds(
+        s.max_queue_delay_us
+    ):
+        problems.append(f"max queue delay must be {limits.MAX_QUEUE_DELAY_US.words()} µs")
+    if s.slo_ms is not None and not limits.SLO_MS.holds(s.slo_ms):
+        problems.append(f"the latency objective (slo_ms) must be {limits.SLO_MS.words()} ms")
     if not isinstance(s.sharing, Sharing):
         problems.append("sharing must be a Sharing value")
     if not problems and s.sharing.mode == "time-slicing":
-        # Each co-tenant switches twice per busy-and-idle cycle of busy / duty ms.
-        changes = sum(
-            2.0 * s.duration_ms * duty / s.sharing.busy_period_ms for duty in s.sharing.cotenants
-        )
-        if changes > MAX_COTENANT_CHANGES:
-            problems.append(
-                f"co-tenants would switch about {changes:,.0f} times in this run (at most "
-                f"{MAX_COTENANT_CHANGES:,}); lengthen their busy period or shorten the run"
-            )
-    if not problems and is_finite(s.duration_s):
-        arrivals = sum(s.session_fps) * s.duration_s
-        if arrivals > MAX_ARRIVALS:
-            problems.append(
-                f"the scenario has about {arrivals:,.0f} frames; at most {MAX_ARRIVALS:,} "
-                "fit in one run (shorten the duration or lower the frame rates)"
-            )
+        problem = cotenant_problem(s.duration_s, s.sharing.cotenants, s.sharing.busy_period_ms)
+        if problem:
+            problems.append(problem)
+    if not problems:
+        problem = frames_problem(sum(s.session_fps), s.duration_s)
+        if problem:
+            problems.append(problem)
     return problems
+
+
+def frames_problem(total_fps: FramesPerSecond, duration_s: Seconds) -> str | None:
+    """Why a run of these sessions (their frame rates added up) is too long, or None."""
+    arrivals = total_fps * duration_s
+    if arrivals <= MAX_ARRIVALS:
+        return None
+    return (
+        f"the scenario has about {arrivals:,.0f} frames; at most {MAX_ARRIVALS:,} "
+        "fit in one run (shorten the duration or lower the frame rates)"
+    )
+
+
+def cotenant_problem(
+    duration_s: Seconds, duties: tuple[float, ...], busy_period_ms: Milliseconds
+) -> str | None:
+    """Why co-tenants this busy for this long would switch too often to draw, or None."""
+    # Each co-tenant switches twice per busy-and-idle cycle of busy / duty ms.
+    changes = sum(2.0 * duration_s * 1000.0 * duty / busy_period_ms for duty in duties)
+    if changes <= MAX_COTENANT_CHANGES:
+        return None
+    return (
+        f"co-tenants would switch about {changes:,.0f} times in this run (at most "
+        f"{MAX_COTENANT_CHANGES:,}); lengthen their busy period or shorten the run"
+    )

@@ -88,7 +88,7 @@ def test_save_stores_the_plan_and_prints_its_short_link(cli, db_path) -> None:
     ("args", "message"),
     [
         (("--budget-ms", "abc"), "--budget-ms: not a number"),
-        (("--percentile", "200"), "--percentile: must be above 0 and at most 100"),
+        (("--percentile", "200"), "--percentile: must be above 0 and below 100"),
         (("--policies", "fastest"), "'fastest' not among"),
         (("--base", "ftp://host"), "is not an http:// or https:// address"),
         (("--base", "http://host/?x=1"), "must not carry a query"),

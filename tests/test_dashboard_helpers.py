@@ -39,7 +39,7 @@ from planner.imports import MAX_FILE_BYTES
 from planner.links import POLICIES
 from planner.pareto import dominated
 from planner.recommend import Request, fleet_size, option_sweep, recommend
-from planner.scenario import Scenario, Sharing
+from planner.scenario import MAX_FPS, Scenario, Sharing
 from planner.simulate import simulate
 
 REPO = Path(__file__).resolve().parent.parent
@@ -267,7 +267,7 @@ def test_run_figures_and_rows_describe_one_simulation() -> None:
 @given(
     st.lists(st.sampled_from(POLICIES), min_size=1, unique=True),
     st.lists(st.floats(0, 1, allow_subnormal=False), max_size=5),
-    st.lists(st.floats(1e-3, 1000, allow_subnormal=False), min_size=1, max_size=5),
+    st.lists(st.floats(1e-3, MAX_FPS, allow_subnormal=False), min_size=1, max_size=5),
 )
 def test_widget_values_round_trip_to_link_parameters(
     policies: list[str], cotenants: list[float], fps: list[float]

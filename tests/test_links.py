@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import tempfile
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -41,6 +44,7 @@ from planner.links import (
     self_contained,
     url,
 )
+from planner.plan import plan_inputs, simulation_inputs
 from planner.store import Store
 
 PARAM_SETS = (PlanParams, SimulateParams, CompareParams)
@@ -60,6 +64,7 @@ def values(codec: Any) -> st.SearchStrategy[Any]:
             codec.low,
             codec.high,
             exclude_min=codec.above_low,
+            exclude_max=codec.below_high,
             allow_nan=False,
             allow_subnormal=codec.low == 0,
         )
@@ -101,16 +106,17 @@ def _valid(codec: Any, text: str) -> bool:
 
 
 def _settle(cls: type[LinkParams], drawn: dict[str, Any]) -> dict[str, Any]:
-    """Make a draw obey the cross-field rules, which are tested on their own below."""
-    if "points" in drawn:
-        if drawn["points"] is None:
-            for label in ("model", "card", "precision", "resolution"):
-                drawn[label] = None
-        else:
-            drawn["curve"] = None
-    if cls is SimulateParams and len(drawn["fps"]) not in (1, drawn["sessions"]):
-        drawn["fps"] = drawn["fps"][:1]
-    return drawn
+    """Make a draw obey the cross-field rules (tested on their own below) the way ``decode``
+    does: reset the fields each conflict names to their defaults, until none is left."""
+    specs = schema(cls)
+    for _ in range(len(specs)):
+        found = cls.conflicts(drawn)
+        if not found:
+            return drawn
+        for names, _message in found:
+            for name in names:
+                drawn[name] = specs[name].default
+    raise AssertionError(f"conflicts do not settle: {cls.conflicts(drawn)}")
 
 
 def params_of(cls: type[LinkParams]) -> st.SearchStrategy[Any]:
@@ -218,7 +224,7 @@ def test_each_bad_parameter_gives_one_message_and_its_default() -> None:
     assert params == PlanParams()
     assert ignored == [
         "ignored budget_ms='abc': not a number; using the default 50",
-        "ignored percentile='150': must be above 0 and at most 100; using the default 99",
+        "ignored percentile='150': must be above 0 and below 100; using the default 99",
         "ignored policies='fifo,batch-all': 'fifo' not among "
         + ", ".join(POLICIES)
         + "; using the default (all)",
@@ -328,3 +334,87 @@ def test_every_parameter_has_a_valid_default_and_a_description() -> None:
     assert set(PARAMETERS) == {n for cls in PARAM_SETS for n in schema(cls)}
     assert PlanParams().modes is None and PlanParams().policies == POLICIES
     assert set(MODES) == {"exclusive", "time-slicing", "mps", "mig"}
+
+
+# ---------------------------------------------------------------------------------------
+# A link that decodes resolves to a plan or a simulation (the link codecs carry the
+# library's own limits), or says exactly which of its parameters it ignored.
+
+
+def _query_of(cls: type[LinkParams]) -> st.SearchStrategy[dict[str, str]]:
+    """Query strings as a person or a program might write them: valid values, numbers out
+    of any range, and junk, for any subset of the parameters (the curve left to the
+    server's default)."""
+    out: dict[str, st.SearchStrategy[str]] = {}
+    for name, parameter in schema(cls).items():
+        if name in ("curve", "points", "model", "card", "precision", "resolution"):
+            continue
+        codec = parameter.codec
+        inner = codec.inner if isinstance(codec, Maybe) else codec
+        valid = values(inner).map(inner.format)
+        wild = st.one_of(
+            st.floats(-1e6, 1e7, allow_nan=False).map(repr),
+            st.integers(-10, 10**7).map(str),
+            st.sampled_from(["abc", "", "1e999", "nan", "0", "-0"]),
+        )
+        out[name] = st.one_of(valid, valid, wild)
+    return st.dictionaries(st.sampled_from(sorted(out)), st.nothing()).flatmap(
+        lambda _: st.fixed_dictionaries({}, optional=out)
+    )
+
+
+def _changed(cls: type[LinkParams], query: dict[str, str], params: LinkParams) -> set[str]:
+    """The query's parameters that did not end up in ``params`` as given."""
+    specs = schema(cls)
+    out = set()
+    for name, text in query.items():
+        try:
+            given = specs[name].codec.parse(text) if text.strip() else None
+        except BadInput:
+            out.add(name)
+            continue
+        if given is not None and getattr(params, name) != given:
+            out.add(name)
+    return out
+
+
+def _ignored_names(messages: list[str]) -> set[str]:
+    """The parameters that messages such as ``ignored a, b: why`` or ``ignored a='x': why``
+    name."""
+    out = set()
+    for message in messages:
+        head = re.split(r"[:=]", message.removeprefix("ignored "), maxsplit=1)[0]
+        out.update(name.strip() for name in head.split(","))
+    return out
+
+
+def _resolves(cls: type[LinkParams], params: Any) -> None:
+    db = Store(_STORE_PATH)
+    try:
+        if cls is PlanParams:
+            plan_inputs(params, db)
+        else:
+            simulation_inputs(params, db)
+    except BadInput as exc:
+        # Only what a link cannot know without the store: the card's MIG profiles.
+        assert all("MIG" in p for p in exc.problems), exc.problems
+    finally:
+        db.close()
+
+
+_STORE_PATH = Path(tempfile.mkdtemp(prefix="links-")) / "planner.duckdb"
+
+
+@pytest.mark.parametrize("cls", [PlanParams, SimulateParams])
+def test_every_link_that_decodes_resolves_or_says_what_it_ignored(
+    cls: type[LinkParams],
+) -> None:
+    @settings(max_examples=150, deadline=None)
+    @given(_query_of(cls))
+    def check(query: dict[str, str]) -> None:
+        params, ignored = decode(cls, query)
+        changed = _changed(cls, query, params)
+        assert _ignored_names(ignored) == changed, (query, ignored)
+        _resolves(cls, params)
+
+    check()

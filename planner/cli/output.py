@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from planner.limits import Bound
 
 
 def print_json(document: Any) -> None:
@@ -66,18 +70,37 @@ def read_curve_source(args: Any) -> tuple[tuple[Any, ...], Any]:
     return curve.points, curve
 
 
-def number(text: str, what: str, *, low: float, high: float, whole: bool = False) -> float:
-    """A number option checked against its range; BadInput says which option and why."""
+def number(text: str, what: str, bound: Bound) -> float:
+    """A number option checked against its range in the library (``planner.limits``);
+    BadInput says which option and why. Whole numbers are read as integers, exactly."""
     import math
+    import re
 
     from planner.errors import BadInput
 
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        raise BadInput(f"{what} {text!r} is not a number") from None
-    if not math.isfinite(value) or not low <= value <= high:
-        raise BadInput(f"{what} {text!r} must be between {low:g} and {high:g}")
-    if whole and not value.is_integer():
-        raise BadInput(f"{what} {text!r} is not a whole number")
+    stripped = str(text).strip()
+    if bound.whole and re.fullmatch(r"[+-]?[0-9]{1,30}", stripped):
+        value: float = int(stripped)
+    else:
+        try:
+            value = float(stripped)
+        except (TypeError, ValueError):
+            raise BadInput(f"{what} {text!r} is not a number") from None
+        if bound.whole and math.isfinite(value) and not value.is_integer():
+            raise BadInput(f"{what} {text!r} is not a whole number")
+    if not bound.holds(value):
+        raise BadInput(f"{what} {text!r} must be {bound.words()}")
     return value
+
+
+def option(parser: argparse.ArgumentParser, name: str, help: str, **extra: Any) -> None:
+    """``--NAME`` for the link parameter ``name``, with the library's default (shown in the
+    help), so the command line, links and the library cannot disagree on it."""
+    from planner.links import PARAMETERS
+
+    parameter = PARAMETERS[name]
+    default = None if parameter.default is None else parameter.codec.format(parameter.default)
+    shown = f" (default {default})" if default else ""
+    parser.add_argument(
+        f"--{name.replace('_', '-')}", default=default, help=f"{help}{shown}", **extra
+    )

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from planner.cli.output import add_curve_source, csv_list, note, open_store, print_json, table
+from planner.cli.output import (
+    add_curve_source,
+    csv_list,
+    note,
+    open_store,
+    option,
+    print_json,
+    table,
+)
 from planner.curve import parse_points_option
 from planner.errors import BadInput
 from planner.links import PlanParams
@@ -35,13 +43,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def add_plan_options(parser: argparse.ArgumentParser) -> None:
-    """The options of a plan (shared with ``planner link``)."""
+    """The options of a plan (shared with ``planner link``); defaults and ranges are the
+    library's, read from the link parameters (``planner.links.PARAMETERS``)."""
     parser.add_argument("--card", help="the card (default: the stored curve's card)")
-    parser.add_argument("--budget-ms", default="50", help="latency budget, ms end to end (50)")
-    parser.add_argument("--percentile", default="99", help="percentile of the budget (99)")
-    parser.add_argument("--min-fps", default="28.5", help="slowest session's fps floor (28.5)")
+    option(parser, "budget_ms", "latency budget, ms end to end")
+    option(parser, "percentile", "percentile of the budget")
+    option(parser, "min_fps", "slowest session's fps floor")
     parser.add_argument("--max-overwritten", help="largest overwritten fraction, e.g. 0.05")
-    parser.add_argument("--overhead-ms", default="0", help="per-frame time outside the GPU (0)")
+    option(parser, "overhead_ms", "per-frame time outside the GPU, ms")
     parser.add_argument(
         "--policies", help=f"comma-separated, from {', '.join(POLICIES)} (default: all)"
     )
@@ -51,14 +60,14 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
         "whose parameters are given)",
     )
     parser.add_argument("--cotenants", help="time-slicing: co-tenant duty cycles, e.g. 0.9,0.9")
-    parser.add_argument("--busy-period-ms", default="50", help="co-tenants' mean busy period")
+    option(parser, "busy_period_ms", "co-tenants' mean busy period, ms")
     parser.add_argument("--mps-share", help="MPS: our compute share in percent, e.g. 50")
     parser.add_argument("--mig-profile", help="MIG: a profile of the card, e.g. 3g.40gb")
-    parser.add_argument("--seeds", default="8", help="phase seeds per session count (8)")
-    parser.add_argument("--duration-s", default="30", help="simulated seconds per run (30)")
-    parser.add_argument("--max-sessions", default="64", help="largest session count (64)")
+    option(parser, "seeds", "phase seeds per session count")
+    option(parser, "duration_s", "simulated seconds per run")
+    option(parser, "max_sessions", "largest session count")
     parser.add_argument("--peak-sessions", help="peak concurrent sessions, for the fleet size")
-    parser.add_argument("--headroom", default="0.2", help="fleet headroom fraction (0.2)")
+    option(parser, "headroom", "fleet headroom fraction")
     parser.add_argument("--price-per-hour", help="card price, USD per hour (default: stored)")
     parser.add_argument(
         "--other-jobs",

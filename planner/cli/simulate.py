@@ -8,12 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from planner import limits
 from planner.cli.output import (
     add_curve_source,
     csv_list,
     note,
     number,
     open_store,
+    option,
     print_json,
     read_curve_source,
 )
@@ -53,7 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def add_scenario_options(parser: argparse.ArgumentParser) -> None:
     """The options that describe one scenario (shared with ``planner link``)."""
-    parser.add_argument("--sessions", required=True, help="number of sessions (1-1024)")
+    parser.add_argument(
+        "--sessions", required=True, help=f"number of sessions ({limits.SESSIONS.words()})"
+    )
     parser.add_argument(
         "--policy", default="oldest-first", choices=list(POLICIES), help="scheduling policy"
     )
@@ -62,21 +66,15 @@ def add_scenario_options(parser: argparse.ArgumentParser) -> None:
         "--max-queue-delay-us", help="triton: longest wait for a fuller batch, µs (default 2000)"
     )
     parser.add_argument("--slo-ms", help="aimd and deadline: GPU-side latency objective, ms")
-    parser.add_argument(
-        "--fps", default="30", help="frames per second: one value, or one per session (30,30,15)"
-    )
-    parser.add_argument("--duration-s", default="30", help="simulated seconds (default 30)")
-    parser.add_argument("--phases", default="random", choices=PHASES, help="session phases")
-    parser.add_argument("--seed", default="0", help="random seed (default 0)")
-    parser.add_argument("--jitter-ms", default="0", help="std of arrival jitter, ms (default 0)")
-    parser.add_argument(
-        "--overhead-ms", default="0", help="per-frame time outside the GPU, ms (default 0)"
-    )
-    parser.add_argument("--mode", default="exclusive", choices=MODES, help="GPU sharing mode")
+    option(parser, "fps", "frames per second: one value, or one per session (30,30,15)")
+    option(parser, "duration_s", "simulated seconds")
+    option(parser, "phases", "session phases", choices=PHASES)
+    option(parser, "seed", "random seed")
+    option(parser, "jitter_ms", "std of arrival jitter, ms")
+    option(parser, "overhead_ms", "per-frame time outside the GPU, ms")
+    option(parser, "mode", "GPU sharing mode", choices=MODES)
     parser.add_argument("--cotenants", help="time-slicing: co-tenant duty cycles, e.g. 0.9,0.9")
-    parser.add_argument(
-        "--busy-period-ms", default="50", help="time-slicing: co-tenants' mean busy period"
-    )
+    option(parser, "busy_period_ms", "time-slicing: co-tenants' mean busy period, ms")
     parser.add_argument("--mps-share", help="mps: our compute share, percent (default 50)")
     parser.add_argument("--mig-profile", help="mig: the card's MIG profile, e.g. 3g.40gb")
     parser.add_argument("--card", help="the card (for MIG; default: the stored curve's card)")
@@ -95,27 +93,29 @@ def scenario_from(
             problems.extend(exc.problems)
             return None
 
-    sessions = get(number, args.sessions, "--sessions", low=1, high=1024, whole=True)
-    fps = tuple(get(number, f, "--fps", low=1e-3, high=240) for f in (csv_list(args.fps) or ["?"]))
+    sessions = get(number, args.sessions, "--sessions", limits.SESSIONS)
+    fps = tuple(get(number, f, "--fps", limits.FPS) for f in (csv_list(args.fps) or ["?"]))
     options = {
-        "max_batch": (args.max_batch, "--max-batch", 1, 4096, True),
-        "max_queue_delay_us": (args.max_queue_delay_us, "--max-queue-delay-us", 0, 6e7, False),
-        "slo_ms": (args.slo_ms, "--slo-ms", 1e-3, 6e5, False),
-    }
+        "max_batch": (args.max_batch, "--max-batch", limits.MAX_BATCH),
+        "max_queue_delay_us": (
+            args.max_queue_delay_us, "--max-queue-delay-us", limits.MAX_QUEUE_DELAY_US,
+        ),
+        "slo_ms": (args.slo_ms, "--slo-ms", limits.SLO_MS),
+    }  # fmt: skip
     params: dict[str, Any] = {}
-    for name, (text, flag, low, high, whole) in options.items():
+    for name, (text, flag, bound) in options.items():
         if text is None:
             continue
         if name not in POLICIES[args.policy].params:
             problems.append(f"{flag} does not apply to the {args.policy} policy")
             continue
-        value = get(number, text, flag, low=low, high=high, whole=whole)
-        params[name] = int(value) if whole and value is not None else value
+        value = get(number, text, flag, bound)
+        params[name] = int(value) if bound.whole and value is not None else value
     sharing = get(sharing_from, args, curve)
-    duration = get(number, args.duration_s, "--duration-s", low=1e-3, high=3600)
-    seed = get(number, args.seed, "--seed", low=0, high=2**63 - 1, whole=True)
-    jitter = get(number, args.jitter_ms, "--jitter-ms", low=0, high=1e6)
-    overhead = get(number, args.overhead_ms, "--overhead-ms", low=0, high=60_000)
+    duration = get(number, args.duration_s, "--duration-s", limits.DURATION_S)
+    seed = get(number, args.seed, "--seed", limits.SEED)
+    jitter = get(number, args.jitter_ms, "--jitter-ms", limits.JITTER_MS)
+    overhead = get(number, args.overhead_ms, "--overhead-ms", limits.OVERHEAD_MS)
     if problems:
         raise BadInput(problems)
     if len(fps) not in (1, int(sessions)):
@@ -159,10 +159,10 @@ def sharing_from(args: argparse.Namespace, curve: Any = None) -> Any:
     return sharing_for(
         args.mode,
         cotenants=parse_duties(args.cotenants) if args.cotenants else (),
-        busy_period_ms=number(args.busy_period_ms, "--busy-period-ms", low=0.1, high=60_000),
+        busy_period_ms=number(args.busy_period_ms, "--busy-period-ms", limits.BUSY_PERIOD_MS),
         mps_share=None
         if args.mps_share is None
-        else number(args.mps_share, "--mps-share", low=1e-3, high=100),
+        else number(args.mps_share, "--mps-share", limits.MPS_SHARE),
         mig_profile=args.mig_profile,
         card=card,
         measured_on_profile=measured,
@@ -172,7 +172,7 @@ def sharing_from(args: argparse.Namespace, curve: Any = None) -> Any:
 def run(args: argparse.Namespace) -> int:
     points, curve = read_curve_source(args)
     fitted = fit_curve(points)
-    sessions = number(args.sessions, "--sessions", low=1, high=1024, whole=True)
+    sessions = number(args.sessions, "--sessions", limits.SESSIONS)
     table = tuple(float(v) for v in fitted.table(max(64, int(sessions)), args.edge))
     scenario = scenario_from(args, table, curve)
     results = simulate(scenario)

@@ -1,0 +1,81 @@
+"""The ranges of every number a user can give the planner, each written once.
+
+The library's values (``Scenario``, ``Sharing``, ``Criteria``, ``Request``) check their
+fields against these bounds; the link codecs (``planner.links``) and the command line take
+their ranges from them too, so a value one of them accepts, the others accept as well.
+Defaults live on the library's dataclasses and are read from there the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.units import is_finite
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A closed or half-open range of numbers, optionally whole numbers only."""
+
+    low: float
+    high: float
+    above_low: bool = False
+    below_high: bool = False
+    whole: bool = False
+
+    def holds(self, value: object) -> bool:
+        """Whether ``value`` is a finite number (not a bool) inside the range."""
+        if not is_finite(value):
+            return False
+        # Whole numbers are compared exactly: a float holds integers exactly only to 2**53.
+        number: float = value if isinstance(value, int) else float(value)  # type: ignore[arg-type]
+        if self.whole and not (isinstance(value, int) or float(number).is_integer()):
+            return False
+        if number < self.low or (self.above_low and number == self.low):
+            return False
+        return not (number > self.high or (self.below_high and number == self.high))
+
+    def words(self) -> str:
+        """The range in words: ``from 0 to 240``, ``above 0 and at most 600000``."""
+        low = f"above {_text(self.low)}" if self.above_low else f"from {_text(self.low)}"
+        if self.above_low or self.below_high:
+            high = f"below {_text(self.high)}" if self.below_high else f"at most {_text(self.high)}"
+            text = f"{low} and {high}"
+        else:
+            text = f"{low} to {_text(self.high)}"
+        return f"a whole number {text}" if self.whole else text
+
+
+def _text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+# -- one scenario (``planner.scenario``) ---------------------------------------------------
+SESSIONS = Bound(1, 1024, whole=True)
+FPS = Bound(0, 240, above_low=True)
+DURATION_S = Bound(0, 3600, above_low=True)
+SEED = Bound(0, 2**63 - 1, whole=True)
+JITTER_MS = Bound(0, 60_000)
+OVERHEAD_MS = Bound(0, 60_000)
+MAX_BATCH = Bound(1, 4096, whole=True)
+MAX_QUEUE_DELAY_US = Bound(0, 60_000_000)
+SLO_MS = Bound(0, 600_000, above_low=True)
+
+# -- sharing the card (``planner.scenario.Sharing``) ---------------------------------------
+DUTY = Bound(0, 1)
+COTENANTS = Bound(0, 32, whole=True)  # how many co-tenants
+BUSY_PERIOD_MS = Bound(0.1, 60_000)
+MPS_SHARE = Bound(0, 100, above_low=True)
+
+# -- what every seat must get (``planner.recommend.Criteria``) ------------------------------
+BUDGET_MS = Bound(0, 600_000, above_low=True)
+PERCENTILE = Bound(0, 100, above_low=True, below_high=True)
+MIN_FPS = Bound(0, 240)
+MAX_OVERWRITTEN = Bound(0, 1)
+
+# -- how hard a recommendation searches, and the fleet (``planner.recommend.Request``) ------
+SEEDS = Bound(1, 64, whole=True)
+MAX_SESSIONS = Bound(1, 256, whole=True)  # the largest session count a search considers
+PEAK_SESSIONS = Bound(1, 10_000_000, whole=True)
+HEADROOM = Bound(0, 10)
+PRICE_PER_HOUR = Bound(0, 10_000)
