@@ -47,7 +47,7 @@ def recommendation(request: Request) -> Recommendation:
     the cached result is computed without them and its fleet sized afterwards: typing a
     price does not simulate anything again.
     """
-    bare = replace(request, peak_sessions=None, headroom=0.0, price_per_hour=None)
+    bare = _unsized(request)
     result = _recommendation(repr(bare), bare)
     sized = fleet(
         result.recommended,
@@ -69,8 +69,14 @@ def sweep(result: Recommendation, sharing: Sharing, sessions: Sequence[int]) -> 
     """``planner.recommend.option_sweep`` for a recommendation's request, reusing the runs
     the recommendation made; cached."""
     counts = tuple(sessions)
-    request = replace(result.request, peak_sessions=None, headroom=0.0, price_per_hour=None)
+    request = _unsized(result.request)
     return _sweep(repr((request, sharing, counts)), result, sharing, counts)
+
+
+def _unsized(request: Request) -> Request:
+    """The request without what only sizes the fleet (peak, headroom, price): the part of
+    it that decides what is simulated, as the caches' key."""
+    return replace(request, peak_sessions=None, headroom=0.0, price_per_hour=None)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

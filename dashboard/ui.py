@@ -13,6 +13,10 @@ from typing import Any, Literal
 import streamlit as st
 
 from dashboard.text import md_list
+from planner.curve import Curve
+from planner.errors import NotFound
+from planner.plan import default_curve
+from planner.store import Store
 
 Kind = Literal["success", "info", "warning", "error"]
 _FLASH = "_flash"
@@ -64,3 +68,15 @@ def table(rows: Sequence[Mapping[str, Any]], *, key: str, **options: Any) -> Non
     (a read-only ``st.dataframe`` does not carry its own key)."""
     with st.container(key=key):
         st.dataframe(rows, hide_index=True, **options)
+
+
+def default_curve_or_stop(db: Store, title: str, doing: str) -> Curve:
+    """The store's default curve; when the store holds none, the page says so under its
+    ``title`` (what there is no curve ``doing``: "to plan with") and stops."""
+    try:
+        return default_curve(db)
+    except NotFound as exc:
+        st.title(title)
+        show_problems(f"There is no curve {doing}:", [*exc.problems, "Add one on the Curves page."])
+        st.stop()
+        raise  # pragma: no cover - st.stop() does not return

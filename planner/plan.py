@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from planner.cards import Card
-from planner.curve import Curve, make_curve
+from planner.curve import Curve
 from planner.errors import BadInput, NotFound
 from planner.fit import FittedCurve, fit_curve
-from planner.links import PlanParams, SimulateParams
+from planner.links import PlanParams, SimulateParams, linked_curve
 from planner.modes import sharing_for
 from planner.recommend import Criteria, Request
 from planner.scenario import Scenario, Sharing
@@ -43,14 +43,9 @@ def default_curve(store: Store) -> Curve:
 
 def plan_curve(params: PlanParams | SimulateParams, store: Store | None) -> Curve:
     """The curve a plan names: embedded points, a stored id, or the default curve."""
-    if params.points is not None:
-        return make_curve(
-            model=params.model or "unnamed model",
-            card=params.card or "unnamed card",
-            precision=params.precision,
-            resolution=params.resolution,
-            points=params.points,
-        )
+    embedded = linked_curve(params)
+    if embedded is not None:
+        return embedded
     if store is None:
         raise BadInput("a plan without embedded points needs the store")
     if params.curve is not None:

@@ -10,9 +10,10 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from planner.cli import build_parser
-from planner.cli.measure import command_for, options_from_args
+from planner.cli.measure import options_from_args
 from planner.links import PlanParams, decode
 from planner.measure import MeasureOptions, ModelSpec
+from planner.measure_options import command_for
 from planner.store import Store
 
 LAPTOP = "1:9.82,2:20.36,3:32.71,4:46.15,8:103.77,16:221.25"

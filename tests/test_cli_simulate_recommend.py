@@ -137,7 +137,7 @@ def test_recommend_when_nothing_meets_the_budget_exits_0(cli) -> None:
         (("--budget-ms", "-1"), "--budget-ms"),
         (("--policies", "fifo"), "fifo"),
         (("--modes", "vgpu"), "vgpu"),
-        (("--cotenants", "1.5"), "between 0 and 1"),
+        (("--cotenants", "1.5"), "--cotenants: item 1 must be from 0 to 1"),
         (("--mig-profile", "3g.40gb", "--card", "laptop-8gb"), "does not support MIG"),
         (("--seeds", "0"), "--seeds"),
         (("--percentile", "abc"), "--percentile"),

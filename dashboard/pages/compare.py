@@ -3,7 +3,6 @@ under the same criteria, and the cards' hourly prices."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import streamlit as st
@@ -14,15 +13,14 @@ from dashboard.controls import Controls
 from dashboard.plan_charts import caps_figure, cost_figure
 from dashboard.state import store
 from dashboard.text import md
-from dashboard.ui import flash, show_flash, show_problems, table
+from dashboard.ui import default_curve_or_stop, flash, show_flash, show_problems, table
 from planner.cards import Card
-from planner.curve import PRECISIONS, Curve
+from planner.compare import CardPlan, comparable_curves, compare_cards, model_of, settle
+from planner.curve import PRECISIONS
 from planner.errors import BadInput, NotFound
 from planner.fit import fit_curve
 from planner.links import CompareParams, PlanParams
-from planner.plan import default_curve, plan_inputs
 from planner.policies import POLICIES
-from planner.recommend import Recommendation
 
 c = Controls("cmp_")
 CRITERIA = ("budget_ms", "percentile", "min_fps", "overhead_ms", "max_overwritten", "policies")
@@ -34,40 +32,9 @@ TABLE_COLUMNS: dict[str, Any] = {
 }
 
 
-def chosen_curves(params: CompareParams, model: str) -> list[Curve]:
-    """The model's curves on the chosen cards, precision and resolution."""
-    wanted = {card.lower() for card in params.cards}
-    return [
-        curve
-        for curve in db.curves(model=model)
-        if (not wanted or curve.card.lower() in wanted)
-        and params.precision in (None, curve.precision)
-        and params.resolution in (None, curve.resolution)
-        and curve.mig_profile is None
-    ]
-
-
 def check(params: CompareParams) -> tuple[CompareParams, list[str]]:
     """A model, card, precision or resolution with no stored curve is ignored."""
-    ignored = []
-    if params.model is not None and not db.curves(model=params.model):
-        ignored.append(f"ignored model={params.model!r}: no stored curve of that model")
-        params = replace(params, model=None)
-    model = params.model or default.model
-    having = {curve.card.lower() for curve in db.curves(model=model)}
-    unknown = [card for card in params.cards if card.lower() not in having]
-    if unknown:
-        ignored.append(
-            f"ignored cards {', '.join(repr(u) for u in unknown)}: no curve of {model!r} on them"
-        )
-    names = {curve.card.lower(): curve.card for curve in db.curves(model=model)}
-    cards = tuple(dict.fromkeys(names[x.lower()] for x in params.cards if x.lower() in names))
-    if cards != params.cards:
-        params = replace(params, cards=cards)
-    if (params.precision or params.resolution) and not chosen_curves(params, model):
-        ignored.append("ignored precision and resolution: no curve of the model has them")
-        params = replace(params, precision=None, resolution=None)
-    return params, ignored
+    return settle(db, params)
 
 
 def controls() -> CompareParams | None:
@@ -157,28 +124,24 @@ def price_form(cards: list[Card], compared: list[str]) -> None:
             st.rerun()
 
 
-def rows(
-    entries: list[tuple[Curve, Card | None, Recommendation]], params: CompareParams
-) -> list[dict[str, Any]]:
+def rows(plans: list[CardPlan], params: CompareParams) -> list[dict[str, Any]]:
     out = []
-    for curve, card, result in entries:
-        best = result.recommended
-        fleet = result.fleet
-        at = best.at_cap if best is not None else None
+    for plan in plans:
+        doc = plan.as_dict()
         row: dict[str, Any] = {
-            "card": curve.card,
-            "precision": curve.precision or "-",
-            "resolution": curve.resolution or "-",
-            "seats": best.seats if best is not None else "0",
-            "with": best.label if best is not None else "nothing fits",
-            "latency at cap (ms)": None if at is None else at.e2e_latency_ms,
-            "slowest fps at cap": None if at is None else at.min_fps,
-            "price per card-hour": _usd(card.price_per_hour if card is not None else None, 2),
-            "cost per seat-hour": _usd(None if fleet is None else fleet.cost_per_seat_hour, 3),
+            "card": doc["card"],
+            "precision": doc["precision"] or "-",
+            "resolution": doc["resolution"] or "-",
+            "seats": doc["seats_per_card"],
+            "with": doc["option"] or "nothing fits",
+            "latency at cap (ms)": doc["latency_ms_at_cap"],
+            "slowest fps at cap": doc["min_fps_at_cap"],
+            "price per card-hour": _usd(doc["price_per_hour"], 2),
+            "cost per seat-hour": _usd(doc["cost_per_seat_hour"], 3),
         }
         if params.peak_sessions is not None:
-            row["GPUs for peak"] = None if fleet is None else fleet.gpus
-        row["measure next"] = result.measure_next
+            row["GPUs for peak"] = doc["gpus_for_peak"]
+        row["measure next"] = doc["measure_next"]
         out.append(row)
     return out
 
@@ -191,12 +154,7 @@ def _usd(value: float | None, digits: int) -> str:
 
 show_flash()
 db = store()
-try:
-    default = default_curve(db)
-except NotFound as exc:
-    st.title("Compare cards")
-    show_problems("There is no curve to compare:", [*exc.problems, "Add one on the Curves page."])
-    st.stop()
+default = default_curve_or_stop(db, "Compare cards", "to compare")
 link = links.opened(CompareParams, check=check)
 if link is not None:
     c.load(link.params)
@@ -208,27 +166,26 @@ params = controls()
 if params is None:
     st.stop()
 links.publish(params)
-model = params.model or default.model
+model = model_of(db, params)
 st.title(f"Compare cards: {md(model)}")
-curves = chosen_curves(params, model)
-if not curves:
+if not comparable_curves(db, params):
     st.info("No stored curve of this model matches; widen the choice in the sidebar.")
     st.stop()
 
-entries: list[tuple[Curve, Card | None, Recommendation]] = []
 progress = st.progress(0.0, text="Simulating sessions on each curve…")
-for index, curve in enumerate(curves):
-    plan = PlanParams(curve=curve.id, **{n: getattr(params, n) for n in SHARED})
-    try:
-        inputs = plan_inputs(plan, db)
-    except (BadInput, NotFound) as exc:
-        show_problems(f"{md(curve.label)} cannot be planned:", exc.problems)
-        continue
-    entries.append((curve, inputs.card, cache.recommendation(inputs.request)))
-    progress.progress(
-        (index + 1) / len(curves), text=f"Simulated {index + 1} of {len(curves)} curves"
-    )
+
+
+def _advance(done: int, total: int) -> None:
+    progress.progress(done / total, text=f"Simulated {done} of {total} curves")
+
+
+plans = compare_cards(db, params, recommend_with=cache.recommendation, progress=_advance)
 progress.empty()
+for plan in plans:
+    if plan.problems:
+        show_problems(f"{md(plan.curve.label)} cannot be planned:", list(plan.problems))
+entries = [(p.curve, p.card, p.result) for p in plans if p.result is not None]
+planned = [p for p in plans if p.result is not None]
 
 st.caption(
     f"Each curve is planned with the same criteria: p{params.percentile:g} latency within "
@@ -236,7 +193,7 @@ st.caption(
     "more, the card to itself (exclusive). Seats are a range when the fit's band makes the "
     "cap uncertain."
 )
-table(rows(entries, params), key="cmp_table", column_config=TABLE_COLUMNS)
+table(rows(planned, params), key="cmp_table", column_config=TABLE_COLUMNS)
 labels = [f"{x.card}, {x.resolution or '-'} {(x.precision or '').upper()}" for x, _, _ in entries]
 left, right = st.columns(2)
 fitted = [

@@ -13,7 +13,6 @@ from dashboard.state import store
 from dashboard.tables import point_rows
 from dashboard.text import md, md_list
 from dashboard.ui import flash, show_flash, show_problems, table
-from planner.cli.measure import command_for
 from planner.devices import DEVICES, INSTALL_HINT
 from planner.errors import BadInput, PlannerError
 from planner.measure import (
@@ -30,6 +29,7 @@ from planner.measure import (
     parse_batches,
     parse_input_shape,
 )
+from planner.measure_options import command_for
 
 AUTO = "auto"
 # Small enough to finish in seconds on a laptop CPU; the study's settings are for GPUs.

@@ -15,7 +15,7 @@ from dashboard.plan_charts import pareto_figure, sessions_figure
 from dashboard.state import store
 from dashboard.tables import option_rows
 from dashboard.text import md, md_list
-from dashboard.ui import show_problems, table
+from dashboard.ui import default_curve_or_stop, show_problems, table
 from planner.cards import Card
 from planner.errors import BadInput, NotFound
 from planner.links import (
@@ -28,7 +28,7 @@ from planner.links import (
     url,
 )
 from planner.pareto import dominated
-from planner.plan import PlanInputs, default_curve, modes_of, plan_curve, plan_inputs
+from planner.plan import PlanInputs, modes_of, plan_curve, plan_inputs
 from planner.policies import POLICIES
 from planner.recommend import Option, Recommendation
 from planner.scenario import MODES
@@ -481,12 +481,7 @@ def simulate_link(result: Recommendation, inputs: PlanInputs, params: PlanParams
 # ---------------------------------------------------------------------------------------
 
 db = store()
-try:
-    default = default_curve(db)
-except NotFound as exc:
-    st.title("Plan")
-    show_problems("There is no curve to plan with:", [*exc.problems, "Add one on the Curves page."])
-    st.stop()
+default = default_curve_or_stop(db, "Plan", "to plan with")
 curves = db.curves()
 link = links.opened(PlanParams, load_plan=db.plan, check=links.curve_check(db, plan_inputs, "plan"))
 if link is not None:

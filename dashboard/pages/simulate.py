@@ -10,10 +10,10 @@ from dashboard.run_charts import fps_figure, latency_histogram, timeline_figure
 from dashboard.state import store
 from dashboard.tables import run_rows, session_rows
 from dashboard.text import md
-from dashboard.ui import show_problems, table
+from dashboard.ui import default_curve_or_stop, show_problems, table
 from planner.errors import BadInput, NotFound
 from planner.links import SimulateParams
-from planner.plan import default_curve, simulation_inputs
+from planner.plan import simulation_inputs
 from planner.policies import POLICIES
 from planner.results import Results
 from planner.scenario import MODES, PHASES
@@ -176,12 +176,7 @@ def run_view(results: Results, index: int, wide: bool) -> None:
 # ---------------------------------------------------------------------------------------
 
 db = store()
-try:
-    default = default_curve(db)
-except NotFound as exc:
-    st.title("Simulate")
-    show_problems("There is no curve to simulate:", [*exc.problems, "Add one on the Curves page."])
-    st.stop()
+default = default_curve_or_stop(db, "Simulate", "to simulate")
 curves = db.curves()
 link = links.opened(SimulateParams, check=links.curve_check(db, simulation_inputs, "scenario"))
 if link is not None:

@@ -21,7 +21,17 @@ from planner import __version__
 from planner.errors import PlannerError
 
 # One entry per sub-command module, in the order ``planner --help`` lists them.
-COMMANDS = ("curves", "cards", "fit", "simulate", "recommend", "link", "measure", "bench")
+COMMANDS = (
+    "curves",
+    "cards",
+    "fit",
+    "simulate",
+    "recommend",
+    "compare-cards",
+    "link",
+    "measure",
+    "bench",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        importlib.import_module(f"planner.cli.{name}").register(subparsers)
+        importlib.import_module(f"planner.cli.{name.replace('-', '_')}").register(subparsers)
     return parser
 
 

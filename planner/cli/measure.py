@@ -230,51 +230,6 @@ def options_from_args(args: argparse.Namespace) -> MeasureOptions:
     )
 
 
-def command_for(
-    options: MeasureOptions, *, out: str | None = "new-card.csv", store: bool = False
-) -> list[str]:
-    """The ``planner measure`` command line that measures ``options`` (the inverse of
-    ``options_from_args``), for running on the machine that has the card.
-
-    Options at their default are left out; ``options.model.path`` is written as given,
-    so it must name the file on that machine. Join with ``shlex.join`` for a shell.
-    """
-    argv = ["planner", "measure"]
-    if options.model.path is not None:
-        argv += ["--model-file", str(options.model.path)]
-        if options.model.input_shape is not None:
-            argv += ["--input-shape", ",".join(str(v) for v in options.model.input_shape)]
-    elif options.resolution != DEFAULT_RESOLUTION:
-        argv += ["--resolution", str(options.resolution)]
-    if options.model_name:
-        argv += ["--model", options.model_name]
-    if options.batches != DEFAULT_BATCHES:
-        argv += ["--batches", ",".join(str(b) for b in options.batches)]
-    if options.precisions:
-        argv += ["--precision", ",".join(options.precisions)]
-    if options.device:
-        argv += ["--device", options.device]
-    for name, default in (
-        ("warmup", DEFAULT_WARMUP),
-        ("rounds", DEFAULT_ROUNDS),
-        ("repetitions", DEFAULT_REPETITIONS),
-    ):
-        value = getattr(options, name)
-        if value != default:
-            argv += [f"--{name}", str(value)]
-    if options.channels_last:
-        argv.append("--channels-last")
-    if options.card:
-        argv += ["--card", options.card]
-    if options.mig_profile:
-        argv += ["--mig-profile", options.mig_profile]
-    if out:
-        argv += ["--out", out]
-    if store:
-        argv.append("--store")
-    return argv
-
-
 def _whole(text: str, name: str) -> int:
     try:
         return int(str(text).strip())

@@ -104,3 +104,31 @@ def option(parser: argparse.ArgumentParser, name: str, help: str, **extra: Any) 
     parser.add_argument(
         f"--{name.replace('_', '-')}", default=default, help=f"{help}{shown}", **extra
     )
+
+
+def link_values(args: Any, names: Sequence[str]) -> dict[str, Any]:
+    """The options named by link parameters, read by the parameters' own codecs (so the
+    command line accepts exactly what links and the library accept); BadInput lists
+    every option that does not read, by its flag."""
+    from planner.errors import BadInput
+    from planner.links import PARAMETERS
+
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for name in names:
+        text = getattr(args, name, None)
+        if text is None:
+            continue
+        try:
+            values[name] = PARAMETERS[name].codec.parse(str(text))
+        except BadInput as exc:
+            problems.extend(option_name(f"{name}: {p}") for p in exc.problems)
+    if problems:
+        raise BadInput(problems)
+    return values
+
+
+def option_name(problem: str) -> str:
+    """``budget_ms: ...`` reads ``--budget-ms: ...`` on the command line."""
+    name, sep, rest = problem.partition(": ")
+    return f"--{name.replace('_', '-')}: {rest}" if sep and name.isidentifier() else problem

@@ -7,17 +7,17 @@ from typing import Any
 
 from planner.cli.output import (
     add_curve_source,
-    csv_list,
+    link_values,
     note,
     open_store,
     option,
+    option_name,
     print_json,
     table,
 )
 from planner.curve import parse_points_option
 from planner.errors import BadInput
 from planner.links import PlanParams
-from planner.modes import parse_duties
 from planner.plan import plan_inputs
 from planner.policies import POLICIES
 from planner.recommend import Recommendation, recommend
@@ -78,38 +78,18 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+PLAN_OPTIONS = (
+    "budget_ms", "percentile", "min_fps", "max_overwritten", "overhead_ms", "policies",
+    "modes", "cotenants", "busy_period_ms", "mps_share", "mig_profile", "seeds",
+    "duration_s", "max_sessions", "peak_sessions", "headroom", "price_per_hour",
+)  # fmt: skip
+"""The options of ``add_plan_options`` that are plan parameters, read by their codecs."""
+
+
 def plan_params(args: argparse.Namespace) -> PlanParams:
     """Validated plan parameters from the options (BadInput lists every problem)."""
-    values: dict[str, Any] = {
-        "budget_ms": _float(args.budget_ms),
-        "percentile": _float(args.percentile),
-        "min_fps": _float(args.min_fps),
-        "overhead_ms": _float(args.overhead_ms),
-        "busy_period_ms": _float(args.busy_period_ms),
-        "seeds": _whole(args.seeds),
-        "duration_s": _float(args.duration_s),
-        "max_sessions": _whole(args.max_sessions),
-        "headroom": _float(args.headroom),
-        "other_jobs": bool(args.other_jobs),
-    }
-    optional = {
-        "max_overwritten": _float,
-        "mps_share": _float,
-        "peak_sessions": _whole,
-        "price_per_hour": _float,
-    }
-    for name, parse in optional.items():
-        text = getattr(args, name)
-        if text is not None:
-            values[name] = parse(text)
-    if args.policies:
-        values["policies"] = tuple(csv_list(args.policies))
-    if args.modes:
-        values["modes"] = tuple(csv_list(args.modes))
-    if args.cotenants:
-        values["cotenants"] = parse_duties(args.cotenants)
-    if args.mig_profile:
-        values["mig_profile"] = args.mig_profile.strip().lower()
+    values = link_values(args, PLAN_OPTIONS)
+    values["other_jobs"] = bool(args.other_jobs)
     if args.points is not None:
         values["points"] = parse_points_option(args.points)
         if args.card:
@@ -119,28 +99,7 @@ def plan_params(args: argparse.Namespace) -> PlanParams:
     try:
         return PlanParams(**values)
     except BadInput as exc:
-        raise BadInput([_option_name(p) for p in exc.problems]) from None
-
-
-def _option_name(problem: str) -> str:
-    """``budget_ms: ...`` reads ``--budget-ms: ...`` on the command line."""
-    name, sep, rest = problem.partition(": ")
-    return f"--{name.replace('_', '-')}: {rest}" if sep and name.isidentifier() else problem
-
-
-def _float(text: str) -> Any:
-    try:
-        return float(text)
-    except ValueError:
-        return text  # PlanParams reports it with the parameter's name
-
-
-def _whole(text: str) -> Any:
-    try:
-        value = float(text)
-    except ValueError:
-        return text
-    return int(value) if value.is_integer() else value
+        raise BadInput([option_name(p) for p in exc.problems]) from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,0 +1,111 @@
+"""``planner compare-cards``: one model's curves on every card, under the same criteria."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from planner.cli.output import (
+    csv_list,
+    link_values,
+    note,
+    open_store,
+    option,
+    option_name,
+    print_json,
+    table,
+)
+from planner.compare import compare_cards, model_of, settle
+from planner.errors import BadInput
+from planner.links import CompareParams
+from planner.policies import POLICIES
+
+OPTIONS = (
+    "budget_ms", "percentile", "min_fps", "max_overwritten", "overhead_ms", "policies",
+    "seeds", "duration_s", "max_sessions", "peak_sessions", "headroom",
+)  # fmt: skip
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compare-cards",
+        help="one model's seat caps and cost per seat on every card",
+        description=(
+            "Plan every stored whole-card curve of one model with the same criteria, each on "
+            "its own card (exclusive): seats per card, latency at the cap, cost per seat with "
+            "the card's stored price, GPUs for a peak, and the batch size to measure next. "
+            "The Compare page of the dashboard shows the same."
+        ),
+    )
+    parser.add_argument("--model", help="the model (default: the default plan's model)")
+    parser.add_argument("--cards", help="comma-separated cards (default: every card)")
+    parser.add_argument("--precision", help="only curves of this precision, e.g. fp16")
+    parser.add_argument("--resolution", help="only curves of this input size, e.g. 512x288")
+    option(parser, "budget_ms", "latency budget, ms end to end")
+    option(parser, "percentile", "percentile of the budget")
+    option(parser, "min_fps", "slowest session's fps floor")
+    parser.add_argument("--max-overwritten", help="largest overwritten fraction, e.g. 0.05")
+    option(parser, "overhead_ms", "per-frame time outside the GPU, ms")
+    parser.add_argument(
+        "--policies", help=f"comma-separated, from {', '.join(POLICIES)} (default: all)"
+    )
+    option(parser, "seeds", "phase seeds per session count")
+    option(parser, "duration_s", "simulated seconds per run")
+    option(parser, "max_sessions", "largest session count")
+    parser.add_argument("--peak-sessions", help="peak concurrent sessions, for the fleet size")
+    option(parser, "headroom", "fleet headroom fraction")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(handler=run)
+
+
+def compare_params(args: argparse.Namespace) -> CompareParams:
+    values = link_values(args, (*OPTIONS, "model", "precision", "resolution"))
+    if args.cards:
+        values["cards"] = tuple(csv_list(args.cards))
+    try:
+        return CompareParams(**values)
+    except BadInput as exc:
+        raise BadInput([option_name(p) for p in exc.problems]) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    params = compare_params(args)
+    with open_store(args) as store:
+        settled, ignored = settle(store, params)
+        if ignored:
+            raise BadInput([m.replace("ignored ", "no curve to compare: ", 1) for m in ignored])
+        model = model_of(store, settled)
+        if not args.json:
+            note(f"comparing {model} on every card it has a curve for ...")
+        plans = compare_cards(
+            store,
+            settled,
+            progress=lambda done, total: None if args.json else note(f"  {done}/{total}"),
+        )
+    rows = [plan.as_dict() for plan in plans]
+    if args.json:
+        print_json({"model": model, "curves": rows})
+        return 0
+    print(table([_cells(r) for r in rows], (
+        "card", "precision", "resolution", "seats per card", "with",
+        f"p{settled.percentile:g} ms at cap",
+        "min fps", "USD/card-h", "USD/seat-h", "GPUs for peak", "measure next",
+    )))  # fmt: skip
+    for row in rows:
+        for problem in row["problems"]:
+            note(f"{row['card']}: {problem}")
+    return 0
+
+
+def _cells(row: dict[str, Any]) -> list[Any]:
+    def num(value: float | None, digits: int) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
+    return [
+        row["card"], row["precision"] or "-", row["resolution"] or "-", row["seats_per_card"],
+        row["option"] or "nothing fits", num(row["latency_ms_at_cap"], 1),
+        num(row["min_fps_at_cap"], 1), num(row["price_per_hour"], 2),
+        num(row["cost_per_seat_hour"], 3),
+        "-" if row["gpus_for_peak"] is None else row["gpus_for_peak"],
+        "-" if row["measure_next"] is None else row["measure_next"],
+    ]  # fmt: skip

@@ -1,0 +1,58 @@
+"""Comparing cards in the library and on the command line (the Compare page renders the
+same ``compare_cards``)."""
+
+from __future__ import annotations
+
+from planner.compare import compare_cards, settle
+from planner.links import CompareParams, PlanParams
+from planner.plan import plan_inputs
+from planner.recommend import recommend
+from planner.store import Store
+
+QUICK = {"seeds": 2, "duration_s": 5.0, "precision": "fp16", "resolution": "512x288"}
+
+
+def test_each_card_is_planned_with_the_same_criteria(store: Store) -> None:
+    params = CompareParams(budget_ms=40.0, peak_sessions=100, **QUICK)  # type: ignore[arg-type]
+    seen: list[tuple[int, int]] = []
+    plans = compare_cards(store, params, progress=lambda done, total: seen.append((done, total)))
+    assert [p.curve.card for p in plans] == ["laptop-8gb", "server-24gb"]
+    assert seen == [(1, 2), (2, 2)]
+    for plan in plans:
+        alone = recommend(
+            plan_inputs(
+                PlanParams(curve=plan.curve.id, budget_ms=40.0, peak_sessions=100, seeds=2,
+                           duration_s=5.0),
+                store,
+            ).request
+        )  # fmt: skip
+        assert plan.result is not None and alone.recommended is not None
+        assert plan.result.recommended is not None
+        assert plan.result.recommended.seats == alone.recommended.seats
+        row = plan.as_dict()
+        assert row["seats_per_card"] == alone.recommended.seats
+        assert row["gpus_for_peak"] == (alone.fleet.gpus if alone.fleet else None)
+        assert row["measure_next"] == alone.measure_next
+
+
+def test_cards_without_a_curve_of_the_model_are_left_out_and_named(store: Store) -> None:
+    params, ignored = settle(store, CompareParams(cards=("server-24gb", "nosuchcard")))
+    assert params.cards == ("server-24gb",)
+    assert ignored == ["ignored cards 'nosuchcard': no curve of 'ball-detector' on them"]
+
+
+def test_compare_cards_command(cli) -> None:
+    run = cli("compare-cards", "--precision", "fp16", "--resolution", "512x288", "--seeds", "2",
+              "--duration-s", "5", "--json")  # fmt: skip
+    assert run.status == 0, run.err
+    doc = run.json
+    assert doc["model"] == "ball-detector"
+    assert [r["card"] for r in doc["curves"]] == ["laptop-8gb", "server-24gb"]
+    assert doc["curves"][0]["seats_per_card"] == "3"
+    text = cli("compare-cards", "--cards", "server-24gb", "--seeds", "1", "--duration-s", "5")
+    assert text.status == 0 and "server-24gb" in text.out and "seats per card" in text.out
+    bad = cli("compare-cards", "--cards", "nosuchcard")
+    assert bad.status == 2 and "nosuchcard" in bad.err
+    worse = cli("compare-cards", "--budget-ms", "abc", "--percentile", "100")
+    assert worse.status == 2
+    assert "--budget-ms: not a number" in worse.err and "--percentile: must be" in worse.err
