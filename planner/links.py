@@ -27,6 +27,7 @@ from urllib.parse import quote, urlencode
 
 from planner.curve import (
     MAX_BATCH,
+    MIN_LATENCY_MS,
     Curve,
     Point,
     clean_precision,
@@ -431,7 +432,7 @@ PARAMETERS: dict[str, Parameter] = {
     "precision": Parameter(None, Maybe(Precision()), "precision of the curve"),
     "resolution": Parameter(None, Maybe(Resolution()), "input resolution of the curve"),
     # The criteria of a plan.
-    "budget_ms": Parameter(50.0, Float(0, 60_000, above_low=True), "latency budget, ms end-to-end"),
+    "budget_ms": Parameter(50.0, Float(MIN_LATENCY_MS, 60_000), "latency budget, ms end-to-end"),
     "percentile": Parameter(
         99.0, Float(0, 100, above_low=True), "percentile the budget applies to"
     ),
@@ -465,7 +466,7 @@ PARAMETERS: dict[str, Parameter] = {
         None, Maybe(Float(0, 10_000_000)), "longest wait for a fuller batch (triton), us"
     ),
     "slo_ms": Parameter(
-        None, Maybe(Float(0, 60_000, above_low=True)), "objective of aimd and deadline, ms"
+        None, Maybe(Float(MIN_LATENCY_MS, 60_000)), "objective of aimd and deadline, ms"
     ),
     "compare_policy": Parameter(None, Maybe(Choice(POLICIES)), "second policy, side by side"),
     "fps": Parameter(

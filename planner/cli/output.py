@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -67,9 +69,8 @@ def read_curve_source(args: Any) -> tuple[tuple[Any, ...], Any]:
 
 
 def number(text: str, what: str, *, low: float, high: float, whole: bool = False) -> float:
-    """A number option checked against its range; BadInput says which option and why."""
-    import math
-
+    """A number option checked against its range; BadInput says which option and why.
+    Whole-number options whose range goes past 2**53 take ``whole_number`` instead."""
     from planner.errors import BadInput
 
     try:
@@ -80,4 +81,33 @@ def number(text: str, what: str, *, low: float, high: float, whole: bool = False
         raise BadInput(f"{what} {text!r} must be between {low:g} and {high:g}")
     if whole and not value.is_integer():
         raise BadInput(f"{what} {text!r} is not a whole number")
+    return value
+
+
+_DIGITS = re.compile(r"^[+-]?[0-9]{1,30}$")
+
+
+def whole_number(text: str, what: str, *, low: int, high: int) -> int:
+    """A whole-number option, read as an integer (never through a float, which would
+    make 2**53 and 2**53 + 1 the same seed), checked against its range.
+
+    ``1e3`` and ``4.0`` are accepted where a float holds them exactly (below 2**53).
+    """
+    from planner.errors import BadInput
+
+    stripped = str(text).strip()
+    if _DIGITS.match(stripped):
+        value = int(stripped)
+    else:
+        try:
+            number = float(stripped) if len(stripped) <= 40 else math.nan
+        except ValueError:
+            raise BadInput(f"{what} {stripped[:40]!r} is not a number") from None
+        if not (math.isfinite(number) and number.is_integer()):
+            raise BadInput(f"{what} {stripped[:40]!r} is not a whole number")
+        if abs(number) >= 2**53:
+            raise BadInput(f"{what} {stripped[:40]!r} is not exact as written; give its digits")
+        value = int(number)
+    if not low <= value <= high:
+        raise BadInput(f"{what} {stripped[:40]!r} must be between {low} and {high}")
     return value

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from planner.cli.output import add_curve_source, csv_list, note, open_store, print_json, table
+from planner.cli.output import (
+    add_curve_source,
+    csv_list,
+    note,
+    open_store,
+    print_json,
+    table,
+    whole_number,
+)
 from planner.curve import parse_points_option
 from planner.errors import BadInput
 from planner.links import PlanParams
@@ -120,10 +128,9 @@ def _float(text: str) -> Any:
 
 def _whole(text: str) -> Any:
     try:
-        value = float(text)
-    except ValueError:
-        return text
-    return int(value) if value.is_integer() else value
+        return whole_number(text, "", low=-(2**63), high=2**63)
+    except BadInput:
+        return _float(text)  # PlanParams says what is wrong with it, by its name
 
 
 def run(args: argparse.Namespace) -> int:

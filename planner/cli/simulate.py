@@ -16,7 +16,9 @@ from planner.cli.output import (
     open_store,
     print_json,
     read_curve_source,
+    whole_number,
 )
+from planner.curve import MIN_LATENCY_MS
 from planner.errors import BadInput
 from planner.fit import EDGES, fit_curve
 from planner.modes import parse_duties, sharing_for
@@ -95,12 +97,12 @@ def scenario_from(
             problems.extend(exc.problems)
             return None
 
-    sessions = get(number, args.sessions, "--sessions", low=1, high=1024, whole=True)
+    sessions = get(whole_number, args.sessions, "--sessions", low=1, high=1024)
     fps = tuple(get(number, f, "--fps", low=1e-3, high=240) for f in (csv_list(args.fps) or ["?"]))
     options = {
         "max_batch": (args.max_batch, "--max-batch", 1, 4096, True),
         "max_queue_delay_us": (args.max_queue_delay_us, "--max-queue-delay-us", 0, 6e7, False),
-        "slo_ms": (args.slo_ms, "--slo-ms", 1e-3, 6e5, False),
+        "slo_ms": (args.slo_ms, "--slo-ms", MIN_LATENCY_MS, 6e5, False),
     }
     params: dict[str, Any] = {}
     for name, (text, flag, low, high, whole) in options.items():
@@ -109,11 +111,11 @@ def scenario_from(
         if name not in POLICIES[args.policy].params:
             problems.append(f"{flag} does not apply to the {args.policy} policy")
             continue
-        value = get(number, text, flag, low=low, high=high, whole=whole)
-        params[name] = int(value) if whole and value is not None else value
+        value = get(whole_number if whole else number, text, flag, low=low, high=high)
+        params[name] = value
     sharing = get(sharing_from, args, curve)
     duration = get(number, args.duration_s, "--duration-s", low=1e-3, high=3600)
-    seed = get(number, args.seed, "--seed", low=0, high=2**63 - 1, whole=True)
+    seed = get(whole_number, args.seed, "--seed", low=0, high=2**63 - 1)
     jitter = get(number, args.jitter_ms, "--jitter-ms", low=0, high=1e6)
     overhead = get(number, args.overhead_ms, "--overhead-ms", low=0, high=60_000)
     if problems:
@@ -172,7 +174,7 @@ def sharing_from(args: argparse.Namespace, curve: Any = None) -> Any:
 def run(args: argparse.Namespace) -> int:
     points, curve = read_curve_source(args)
     fitted = fit_curve(points)
-    sessions = number(args.sessions, "--sessions", low=1, high=1024, whole=True)
+    sessions = whole_number(args.sessions, "--sessions", low=1, high=1024)
     table = tuple(float(v) for v in fitted.table(max(64, int(sessions)), args.edge))
     scenario = scenario_from(args, table, curve)
     results = simulate(scenario)
