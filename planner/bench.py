@@ -95,4 +95,9 @@ def _load_sections() -> None:
 
 
 # Modules whose import registers a section, in the order the sections run.
-BENCH_MODULES: tuple[str, ...] = ("planner.fit_eval", "planner.sim_bench", "planner.timing")
+BENCH_MODULES: tuple[str, ...] = (
+    "planner.fit_eval",
+    "planner.sim_bench",
+    "planner.timing",
+    "planner.store_bench",
+)

@@ -134,20 +134,57 @@ _FIRST_BACKOFF_S = 0.01
 _MAX_BACKOFF_S = 0.25
 
 _LOCK_HOLDER = re.compile(r"PID (\d+)")
+_DAMAGED = (
+    "it may be damaged or not a planner store (restore a copy, or point PLANNER_DB or --db "
+    "at another file)"
+)
 _LOCK_CONFLICT = "could not set lock on file"
-_NO_PERMISSION = ("permission denied", "read-only file system")
+_NO_PERMISSION = ("permission denied", "operation not permitted", "read-only file system")
 
-# One lock per store file and process: every Store of the file takes it around an
-# operation, so no two threads of this process ever have the file open at once and a
-# connection is never shared between threads.
-_FILE_LOCKS: dict[str, threading.RLock] = {}
-_FILE_LOCKS_GUARD = threading.Lock()
+# Opening a DuckDB file as a database of its own costs ~13 ms (most of it creating the
+# database instance, which an in-memory one costs too); attaching it to an instance that is
+# already there costs under 1 ms, and detaching it lets go of the file the same way. So
+# each process keeps one in-memory instance, and an operation attaches the store file to
+# it, works on a connection of its own (a cursor) and detaches the file again.
+_ROOT: tuple[int, duckdb.DuckDBPyConnection] | None = None
+_ROOT_GUARD = threading.Lock()
 
 
-def _file_lock(path: Path) -> threading.RLock:
+def _root_cursor() -> duckdb.DuckDBPyConnection:
+    """A new connection (cursor) to this process's in-memory instance."""
+    global _ROOT
+    with _ROOT_GUARD:
+        if _ROOT is None or _ROOT[0] != os.getpid():  # a forked child makes its own
+            _ROOT = (os.getpid(), duckdb.connect(":memory:", config=_CONFIG))
+        return _ROOT[1].cursor()
+
+
+def _drop_root() -> None:
+    """Forget this process's instance; it closes (with every file attached to it) once
+    the connections still using it are closed."""
+    global _ROOT
+    with _ROOT_GUARD:
+        if _ROOT is not None:
+            with suppress(duckdb.Error):
+                _ROOT[1].close()
+        _ROOT = None
+
+
+# One lock and one attachment name per store file and process: every Store of the file
+# takes the lock around an operation, so no two threads of this process ever have the
+# file attached at once, and a connection is never shared between threads.
+_FILES: dict[str, tuple[threading.RLock, str]] = {}
+_FILES_GUARD = threading.Lock()
+
+
+def _file_lock(path: Path) -> tuple[threading.RLock, str]:
     key = os.path.realpath(path)
-    with _FILE_LOCKS_GUARD:
-        return _FILE_LOCKS.setdefault(key, threading.RLock())
+    with _FILES_GUARD:
+        if key not in _FILES:
+            # The name is the code's own (identifiers cannot be bound as parameters);
+            # the path, which is the user's, is always a bound parameter.
+            _FILES[key] = (threading.RLock(), f"planner_store_{len(_FILES)}")
+        return _FILES[key]
 
 
 def store_wait_s() -> float:
@@ -199,7 +236,7 @@ class Store:
         self.read_only = self.path.is_file() and not os.access(self.path, os.W_OK)
         if not self.read_only:
             self._make_folder()
-        self._lock = _file_lock(self.path)
+        self._lock, self._name = _file_lock(self.path)
         self._local = threading.local()
         self._jitter = random.Random()
         with self.batch():
@@ -247,37 +284,57 @@ class Store:
             yield held
             return
         with self._lock:
-            connection = self._connect()
+            connection = self._attach()
             self._local.connection = connection
             try:
                 yield connection
             except (duckdb.IOException, duckdb.OutOfMemoryException, duckdb.FatalException) as exc:
-                raise StoreError(f"cannot read the store {self.path}: {_reason(exc)}") from None
+                raise StoreError(
+                    f"cannot read the store {self.path}: {_reason(exc)}; {_DAMAGED}"
+                ) from None
             finally:
                 self._local.connection = None
-                with suppress(duckdb.Error):  # a failed write already said what went wrong
+                try:
+                    connection.execute("USE memory")
+                    connection.execute(f"DETACH {self._name}")
+                except duckdb.Error:
+                    # Detaching checkpoints the file, which fails on a full disk (what was
+                    # committed is safe in the write-ahead log). Let the whole instance go,
+                    # so that the file is closed and its lock released all the same.
+                    _drop_root()
+                with suppress(duckdb.Error):
                     connection.close()
 
-    def _connect(self) -> duckdb.DuckDBPyConnection:
-        """A connection to the file, waiting with backoff while another process has it."""
+    def _attach(self) -> duckdb.DuckDBPyConnection:
+        """A connection with the file attached and in use, waiting with backoff while
+        another process has the file."""
         deadline = time.monotonic() + self.wait_s
         delay = _FIRST_BACKOFF_S
+        connection = _root_cursor()
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=self.read_only, config=_CONFIG)
+                connection.execute(
+                    f"ATTACH $path AS {self._name} (READ_ONLY {str(self.read_only).upper()})",
+                    {"path": str(self.path)},
+                )
+                connection.execute(f"USE {self._name}")
+                return connection
             except duckdb.IOException as exc:
                 message = str(exc)
                 if _LOCK_CONFLICT not in message.lower():
                     if not self.read_only and self.path.is_file() and _no_permission(message):
                         self.read_only = True  # the user may read the file, not write it
                         continue
+                    connection.close()
                     raise self._unusable(exc) from None
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    connection.close()
                     raise self._busy(message) from None
                 time.sleep(min(left, delay * self._jitter.uniform(0.5, 1.5)))
                 delay = min(2 * delay, _MAX_BACKOFF_S)
             except duckdb.Error as exc:
+                connection.close()
                 raise self._unusable(exc) from None
 
     def _busy(self, message: str) -> StoreLocked:
@@ -289,10 +346,7 @@ class Store:
         )
 
     def _unusable(self, exc: BaseException) -> StoreError:
-        return StoreError(
-            f"cannot open the store {self.path}: {_reason(exc)}; it may be damaged or not a "
-            "planner store (point PLANNER_DB or --db at another file, or restore a copy)"
-        )
+        return StoreError(f"cannot open the store {self.path}: {_reason(exc)}; {_DAMAGED}")
 
     @contextmanager
     def _read(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -339,8 +393,8 @@ class Store:
         """Create the schema if the file has none; True when the file was new."""
         with self._read() as con:
             found = con.execute(
-                "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' "
-                "AND table_name = 'schema_version'"
+                "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+                "AND schema_name = 'main' AND table_name = 'schema_version'"
             ).fetchone()
             current = None
             if found and found[0]:
@@ -460,13 +514,18 @@ class Store:
         go in as a few bulk statements, not a statement per point.
         """
         with self._write() as cur:
-            ids = self._insert_curves(cur, curves)
-            stored = self._curves_by_id(cur, ids)
+            ids, added = self._insert_curves(cur, curves)
+            stored = self._curves_by_id(cur, [i for i in ids if i not in added])
+        stored.update(added)
         return [stored[i] for i in ids]
 
-    def _insert_curves(self, cur: duckdb.DuckDBPyConnection, curves: Iterable[Curve]) -> list[str]:
-        """Insert the curves not stored yet; the ids of all of them, in order. A curve's
-        card takes the stored spelling of a known card; an unknown card is added."""
+    def _insert_curves(
+        self, cur: duckdb.DuckDBPyConnection, curves: Iterable[Curve]
+    ) -> tuple[list[str], dict[str, Curve]]:
+        """Insert the curves not stored yet. Returns the ids of all of them, in order, and
+        the ones inserted now as they read back (creation time set, environment through
+        JSON). A curve's card takes the stored spelling of a known card; an unknown card
+        is added."""
         known = dict(cur.execute("SELECT lower(name), name FROM cards").fetchall())
         ids: list[str] = []
         incoming: dict[str, Curve] = {}
@@ -483,7 +542,7 @@ class Store:
             ids.append(curve_id)
             incoming.setdefault(curve_id, curve)
         if not incoming:
-            return ids
+            return ids, {}
         stored = {
             row[0]
             for row in cur.execute(
@@ -493,8 +552,12 @@ class Store:
         }
         new = {i: c for i, c in incoming.items() if i not in stored}
         if not new:
-            return ids
+            return ids, {}
         now = _now()
+        created = [c.created_at.replace(tzinfo=None) if c.created_at else now for c in new.values()]
+        environments = [
+            json.dumps(dict(c.environment), sort_keys=True, default=str) for c in new.values()
+        ]
         cur.execute(
             _INSERT_CURVES,
             [
@@ -505,20 +568,28 @@ class Store:
                 [c.resolution for c in new.values()],
                 [c.mig_profile for c in new.values()],
                 [c.source for c in new.values()],
-                [c.created_at.replace(tzinfo=None) if c.created_at else now for c in new.values()],
-                [
-                    json.dumps(dict(c.environment), sort_keys=True, default=str)
-                    for c in new.values()
-                ],
+                created,
+                environments,
             ],
         )
         owners = [i for i, c in new.items() for _ in c.points]
         points = [p for c in new.values() for p in c.points]
-        cur.execute(
-            _INSERT_POINTS,
-            [owners, *([getattr(p, column) for p in points] for column in _POINT_COLUMNS)],
-        )
-        return ids
+        columns = [[getattr(p, column) for p in points] for column in _POINT_COLUMNS]
+        # An empty list unnests to NULLs beside the full ones, and costs nothing to send:
+        # most files leave the spread columns empty.
+        columns = [c if any(v is not None for v in c) else [] for c in columns]
+        cur.execute(_INSERT_POINTS, [owners, *columns])
+        added = {
+            curve_id: replace(
+                curve,
+                created_at=when.replace(tzinfo=UTC),
+                environment=json.loads(environment),
+            )
+            for (curve_id, curve), when, environment in zip(
+                new.items(), created, environments, strict=True
+            )
+        }
+        return ids, added
 
     def curves(
         self,
