@@ -209,7 +209,7 @@ if params is None:
     st.stop()
 links.publish(params)
 model = params.model or default.model
-st.title(f"Compare cards: {md(model)}")
+st.title(f"Compare cards: {md(model)}", anchor=False)  # no in-page link made of user text
 curves = chosen_curves(params, model)
 if not curves:
     st.info("No stored curve of this model matches; widen the choice in the sidebar.")
