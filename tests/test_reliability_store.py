@@ -98,7 +98,7 @@ def test_a_full_disk_at_commit_stores_nothing_and_loses_nothing(
     is made "full" for the command with a file-size limit (RLIMIT_FSIZE)."""
     before = stored_ids(filled)
     big = tmp_path / "big.csv"
-    big.write_bytes(bulk_file(2**20).replace(b"card-a", b"card-z"))
+    big.write_bytes(bulk_file(2**20).replace(b"gpu-a", b"gpu-z"))
 
     def full_disk() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # fail the write, not the process

@@ -7,8 +7,11 @@ import os
 import subprocess
 import sys
 import threading
+import types
 from pathlib import Path
+from typing import Any
 
+import duckdb
 import pytest
 
 from planner.curve import Point, make_curve
@@ -249,3 +252,48 @@ def test_many_curves_go_in_as_one_bulk_import(store: Store) -> None:
     again = store.curves(model="bulk-7")
     assert len(again) == 1 and again[0].latencies == (8.0, 9.0, 11.0)
     assert store.add_curves(many[:3]) == stored[:3]  # stored once, returned as stored
+
+
+class Counting:
+    """A DuckDB connection that counts the statements sent through it."""
+
+    def __init__(self, inner: Any, counts: dict[str, int]) -> None:
+        self._inner = inner
+        self._counts = counts
+
+    def cursor(self) -> Counting:
+        return Counting(self._inner.cursor(), self._counts)
+
+    def execute(self, *args: Any, **kwargs: Any) -> Counting:
+        self._counts["statements"] += 1
+        self._inner.execute(*args, **kwargs)
+        return self
+
+    def executemany(self, sql: str, rows: Any) -> Counting:
+        rows = list(rows)
+        self._counts["statements"] += len(rows)
+        self._inner.executemany(sql, rows)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def test_many_curves_go_in_as_a_few_statements(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 11.8: a statement per point (executemany) took 172 s for a 5 MiB file; the
+    number of statements an import sends no longer grows with its curves or points."""
+    import planner.store as store_module
+
+    counts = {"statements": 0}
+    shim = types.SimpleNamespace(**{n: getattr(duckdb, n) for n in dir(duckdb) if n[0] != "_"})
+    shim.connect = lambda *a, **k: Counting(duckdb.connect(*a, **k), counts)
+    monkeypatch.setattr(store_module, "duckdb", shim)
+    monkeypatch.setattr(store_module, "_ROOT", None, raising=False)
+    opened = Store(db_path)
+    many = [curve(model=f"bulk-{i}", latencies=(1.0 + i, 2.0 + i, 4.0 + i)) for i in range(300)]
+    counts["statements"] = 0
+    stored = opened.add_curves(many)
+    assert len(stored) == 300 and stored[7].latencies == (8.0, 9.0, 11.0)
+    assert counts["statements"] <= 20, counts
