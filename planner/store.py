@@ -170,20 +170,21 @@ def _drop_root() -> None:
         _ROOT = None
 
 
-# One lock and one attachment name per store file and process: every Store of the file
-# takes the lock around an operation, so no two threads of this process ever have the
-# file attached at once, and a connection is never shared between threads.
-_FILES: dict[str, tuple[threading.RLock, str]] = {}
+# One lock, one attachment name and one "current connection" per store file and process:
+# every Store of the file takes the lock around an operation, so no two threads of this
+# process ever have the file attached at once, a connection is never shared between
+# threads, and a Store used inside another one's batch (same file, same thread) joins it.
+_FILES: dict[str, tuple[threading.RLock, str, threading.local]] = {}
 _FILES_GUARD = threading.Lock()
 
 
-def _file_lock(path: Path) -> tuple[threading.RLock, str]:
+def _file_state(path: Path) -> tuple[threading.RLock, str, threading.local]:
     key = os.path.realpath(path)
     with _FILES_GUARD:
         if key not in _FILES:
             # The name is the code's own (identifiers cannot be bound as parameters);
             # the path, which is the user's, is always a bound parameter.
-            _FILES[key] = (threading.RLock(), f"planner_store_{len(_FILES)}")
+            _FILES[key] = (threading.RLock(), f"planner_store_{len(_FILES)}", threading.local())
         return _FILES[key]
 
 
@@ -236,8 +237,7 @@ class Store:
         self.read_only = self.path.is_file() and not os.access(self.path, os.W_OK)
         if not self.read_only:
             self._make_folder()
-        self._lock, self._name = _file_lock(self.path)
-        self._local = threading.local()
+        self._lock, self._name, self._local = _file_state(self.path)
         self._jitter = random.Random()
         with self.batch():
             fresh = self._migrate()
@@ -337,6 +337,14 @@ class Store:
                 connection.close()
                 raise self._unusable(exc) from None
 
+    def require_writable(self) -> None:
+        """StoreError when the user may only read the file (say so before long work)."""
+        if self.read_only:
+            raise StoreError(
+                f"the store {self.path} is read-only for this user, so nothing can be "
+                "stored in it; point PLANNER_DB or --db at a file you can write"
+            )
+
     def _busy(self, message: str) -> StoreLocked:
         holder = _LOCK_HOLDER.search(message)
         who = f"process {holder[1]}" if holder else "another process"
@@ -361,11 +369,7 @@ class Store:
             if getattr(self._local, "writing", False):
                 yield connection
                 return
-            if self.read_only:
-                raise StoreError(
-                    f"the store {self.path} is read-only for this user, so nothing can be "
-                    "stored in it; point PLANNER_DB or --db at a file you can write"
-                )
+            self.require_writable()
             self._local.writing = True
             try:
                 connection.execute("BEGIN TRANSACTION")

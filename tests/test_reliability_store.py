@@ -181,6 +181,11 @@ def test_a_store_the_user_may_only_read_is_listed_and_planned_from(
         assert one_line(planner(filled, "cards", "set-price", "t4", "1")).startswith(
             f"planner: the store {filled} is read-only"
         )
+        # Said before measuring, not after minutes of it.
+        measure = planner(filled, "measure", "--device", "cpu", "--batches", "1",
+                          "--resolution", "16x8", "--store")  # fmt: skip
+        assert one_line(measure).startswith(f"planner: the store {filled} is read-only")
+        assert measure.stdout == ""
         assert Store(filled).read_only
     assert planner(filled, "curves", "import", str(source)).returncode == 0
 

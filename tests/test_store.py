@@ -297,3 +297,11 @@ def test_many_curves_go_in_as_a_few_statements(
     stored = opened.add_curves(many)
     assert len(stored) == 300 and stored[7].latencies == (8.0, 9.0, 11.0)
     assert counts["statements"] <= 20, counts
+
+
+def test_a_second_store_of_the_file_joins_a_batch(store: Store, db_path: Path) -> None:
+    other = Store(db_path)
+    with store.batch():
+        (added,) = other.add_curves([curve(model="joined")])
+        assert store.curve(added.id) == added
+    assert other.curve(added.id) == added
