@@ -575,3 +575,8 @@ def test_bad_links_fall_back_with_one_message_each(query: dict[str, Any]) -> Non
         )
         assert isinstance(params, cls)
         assert all("\n" not in m and len(m) <= 600 for m in ignored), ignored
+
+
+def test_rows_of_spaces_are_blank_rows() -> None:
+    result = read_files([("a.csv", native("1,5,m,c\n  ,  ,  , \n,,,\n2,9,m,c\n"))])
+    assert result.curves[0].batches == (1, 2)

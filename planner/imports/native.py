@@ -85,7 +85,7 @@ def parse_csv(name: str, text: str, options: ImportOptions) -> ParsedFile:
             record.append("")
             raw = dict(zip(point_names, points_of(record), strict=True))
             stated = metadata_of(record)
-            if not any(raw.values()) and not any(cell.strip() for cell in record):
+            if not any(v.strip() for v in raw.values()) and not any(c.strip() for c in record):
                 continue
             where = f"{name} line {reader.line_num}"
             try:
