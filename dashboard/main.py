@@ -41,8 +41,14 @@ def main() -> None:
 
     try:
         store()
-    except PlannerError as exc:  # e.g. another process holds the DuckDB file
+    except PlannerError as exc:  # e.g. a damaged file, or another process held it too long
         st.error(f"**The curve store cannot be opened.**\n\n{md_list(exc.problems)}")
         st.stop()
 
-    page.run()
+    try:
+        page.run()
+    except PlannerError as exc:
+        # The store can fail in the middle of a page (held too long by another process, a
+        # full disk): say so in words, never with a traceback. Pages handle their own bad
+        # input.
+        st.error(f"**This page stopped.**\n\n{md_list(exc.problems)}")

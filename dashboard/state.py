@@ -1,9 +1,10 @@
 """Process-wide resources of the dashboard.
 
-One ``Store`` (one root DuckDB connection) per store file and server process, shared by
-every session; the store hands each operation its own cursor, so sessions never share a
-connection. Everything a user chooses lives in that user's ``st.session_state`` or URL,
-never here.
+One ``Store`` per store file and server process, shared by every session. It holds the
+DuckDB file only while an operation runs (sessions take turns; each operation has a
+connection of its own), so ``planner`` commands can use the same file while the
+dashboard runs. Everything a user chooses lives in that user's ``st.session_state`` or
+URL, never here.
 """
 
 from __future__ import annotations

@@ -100,4 +100,5 @@ BENCH_MODULES: tuple[str, ...] = (
     "planner.sim_bench",
     "planner.first_answer",
     "planner.timing",
+    "planner.store_bench",
 )

@@ -17,19 +17,26 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Literal
 
 from planner.errors import BadInput
+from planner.limits import MIN_LATENCY_MS
 from planner.units import Megabytes, Milliseconds
 
 MAX_BATCH = 4096
 MAX_LATENCY_MS: Milliseconds = 1e6  # a thousand seconds per call is not a serving curve
+"""The physical floor of a latency: one microsecond. Launching a single kernel on a GPU
+takes a few microseconds, so no batched call, budget or objective is shorter; a smaller
+figure is a unit mistake (seconds written as milliseconds) or a broken export."""
 MAX_TEXT = 200
 PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 SOURCES = ("built-in", "uploaded", "measured")
 Source = Literal["built-in", "uploaded", "measured"]
-SPREAD_FIELDS = ("p10_ms", "p50_ms", "p90_ms", "p99_ms", "std_ms")
+PERCENTILE_FIELDS = ("p10_ms", "p50_ms", "p90_ms", "p99_ms")
+SPREAD_FIELDS = (*PERCENTILE_FIELDS, "std_ms")
 OPTIONAL_POINT_FIELDS = (*SPREAD_FIELDS, "n", "memory_mb")
+_OPTIONAL_FIELD_SET = frozenset(OPTIONAL_POINT_FIELDS)
 
 _RESOLUTION = re.compile(r"^\s*(\d{1,5})\s*[xX×]\s*(\d{1,5})\s*$")
 
@@ -82,8 +89,9 @@ class Curve:
     created_at: datetime | None = None
     environment: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
-    @property
+    @cached_property
     def id(self) -> str:
+        # Cached: a curve is immutable, and imports ask for the id of thousands of curves.
         return curve_id(
             self.model, self.card, self.precision, self.resolution, self.mig_profile, self.points
         )
@@ -176,7 +184,9 @@ def clean_text(value: object, what: str, *, required: bool = True) -> str | None
     if not isinstance(value, str):
         value = str(value)
     text = value.strip()
-    if any(unicodedata.category(ch).startswith("C") for ch in text):
+    # isprintable() is False for every control or format character (and for some
+    # harmless spaces, which the exact check below lets through).
+    if not text.isprintable() and any(unicodedata.category(ch).startswith("C") for ch in text):
         raise BadInput(f"{what} contains control characters")
     if len(text) > MAX_TEXT:
         raise BadInput(f"{what} is longer than {MAX_TEXT} characters")
@@ -218,21 +228,26 @@ def clean_batch(value: object) -> int:
     """A batch size: a whole number from 1 to MAX_BATCH."""
     number = _number(value, "batch")
     if not number.is_integer():
-        raise BadInput(f"batch {value!r} is not a whole number")
+        raise BadInput(f"batch {_show(value)} is not a whole number")
     if number < 1:
-        raise BadInput(f"batch {value!r} is below 1")
+        raise BadInput(f"batch {_show(value)} is below 1")
     if number > MAX_BATCH:
-        raise BadInput(f"batch {value!r} is above the largest supported batch {MAX_BATCH}")
+        raise BadInput(f"batch {_show(value)} is above the largest supported batch {MAX_BATCH}")
     return int(number)
 
 
 def clean_latency(value: object, what: str = "latency_ms") -> float:
-    """A latency in ms: finite, above zero, below a thousand seconds."""
+    """A latency in ms: finite, at least MIN_LATENCY_MS (1 µs), below a thousand seconds."""
     number = _number(value, what)
     if number <= 0:
-        raise BadInput(f"{what} {value!r} must be above zero")
+        raise BadInput(f"{what} {_show(value)} must be above zero")
+    if number < MIN_LATENCY_MS:
+        raise BadInput(
+            f"{what} {_show(value)} is below {MIN_LATENCY_MS:g} ms (1 µs), faster than any GPU "
+            "call can be; is the unit right?"
+        )
     if number > MAX_LATENCY_MS:
-        raise BadInput(f"{what} {value!r} is implausibly large (over {MAX_LATENCY_MS:g} ms)")
+        raise BadInput(f"{what} {_show(value)} is implausibly large (over {MAX_LATENCY_MS:g} ms)")
     return number
 
 
@@ -242,49 +257,74 @@ def clean_optional(value: object, what: str) -> float | None:
         return None
     number = _number(value, what)
     if number < 0:
-        raise BadInput(f"{what} {value!r} is negative")
+        raise BadInput(f"{what} {_show(value)} is negative")
     return number
 
 
+def _show(value: object, longest: int = 40) -> str:
+    """``repr(value)`` for a message, cut short: a 5,000-digit cell needs no echo."""
+    text = repr(value)
+    return text if len(text) <= longest else text[: longest - 1] + "…"
+
+
 def _number(value: object, what: str) -> float:
-    if isinstance(value, bool):
-        raise BadInput(f"{what} {value!r} is not a number")
-    if isinstance(value, int | float):
+    if type(value) is str:  # the common case first: a cell of a file
+        try:
+            number = float(value)
+        except ValueError:
+            raise BadInput(f"{what} {_show(value)} is not a number") from None
+    elif isinstance(value, bool):
+        raise BadInput(f"{what} {_show(value)} is not a number")
+    elif isinstance(value, int | float):
         number = float(value)
     elif isinstance(value, str):
         try:
             number = float(value.strip())
         except ValueError:
-            raise BadInput(f"{what} {value!r} is not a number") from None
+            raise BadInput(f"{what} {_show(value)} is not a number") from None
     else:
-        raise BadInput(f"{what} {value!r} is not a number")
+        raise BadInput(f"{what} {_show(value)} is not a number")
     if not math.isfinite(number):
-        raise BadInput(f"{what} {value!r} is not a finite number")
+        raise BadInput(f"{what} {_show(value)} is not a finite number")
     return number
 
 
 def make_point(raw: Mapping[str, object]) -> Point:
     """A validated point from a mapping with ``batch``, ``latency_ms`` and optional fields."""
     problems: list[str] = []
-    values: dict[str, Any] = {}
-    for name, check in (("batch", clean_batch), ("latency_ms", clean_latency)):
+    batch: int | None = None
+    latency: float | None = None
+    try:
+        batch = clean_batch(raw.get("batch"))
+    except BadInput as exc:
+        problems.extend(exc.problems)
+    try:
+        latency = clean_latency(raw.get("latency_ms"))
+    except BadInput as exc:
+        problems.extend(exc.problems)
+    optional: dict[str, Any] = {}
+    later: dict[str, list[str]] = {}
+    for name in _OPTIONAL_FIELD_SET.intersection(raw):
+        given = raw[name]
+        if given is None or given == "":
+            continue  # unknown
         try:
-            values[name] = check(raw.get(name))
-        except BadInput as exc:
-            problems.extend(exc.problems)
-    for name in OPTIONAL_POINT_FIELDS:
-        try:
-            value = clean_optional(raw.get(name), name)
+            value = clean_optional(given, name)
+            if value and name in PERCENTILE_FIELDS and value < MIN_LATENCY_MS:
+                clean_latency(value, name)  # a percentile is a latency: the same floor
             if value is not None and name == "n":
                 if not value.is_integer():
-                    raise BadInput(f"n {raw.get(name)!r} is not a whole number")
-                value = int(value)
-            values[name] = value
+                    raise BadInput(f"n {_show(given)} is not a whole number")
+                optional[name] = int(value)
+            else:
+                optional[name] = value
         except BadInput as exc:
-            problems.extend(exc.problems)
-    if problems:
-        raise BadInput(problems)
-    return Point(**values)
+            later[name] = exc.problems
+    if problems or later:
+        # The optional fields' problems in their column order, after batch and latency.
+        raise BadInput(problems + [p for n in OPTIONAL_POINT_FIELDS for p in later.get(n, [])])
+    assert batch is not None and latency is not None  # else a problem was reported
+    return Point(batch, latency, **optional)
 
 
 def normalise_points(points: Iterable[Point]) -> tuple[Point, ...]:

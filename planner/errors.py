@@ -24,8 +24,15 @@ class BadInput(PlannerError):
     """Input (a file, an argument, a URL parameter) was rejected; nothing was stored."""
 
 
-class StoreLocked(PlannerError):
-    """Another process holds the DuckDB file open for writing."""
+class StoreError(PlannerError):
+    """The store file cannot be used as asked: damaged, read-only, or the disk is full.
+
+    Nothing was stored by the operation that raised it.
+    """
+
+
+class StoreLocked(StoreError):
+    """Another process kept the DuckDB file busy for longer than this one would wait."""
 
 
 class NotFound(PlannerError):

@@ -50,6 +50,10 @@ def _text(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
+MIN_LATENCY_MS = 1e-3
+"""The shortest latency the planner believes (1 µs): below it a number is a unit mistake,
+not a measurement, wherever latencies enter (files, options, links)."""
+
 # -- one scenario (``planner.scenario``) ---------------------------------------------------
 SESSIONS = Bound(1, 1024, whole=True)
 FPS = Bound(0, 240, above_low=True)
@@ -59,7 +63,7 @@ JITTER_MS = Bound(0, 60_000)
 OVERHEAD_MS = Bound(0, 60_000)
 MAX_BATCH = Bound(1, 4096, whole=True)
 MAX_QUEUE_DELAY_US = Bound(0, 60_000_000)
-SLO_MS = Bound(0, 600_000, above_low=True)
+SLO_MS = Bound(MIN_LATENCY_MS, 600_000)
 
 # -- sharing the card (``planner.scenario.Sharing``) ---------------------------------------
 DUTY = Bound(0, 1)
@@ -68,7 +72,7 @@ BUSY_PERIOD_MS = Bound(0.1, 60_000)
 MPS_SHARE = Bound(0, 100, above_low=True)
 
 # -- what every seat must get (``planner.recommend.Criteria``) ------------------------------
-BUDGET_MS = Bound(0, 600_000, above_low=True)
+BUDGET_MS = Bound(MIN_LATENCY_MS, 600_000)
 PERCENTILE = Bound(0, 100, above_low=True, below_high=True)
 MIN_FPS = Bound(0, 240)
 MAX_OVERWRITTEN = Bound(0, 1)

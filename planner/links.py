@@ -853,11 +853,17 @@ def decode(
             reason = "; ".join(exc.problems)
             ignored.append(f"ignored {key}={_show(text)}: {reason}; {_fallback(parameter)}")
 
-    effective = {name: values.get(name, p.default) for name, p in specs.items()}
-    for names, message in cls.conflicts(effective):
-        for name in names:
-            values.pop(name, None)
-        ignored.append(f"ignored {', '.join(names)}: {message}")
+    # Settling one conflict (a value back at its default) can make another: settle again
+    # until none is left; each round resets at least one given value, so this ends.
+    for _ in range(len(specs)):
+        effective = {name: values.get(name, p.default) for name, p in specs.items()}
+        found = cls.conflicts(effective)
+        if not found:
+            break
+        for names, message in found:
+            for name in names:
+                values.pop(name, None)
+            ignored.append(f"ignored {', '.join(names)}: {message}")
 
     try:
         return cls(**values), ignored

@@ -1,10 +1,19 @@
 """The curve store: one DuckDB file holding cards, curves, points and saved plans.
 
-A ``Store`` owns one root DuckDB connection and hands each operation its own cursor, so
-many threads (the sessions of one Streamlit server) can read and write at once. Writes
-are serialised by a lock and run in a transaction each: an import either stores every
-curve it read or none. A second *process* cannot open the same file while this one has
-it; that case becomes a ``StoreLocked`` error that names the holder.
+The file is shared by every process on the machine that uses it: the dashboard server and
+any number of ``planner`` commands. DuckDB lets only one process have a file open at a
+time, so a ``Store`` holds no connection between operations: each operation (or a short
+``batch()`` of them) connects, does its work in one transaction and closes the file
+again. A process that finds the file held by another one waits and retries with a short
+backoff, up to ``wait_s`` seconds (``PLANNER_DB_WAIT_S``, default 10), and only then gives
+up with a one-line ``StoreLocked`` message naming the holder.
+
+Within one process, every ``Store`` of the same file shares one lock, so the sessions of a
+Streamlit server (threads) take turns; a connection is never used by two threads. Writes
+run in a transaction each: an import either stores every curve it read or none. A file
+the user may only read is opened read-only: listing and planning work, writing says why
+it cannot. A damaged file, a folder that cannot be created or a full disk become a
+one-line ``StoreError``; nothing stored before is lost.
 
 Opening an empty file creates the schema and loads the built-in measurements once; a
 ``meta`` row remembers that, so deleting a built-in curve is not undone on the next open.
@@ -14,10 +23,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
+import random
 import re
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +40,7 @@ import duckdb
 
 from planner.cards import Card, MigProfile, builtin_catalogue, card_from_dict, clean_price
 from planner.curve import OPTIONAL_POINT_FIELDS, Curve, Point, clean_text
-from planner.errors import BadInput, NotFound, StoreLocked
+from planner.errors import BadInput, NotFound, StoreError, StoreLocked
 from planner.paths import default_store_path, measurements_dir
 
 SCHEMA_VERSION = 2
@@ -92,19 +105,112 @@ _SELECT_CURVES = (
     "SELECT id, model, card, precision, resolution, mig_profile, source, created_at, environment "
     "FROM curves"
 )
-_INSERT_CURVE = (
+_INSERT_CURVES = (
     "INSERT INTO curves (id, model, card, precision, resolution, mig_profile, source, "
-    "created_at, environment) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "created_at, environment) SELECT unnest($1::VARCHAR[]), unnest($2::VARCHAR[]), "
+    "unnest($3::VARCHAR[]), unnest($4::VARCHAR[]), unnest($5::VARCHAR[]), "
+    "unnest($6::VARCHAR[]), unnest($7::VARCHAR[]), unnest($8::TIMESTAMP[]), "
+    "unnest($9::VARCHAR[])"
 )
-_INSERT_POINT = (
+# Columns in the order of _POINT_COLUMNS (the order of Point's fields).
+_INSERT_POINTS = (
     "INSERT INTO points (curve_id, batch, latency_ms, p10_ms, p50_ms, p90_ms, p99_ms, std_ms, "
-    "n, memory_mb) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "n, memory_mb) SELECT unnest($1::VARCHAR[]), unnest($2::INTEGER[]), unnest($3::DOUBLE[]), "
+    "unnest($4::DOUBLE[]), unnest($5::DOUBLE[]), unnest($6::DOUBLE[]), unnest($7::DOUBLE[]), "
+    "unnest($8::DOUBLE[]), unnest($9::INTEGER[]), unnest($10::DOUBLE[])"
 )
 _SELECT_POINTS = (
     "SELECT curve_id, batch, latency_ms, p10_ms, p50_ms, p90_ms, p99_ms, std_ms, n, memory_mb "
-    "FROM points WHERE list_contains(?, curve_id) ORDER BY curve_id, batch"
+    "FROM points WHERE curve_id IN (SELECT unnest($1::VARCHAR[])) ORDER BY curve_id, batch"
 )
+_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+
+WAIT_ENV = "PLANNER_DB_WAIT_S"
+"""Environment variable: how many seconds a process waits for a store another one holds."""
+DEFAULT_WAIT_S = 10.0
+MAX_WAIT_S = 3600.0
+_FIRST_BACKOFF_S = 0.01
+_MAX_BACKOFF_S = 0.1
+
 _LOCK_HOLDER = re.compile(r"PID (\d+)")
+_DAMAGED = (
+    "it may be damaged or not a planner store (restore a copy, or point PLANNER_DB or --db "
+    "at another file)"
+)
+_LOCK_CONFLICT = "could not set lock on file"
+_NO_PERMISSION = ("permission denied", "operation not permitted", "read-only file system")
+
+# Opening a DuckDB file as a database of its own costs ~13 ms (most of it creating the
+# database instance, which an in-memory one costs too); attaching it to an instance that is
+# already there costs under 1 ms, and detaching it lets go of the file the same way. So
+# each process keeps one in-memory instance, and an operation attaches the store file to
+# it, works on a connection of its own (a cursor) and detaches the file again.
+_ROOT: tuple[int, duckdb.DuckDBPyConnection] | None = None
+_ROOT_GUARD = threading.Lock()
+
+
+def _root_cursor() -> duckdb.DuckDBPyConnection:
+    """A new connection (cursor) to this process's in-memory instance."""
+    global _ROOT
+    with _ROOT_GUARD:
+        if _ROOT is None or _ROOT[0] != os.getpid():  # a forked child makes its own
+            _ROOT = (os.getpid(), duckdb.connect(":memory:", config=_CONFIG))
+        return _ROOT[1].cursor()
+
+
+def _drop_root() -> None:
+    """Forget this process's instance; it closes (with every file attached to it) once
+    the connections still using it are closed."""
+    global _ROOT
+    with _ROOT_GUARD:
+        if _ROOT is not None:
+            with suppress(duckdb.Error):
+                _ROOT[1].close()
+        _ROOT = None
+
+
+# One lock, one attachment name and one "current connection" per store file and process:
+# every Store of the file takes the lock around an operation, so no two threads of this
+# process ever have the file attached at once, a connection is never shared between
+# threads, and a Store used inside another one's batch (same file, same thread) joins it.
+_FILES: dict[str, tuple[threading.RLock, str, threading.local]] = {}
+_FILES_GUARD = threading.Lock()
+
+
+def _file_state(path: Path) -> tuple[threading.RLock, str, threading.local]:
+    key = os.path.realpath(path)
+    with _FILES_GUARD:
+        if key not in _FILES:
+            # The name is the code's own (identifiers cannot be bound as parameters);
+            # the path, which is the user's, is always a bound parameter.
+            _FILES[key] = (threading.RLock(), f"planner_store_{len(_FILES)}", threading.local())
+        return _FILES[key]
+
+
+def store_wait_s() -> float:
+    """Seconds to wait for a busy store: ``PLANNER_DB_WAIT_S``, else 10."""
+    text = os.environ.get(WAIT_ENV, "").strip()
+    if not text:
+        return DEFAULT_WAIT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= MAX_WAIT_S:  # NaN fails this too
+        raise BadInput(
+            f"{WAIT_ENV}={text[:40]!r} is not a number of seconds from 0 to {MAX_WAIT_S:g}"
+        )
+    return value
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of a DuckDB error, without its "IO Error: " style prefix."""
+    lines = str(exc).strip().splitlines() or [type(exc).__name__]
+    first = re.sub(r"^[A-Za-z ]+ Error: ", "", lines[0])
+    return first if len(first) <= 300 else first[:299] + "…"
 
 
 def _now() -> datetime:
@@ -112,41 +218,39 @@ def _now() -> datetime:
 
 
 class Store:
-    """A DuckDB-backed store of cards, curves and plans. Safe to share between threads.
+    """A DuckDB-backed store of cards, curves and plans, shared by threads and processes.
 
-    ``Store()`` opens ``PLANNER_DB`` or the per-user default; ``Store(path)`` a given file.
-    Use it as a context manager or call ``close()``.
+    ``Store()`` uses ``PLANNER_DB`` or the per-user default; ``Store(path)`` a given file.
+    The object holds no connection between operations (see the module docstring);
+    ``batch()`` holds one across a few of them. ``wait_s`` is how long an operation waits
+    for a file another process holds (default ``PLANNER_DB_WAIT_S``, else 10 s).
+    ``read_only`` is true when the user may not write the file.
     """
 
-    def __init__(self, path: str | Path | None = None, *, load_builtins: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        load_builtins: bool = True,
+        wait_s: float | None = None,
+    ) -> None:
         self.path = Path(path) if path is not None else default_store_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._root = duckdb.connect(
-                str(self.path),
-                config={
-                    "autoinstall_known_extensions": False,
-                    "autoload_known_extensions": False,
-                },
-            )
-        except duckdb.IOException as exc:
-            if "lock" in str(exc).lower():
-                holder = _LOCK_HOLDER.search(str(exc))
-                who = f"process {holder[1]}" if holder else "another process"
-                raise StoreLocked(
-                    f"the store {self.path} is in use by {who} (a running dashboard or "
-                    "command); stop it, or point PLANNER_DB at another file"
-                ) from None
-            raise BadInput(f"cannot open the store {self.path}: {exc}") from None
-        self._write_lock = threading.RLock()
-        self._migrate()
-        if load_builtins:
+        self.wait_s = store_wait_s() if wait_s is None else wait_s
+        self.read_only = self.path.is_file() and not os.access(self.path, os.W_OK)
+        if not self.read_only:
+            self._make_folder()
+        self._lock, self._name, self._local = _file_state(self.path)
+        self._jitter = random.Random()
+        with self.batch():
+            fresh = self._migrate()
+        if fresh and load_builtins:
             self._load_builtins()
 
     # -- lifecycle ----------------------------------------------------------------------
 
     def close(self) -> None:
-        self._root.close()
+        """Nothing to release: the file is closed after every operation. Kept so that a
+        ``Store`` can be used as a context manager."""
 
     def __enter__(self) -> Store:
         return self
@@ -154,46 +258,182 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _make_folder(self) -> None:
+        folder = self.path.parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the folder {folder} for the store {self.path} "
+                f"({exc.strerror or exc}); point PLANNER_DB or --db at a file in a folder "
+                "you can write"
+            ) from None
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Hold the file for the operations inside (one connection, opened once).
+
+        Other processes wait while it is held, so keep it short: a few reads, never a
+        simulation. Nested batches and operations join the outer one.
+        """
+        with self._connection():
+            yield
+
+    @contextmanager
+    def _connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        held: duckdb.DuckDBPyConnection | None = getattr(self._local, "connection", None)
+        if held is not None:
+            yield held
+            return
+        with self._lock:
+            connection = self._attach()
+            self._local.connection = connection
+            try:
+                yield connection
+            except (duckdb.IOException, duckdb.OutOfMemoryException, duckdb.FatalException) as exc:
+                raise StoreError(
+                    f"cannot read the store {self.path}: {_reason(exc)}; {_DAMAGED}"
+                ) from None
+            finally:
+                self._local.connection = None
+                try:
+                    connection.execute("USE memory")
+                    connection.execute(f"DETACH {self._name}")
+                except duckdb.Error:
+                    # Detaching checkpoints the file, which fails on a full disk (what was
+                    # committed is safe in the write-ahead log). Let the whole instance go,
+                    # so that the file is closed and its lock released all the same.
+                    _drop_root()
+                with suppress(duckdb.Error):
+                    connection.close()
+
+    def _attach(self) -> duckdb.DuckDBPyConnection:
+        """A connection with the file attached and in use, waiting with backoff while
+        another process has the file."""
+        deadline = time.monotonic() + self.wait_s
+        delay = _FIRST_BACKOFF_S
+        connection = _root_cursor()
+        while True:
+            try:
+                connection.execute(
+                    f"ATTACH $path AS {self._name} (READ_ONLY {str(self.read_only).upper()})",
+                    {"path": str(self.path)},
+                )
+                connection.execute(f"USE {self._name}")
+                return connection
+            except duckdb.IOException as exc:
+                message = str(exc)
+                if _LOCK_CONFLICT not in message.lower():
+                    if not self.read_only and self.path.is_file() and _no_permission(message):
+                        self.read_only = True  # the user may read the file, not write it
+                        continue
+                    connection.close()
+                    raise self._unusable(exc) from None
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    connection.close()
+                    raise self._busy(message) from None
+                time.sleep(min(left, delay * self._jitter.uniform(0.5, 1.5)))
+                delay = min(2 * delay, _MAX_BACKOFF_S)
+            except duckdb.Error as exc:
+                connection.close()
+                raise self._unusable(exc) from None
+
+    def require_writable(self) -> None:
+        """StoreError when the user may only read the file (say so before long work)."""
+        if self.read_only:
+            raise StoreError(
+                f"the store {self.path} is read-only for this user, so nothing can be "
+                "stored in it; point PLANNER_DB or --db at a file you can write"
+            )
+
+    def _busy(self, message: str) -> StoreLocked:
+        holder = _LOCK_HOLDER.search(message)
+        who = f"process {holder[1]}" if holder else "another process"
+        return StoreLocked(
+            f"the store {self.path} is busy: {who} held it for more than {self.wait_s:g} s "
+            f"(a long import?); try again, or set {WAIT_ENV} to wait longer"
+        )
+
+    def _unusable(self, exc: BaseException) -> StoreError:
+        return StoreError(f"cannot open the store {self.path}: {_reason(exc)}; {_DAMAGED}")
+
     @contextmanager
     def _read(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        cursor = self._root.cursor()
-        try:
-            yield cursor
-        finally:
-            cursor.close()
+        with self._connection() as connection:
+            yield connection
 
     @contextmanager
     def _write(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A cursor inside a transaction that commits on success and rolls back on error."""
-        with self._write_lock:
-            cursor = self._root.cursor()
+        """A connection inside a transaction that commits on success and rolls back on
+        error; a write inside another one joins its transaction."""
+        with self._connection() as connection:
+            if getattr(self._local, "writing", False):
+                yield connection
+                return
+            self.require_writable()
+            self._local.writing = True
             try:
-                cursor.execute("BEGIN TRANSACTION")
+                connection.execute("BEGIN TRANSACTION")
                 try:
-                    yield cursor
+                    yield connection
                 except BaseException:
-                    cursor.execute("ROLLBACK")
+                    # The transaction may be gone already; either way nothing was committed.
+                    with suppress(duckdb.Error):
+                        connection.execute("ROLLBACK")
                     raise
-                cursor.execute("COMMIT")
+                connection.execute("COMMIT")
+            except (
+                duckdb.IOException,
+                duckdb.TransactionException,
+                duckdb.OutOfMemoryException,
+                duckdb.FatalException,
+            ) as exc:
+                raise StoreError(
+                    f"cannot write the store {self.path}: {_reason(exc)}; nothing was stored"
+                ) from None
             finally:
-                cursor.close()
+                self._local.writing = False
 
-    def _migrate(self) -> None:
+    def _migrate(self) -> bool:
+        """Create the schema if the file has none; True when the file was new."""
+        with self._read() as con:
+            found = con.execute(
+                "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
+                "AND schema_name = 'main' AND table_name = 'schema_version'"
+            ).fetchone()
+            current = None
+            if found and found[0]:
+                row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+                current = row[0] if row else None
+        if current is not None and current > SCHEMA_VERSION:
+            raise StoreError(
+                f"the store {self.path} was written by a newer planner (schema "
+                f"{current}, this one knows {SCHEMA_VERSION}); upgrade the planner"
+            )
+        if current == SCHEMA_VERSION:
+            return False
+        if self.read_only and current is not None:
+            raise StoreError(
+                f"the store {self.path} was written by an older planner (schema {current}) "
+                "and is read-only for this user; open it once with write access to upgrade it"
+            )
+        if self.read_only:
+            raise StoreError(
+                f"the store {self.path} is read-only for this user and holds no planner "
+                "data; point PLANNER_DB or --db at a planner store"
+            )
         with self._write() as cur:
             for statement in _SCHEMA:
                 cur.execute(statement)
             row = cur.execute("SELECT max(version) FROM schema_version").fetchone()
-            current = row[0] if row else None
-            if current is None:
+            if row is None or row[0] is None:
                 cur.execute("INSERT INTO schema_version VALUES (?, ?)", [SCHEMA_VERSION, _now()])
-            elif current > SCHEMA_VERSION:
-                raise BadInput(
-                    f"the store {self.path} was written by a newer planner (schema "
-                    f"{current}, this one knows {SCHEMA_VERSION}); upgrade the planner"
-                )
-            elif current < 2:
+            elif row[0] < 2:
                 self._add_mig_profile_memory(cur)
                 cur.execute("INSERT INTO schema_version VALUES (?, ?)", [2, _now()])
+                return False
+        return True
 
     @staticmethod
     def _add_mig_profile_memory(cur: duckdb.DuckDBPyConnection) -> None:
@@ -213,10 +453,6 @@ class Store:
         """Load the card catalogue and the built-in curves, once per store file."""
         from planner.imports import ImportOptions, read_files
 
-        with self._read() as cur:
-            done = cur.execute("SELECT value FROM meta WHERE key = 'builtins_loaded'").fetchone()
-        if done:
-            return
         files = sorted((measurements_dir() / "curves").glob("*.json"))
         result = read_files(
             [(f.name, f.read_bytes()) for f in files], ImportOptions(source="built-in")
@@ -227,8 +463,7 @@ class Store:
                 return
             for card in builtin_catalogue():
                 self._insert_card(cur, card)
-            for curve in result.curves:
-                self._insert_curve(cur, curve)
+            self._insert_curves(cur, result.curves)
             cur.execute("INSERT INTO meta VALUES ('builtins_loaded', ?)", [_now().isoformat()])
 
     # -- cards --------------------------------------------------------------------------
@@ -272,10 +507,13 @@ class Store:
     def set_price(self, name: str, usd_per_hour: object) -> Card:
         """Set a card's hourly price in USD (the only way prices enter the planner)."""
         price = clean_price(usd_per_hour)
-        card = self.card(name)
-        with self._write() as cur:
-            cur.execute("UPDATE cards SET price_per_hour = ? WHERE name = ?", [price, card.name])
-        return self.card(card.name)
+        with self.batch():
+            card = self.card(name)
+            with self._write() as cur:
+                cur.execute(
+                    "UPDATE cards SET price_per_hour = ? WHERE name = ?", [price, card.name]
+                )
+            return self.card(card.name)
 
     def _insert_card(self, cur: duckdb.DuckDBPyConnection, card: Card) -> None:
         cur.execute(
@@ -305,54 +543,91 @@ class Store:
                 ],
             )
 
-    def _card_name(self, cur: duckdb.DuckDBPyConnection, name: str) -> str:
-        """The stored spelling of a card, adding an unknown card to the catalogue."""
-        row = cur.execute("SELECT name FROM cards WHERE lower(name) = lower(?)", [name]).fetchone()
-        if row:
-            return str(row[0])
-        self._insert_card(cur, card_from_dict({"name": name, "description": "added by an import"}))
-        return name
-
     # -- curves -------------------------------------------------------------------------
 
     def add_curves(self, curves: Sequence[Curve]) -> list[Curve]:
         """Store curves atomically; a curve already stored (same id) is left as it is.
 
-        Returns the stored curves (with creation times), in the order given.
+        Returns the stored curves (with creation times), in the order given. Many curves
+        go in as a few bulk statements, not a statement per point.
         """
-        ids = []
         with self._write() as cur:
-            for curve in curves:
-                ids.append(self._insert_curve(cur, curve))
-        return [self.curve(i) for i in ids]
+            ids, added = self._insert_curves(cur, curves)
+            stored = self._curves_by_id(cur, [i for i in ids if i not in added])
+        stored.update(added)
+        return [stored[i] for i in ids]
 
-    def _insert_curve(self, cur: duckdb.DuckDBPyConnection, curve: Curve) -> str:
-        card = self._card_name(cur, curve.card)
-        if card != curve.card:
-            curve = replace(curve, card=card)
-        curve_id = curve.id
-        exists = cur.execute("SELECT 1 FROM curves WHERE id = ?", [curve_id]).fetchone()
-        if exists:
-            return curve_id
+    def _insert_curves(
+        self, cur: duckdb.DuckDBPyConnection, curves: Iterable[Curve]
+    ) -> tuple[list[str], dict[str, Curve]]:
+        """Insert the curves not stored yet. Returns the ids of all of them, in order, and
+        the ones inserted now as they read back (creation time set, environment through
+        JSON). A curve's card takes the stored spelling of a known card; an unknown card
+        is added."""
+        known = dict(cur.execute("SELECT lower(name), name FROM cards").fetchall())
+        ids: list[str] = []
+        incoming: dict[str, Curve] = {}
+        for curve in curves:
+            card = known.get(curve.card.lower())
+            if card is None:
+                self._insert_card(
+                    cur, card_from_dict({"name": curve.card, "description": "added by an import"})
+                )
+                card = known[curve.card.lower()] = curve.card
+            if card != curve.card:
+                curve = replace(curve, card=card)
+            curve_id = curve.id
+            ids.append(curve_id)
+            incoming.setdefault(curve_id, curve)
+        if not incoming:
+            return ids, {}
+        stored = {
+            row[0]
+            for row in cur.execute(
+                "SELECT id FROM curves WHERE id IN (SELECT unnest($1::VARCHAR[]))",
+                [list(incoming)],
+            ).fetchall()
+        }
+        new = {i: c for i, c in incoming.items() if i not in stored}
+        if not new:
+            return ids, {}
+        now = _now()
+        created = [c.created_at.replace(tzinfo=None) if c.created_at else now for c in new.values()]
+        environments = [
+            json.dumps(dict(c.environment), sort_keys=True, default=str) for c in new.values()
+        ]
         cur.execute(
-            _INSERT_CURVE,
+            _INSERT_CURVES,
             [
-                curve_id,
-                curve.model,
-                curve.card,
-                curve.precision,
-                curve.resolution,
-                curve.mig_profile,
-                curve.source,
-                curve.created_at.replace(tzinfo=None) if curve.created_at else _now(),
-                json.dumps(dict(curve.environment), sort_keys=True, default=str),
+                list(new),
+                [c.model for c in new.values()],
+                [c.card for c in new.values()],
+                [c.precision for c in new.values()],
+                [c.resolution for c in new.values()],
+                [c.mig_profile for c in new.values()],
+                [c.source for c in new.values()],
+                created,
+                environments,
             ],
         )
-        cur.executemany(
-            _INSERT_POINT,
-            [[curve_id, *(getattr(p, c) for c in _POINT_COLUMNS)] for p in curve.points],
-        )
-        return curve_id
+        owners = [i for i, c in new.items() for _ in c.points]
+        points = [p for c in new.values() for p in c.points]
+        columns = [[getattr(p, column) for p in points] for column in _POINT_COLUMNS]
+        # An empty list unnests to NULLs beside the full ones, and costs nothing to send:
+        # most files leave the spread columns empty.
+        columns = [c if any(v is not None for v in c) else [] for c in columns]
+        cur.execute(_INSERT_POINTS, [owners, *columns])
+        added = {
+            curve_id: replace(
+                curve,
+                created_at=when.replace(tzinfo=UTC),
+                environment=json.loads(environment),
+            )
+            for (curve_id, curve), when, environment in zip(
+                new.items(), created, environments, strict=True
+            )
+        }
+        return ids, added
 
     def curves(
         self,
@@ -371,32 +646,35 @@ class Store:
                 " created_at, id",
                 {"model": model or None, "card": card or None, "precision": precision or None},
             ).fetchall()
-            ids = [r[0] for r in rows]
-            points = self._points(cur, ids)
+            points = self._points(cur, [r[0] for r in rows])
         return [self._curve_from_row(row, points.get(row[0], ())) for row in rows]
 
     def curve(self, curve_id: str) -> Curve:
         """The curve with this id, or NotFound."""
         text = clean_text(curve_id, "curve id") or ""
         with self._read() as cur:
-            row = cur.execute(_SELECT_CURVES + " WHERE id = ?", [text]).fetchone()
-            if row is None:
-                raise NotFound(f"no curve with id {text!r}; `planner curves list` shows the ids")
-            points = self._points(cur, [text])
-        return self._curve_from_row(row, points.get(text, ()))
+            found = self._curves_by_id(cur, [text])
+        if text not in found:
+            raise NotFound(f"no curve with id {text!r}; `planner curves list` shows the ids")
+        return found[text]
 
-    def _points(
-        self, cur: duckdb.DuckDBPyConnection, ids: Iterable[str]
-    ) -> dict[str, tuple[Point, ...]]:
-        wanted = list(ids)
+    def _curves_by_id(self, cur: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[str, Curve]:
+        wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        rows = cur.execute(_SELECT_POINTS, [wanted]).fetchall()
+        rows = cur.execute(
+            _SELECT_CURVES + " WHERE id IN (SELECT unnest($1::VARCHAR[]))", [wanted]
+        ).fetchall()
+        points = self._points(cur, [r[0] for r in rows])
+        return {row[0]: self._curve_from_row(row, points.get(row[0], ())) for row in rows}
+
+    @staticmethod
+    def _points(cur: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[str, tuple[Point, ...]]:
+        if not ids:
+            return {}
         out: dict[str, list[Point]] = {}
-        for curve_id, *values in rows:
-            out.setdefault(curve_id, []).append(
-                Point(**dict(zip(_POINT_COLUMNS, values, strict=True)))
-            )
+        for curve_id, *values in cur.execute(_SELECT_POINTS, [list(ids)]).fetchall():
+            out.setdefault(curve_id, []).append(Point(*values))
         return {k: tuple(v) for k, v in out.items()}
 
     @staticmethod
@@ -425,16 +703,17 @@ class Store:
 
     def delete_curve(self, curve_id: str, *, force: bool = False) -> Curve:
         """Delete a curve and its points. A curve that saved plans use needs ``force``."""
-        curve = self.curve(curve_id)
-        users = self.plans_using(curve.id)
-        if users and not force:
-            raise BadInput(
-                f"curve {curve.id} is used by {len(users)} saved plan(s) "
-                f"({', '.join(users[:5])}); confirm to delete it anyway"
-            )
-        with self._write() as cur:
-            cur.execute("DELETE FROM points WHERE curve_id = ?", [curve.id])
-            cur.execute("DELETE FROM curves WHERE id = ?", [curve.id])
+        with self.batch():
+            curve = self.curve(curve_id)
+            users = self.plans_using(curve.id)
+            if users and not force:
+                raise BadInput(
+                    f"curve {curve.id} is used by {len(users)} saved plan(s) "
+                    f"({', '.join(users[:5])}); confirm to delete it anyway"
+                )
+            with self._write() as cur:
+                cur.execute("DELETE FROM points WHERE curve_id = ?", [curve.id])
+                cur.execute("DELETE FROM curves WHERE id = ?", [curve.id])
         return curve
 
     # -- plans --------------------------------------------------------------------------
@@ -457,3 +736,8 @@ class Store:
             raise NotFound(f"no saved plan with id {plan_id!r}")
         loaded: dict[str, Any] = json.loads(row[0])
         return loaded
+
+
+def _no_permission(message: str) -> bool:
+    lowered = message.lower()
+    return any(text in lowered for text in _NO_PERMISSION)

@@ -37,3 +37,19 @@ def test_bench_first_answer_times_a_cold_plan_and_the_dashboards_first_headline(
                 "dashboard_first_headline_after_3s_s"):  # fmt: skip
         assert first[key] > 0, key
     assert first["dashboard_headline"].startswith("3 seats per card")
+
+
+def test_bench_import_and_store_sections(cli) -> None:
+    run = cli("bench", "--only", "import,store", "--json")
+    assert run.status == 0, run.err
+    doc = run.json
+    bulk = doc["import"]
+    assert 180_000 < bulk["rows"] < 200_000 and bulk["file_mib"] <= 5
+    assert bulk["curves"] == -(-bulk["rows"] // 16)
+    for key in ("parse_s", "store_s", "total_s", "total_cpu_s", "store_speedup"):
+        assert bulk[key] > 0, key
+    store = doc["store"]
+    for key in ("own_instance_ms", "attach_detach_ms", "curves_ms", "plan_rerun_reads_ms",
+                "open_connection_cursor_ms", "got_file_after_release_ms"):  # fmt: skip
+        assert store[key] > 0, key
+    assert store["waited_for_holder_s"] > 0.5  # it waited for the holder, then got the file

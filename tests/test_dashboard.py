@@ -252,7 +252,7 @@ def test_user_text_is_shown_literally_not_as_markup(app: AppTest) -> None:
     run(app)
     (saved,) = [s for s in texts(app.success) if "Saved" in s]
     assert hostile not in saved
-    assert "\\*\\*bold\\*\\* \\[x\\]\\(https\\:\\/\\/example\\.com\\)" in saved
+    assert "\\*\\*bold\\*\\* \\[x\\]\\(https\u2060\\:\\/\\/example\\.com\\)" in saved
     assert "\\:red\\[red\\] \\<b\\>b\\<\\/b\\>" in saved
     assert "\\*\\*bold" in app.subheader[0].value
 

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import threading
+import types
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 
 from planner.curve import Point, make_curve
-from planner.errors import BadInput, NotFound
+from planner.errors import BadInput, NotFound, StoreLocked
 from planner.store import Store
 
 FP16 = (9.82, 20.36, 32.71, 46.15, 103.77, 221.25)
@@ -131,35 +135,176 @@ def test_deleting_a_curve_used_by_a_saved_plan_asks_first(store: Store) -> None:
         store.curve(stored.id)
 
 
-def test_a_second_process_gets_a_one_line_lock_error(db_path: Path) -> None:
-    with Store(db_path):
-        probe = subprocess.run(
-            [sys.executable, "-m", "planner", "--db", str(db_path), "curves", "list"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+def hold(path: Path, seconds: float) -> subprocess.Popen[str]:
+    """Another process that opens the store file itself and keeps it for ``seconds``
+    (as a long write would); returns once the file is held."""
+    code = (
+        "import sys, time, duckdb\n"
+        f"con = duckdb.connect({str(path)!r})\n"
+        "print('held', flush=True)\n"
+        f"time.sleep({seconds})\n"
+        "con.close()\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def planner(db: Path, *args: str, wait_s: float | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("PLANNER_DB_WAIT_S", None)
+    if wait_s is not None:
+        env["PLANNER_DB_WAIT_S"] = str(wait_s)
+    return subprocess.run(
+        [sys.executable, "-m", "planner", "--db", str(db), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+def test_an_open_store_holds_no_file_between_operations(store: Store, db_path: Path) -> None:
+    # The dashboard keeps a Store for its whole life; commands must still get in.
+    probe = planner(db_path, "cards", "set-price", "t4", "0.35")
+    assert probe.returncode == 0, probe.stderr
+    assert store.card("t4").price_per_hour == 0.35
+
+
+def test_a_command_waits_for_a_briefly_held_store(store: Store, db_path: Path) -> None:
+    holder = hold(db_path, 1.5)
+    try:
+        probe = planner(db_path, "curves", "list", "--json")
+    finally:
+        holder.wait(timeout=30)
+    assert probe.returncode == 0, probe.stderr
+    assert len(json.loads(probe.stdout)) == 5
+
+
+def test_a_store_held_too_long_gives_one_line_naming_the_holder(
+    store: Store, db_path: Path
+) -> None:
+    holder = hold(db_path, 30)
+    try:
+        probe = planner(db_path, "curves", "list", wait_s=0.3)
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
     assert probe.returncode == 2
     lines = probe.stderr.strip().splitlines()
     assert len(lines) == 1, probe.stderr
-    assert "in use by process" in lines[0] and "Traceback" not in probe.stderr
+    assert f"is busy: process {holder.pid} held it for more than 0.3 s" in lines[0]
+    assert "PLANNER_DB_WAIT_S" in lines[0] and "Traceback" not in probe.stderr
 
 
-def test_lock_error_type(db_path: Path) -> None:
-    code = (
-        "import sys\n"
-        "from planner.store import Store\n"
-        "from planner.errors import StoreLocked\n"
-        "try:\n"
-        f"    Store({str(db_path)!r})\n"
-        "except StoreLocked as e:\n"
-        "    print('locked:', e); sys.exit(0)\n"
-        "sys.exit(1)\n"
-    )
-    with Store(db_path):
-        probe = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert probe.returncode == 0, probe.stderr
-    assert probe.stdout.startswith("locked:")
+def test_lock_error_type_and_wait_option(db_path: Path) -> None:
+    Store(db_path).close()
+    holder = hold(db_path, 30)
+    try:
+        with pytest.raises(StoreLocked, match="is busy"):
+            Store(db_path, wait_s=0.2)
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+
+
+def test_eight_commands_importing_at_once_all_store_their_curve(
+    store: Store, db_path: Path, tmp_path: Path
+) -> None:
+    files = []
+    for i in range(8):
+        path = tmp_path / f"card-{i}.csv"
+        path.write_text(
+            f"batch,latency_ms,model,card\n1,{5 + i},m,card-{i}\n2,{9 + i},m,card-{i}\n"
+        )
+        files.append(path)
+    env = {**os.environ, "PLANNER_DB_WAIT_S": "120"}  # a slow machine may queue them
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "planner", "--db", str(db_path), "curves", "import", str(f)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for f in files
+    ]
+    results = [(r.wait(timeout=300), r.communicate()[1]) for r in runs]
+    assert [status for status, _ in results] == [0] * 8, results
+    assert sorted(c.card for c in store.curves(model="m")) == [f"card-{i}" for i in range(8)]
+
+
+def test_the_wait_comes_from_the_environment(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PLANNER_DB_WAIT_S", "2.5")
+    assert Store(db_path).wait_s == 2.5
+    monkeypatch.setenv("PLANNER_DB_WAIT_S", "soon")
+    with pytest.raises(BadInput, match="PLANNER_DB_WAIT_S"):
+        Store(db_path)
+
+
+def test_many_curves_go_in_as_one_bulk_import(store: Store) -> None:
+    many = [curve(model=f"bulk-{i}", latencies=(1.0 + i, 2.0 + i, 4.0 + i)) for i in range(300)]
+    stored = store.add_curves([*many, many[0]])
+    assert [c.id for c in stored] == [c.id for c in many] + [many[0].id]
+    assert all(c.created_at is not None for c in stored)
+    again = store.curves(model="bulk-7")
+    assert len(again) == 1 and again[0].latencies == (8.0, 9.0, 11.0)
+    assert store.add_curves(many[:3]) == stored[:3]  # stored once, returned as stored
+
+
+class Counting:
+    """A DuckDB connection that counts the statements sent through it."""
+
+    def __init__(self, inner: Any, counts: dict[str, int]) -> None:
+        self._inner = inner
+        self._counts = counts
+
+    def cursor(self) -> Counting:
+        return Counting(self._inner.cursor(), self._counts)
+
+    def execute(self, *args: Any, **kwargs: Any) -> Counting:
+        self._counts["statements"] += 1
+        self._inner.execute(*args, **kwargs)
+        return self
+
+    def executemany(self, sql: str, rows: Any) -> Counting:
+        rows = list(rows)
+        self._counts["statements"] += len(rows)
+        self._inner.executemany(sql, rows)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def test_many_curves_go_in_as_a_few_statements(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 11.8: a statement per point (executemany) took 172 s for a 5 MiB file; the
+    number of statements an import sends no longer grows with its curves or points."""
+    import planner.store as store_module
+
+    counts = {"statements": 0}
+    shim = types.SimpleNamespace(**{n: getattr(duckdb, n) for n in dir(duckdb) if n[0] != "_"})
+    shim.connect = lambda *a, **k: Counting(duckdb.connect(*a, **k), counts)
+    monkeypatch.setattr(store_module, "duckdb", shim)
+    monkeypatch.setattr(store_module, "_ROOT", None, raising=False)
+    opened = Store(db_path)
+    many = [curve(model=f"bulk-{i}", latencies=(1.0 + i, 2.0 + i, 4.0 + i)) for i in range(300)]
+    counts["statements"] = 0
+    stored = opened.add_curves(many)
+    assert len(stored) == 300 and stored[7].latencies == (8.0, 9.0, 11.0)
+    assert counts["statements"] <= 20, counts
+
+
+def test_a_second_store_of_the_file_joins_a_batch(store: Store, db_path: Path) -> None:
+    other = Store(db_path)
+    with store.batch():
+        (added,) = other.add_curves([curve(model="joined")])
+        assert store.curve(added.id) == added
+    assert other.curve(added.id) == added
 
 
 def test_a_schema_1_store_gains_each_mig_profiles_memory_and_instance_count(

@@ -167,7 +167,7 @@ if params is None:
     st.stop()
 links.publish(params)
 model = model_of(db, params)
-st.title(f"Compare cards: {md(model)}")
+st.title(f"Compare cards: {md(model)}", anchor=False)  # no in-page link of user text
 if not comparable_curves(db, params):
     st.info("No stored curve of this model matches; widen the choice in the sidebar.")
     st.stop()

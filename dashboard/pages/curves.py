@@ -39,6 +39,7 @@ from planner.imports.native import to_csv
 from planner.store import Store
 
 BROWSE, UPLOAD = "Stored curves", "Upload"
+PREVIEW_CURVES = 20  # drawn in the upload preview; a 5 MiB file can hold thousands
 TABLE_COLUMNS: dict[str, Any] = {
     "id": st.column_config.TextColumn("id", width="medium"),
     "points": st.column_config.NumberColumn("points", format="%d", width="small"),
@@ -115,7 +116,7 @@ def browse(db: Store) -> None:
 
 
 def detail(db: Store, curve: Curve) -> None:
-    st.subheader(md(curve.label))
+    st.subheader(md(curve.label), anchor=False)  # no in-page link made of user text
     links = st.columns(3)
     links[0].page_link(
         "dashboard/pages/plan.py",
@@ -367,13 +368,17 @@ def upload(db: Store) -> None:
         st.info(f"**Notes from the import**\n\n{md_list(result.notes)}")
     else:
         st.success("Every row is valid; the import has no remarks.")
+    shown = result.curves[:PREVIEW_CURVES]
     left, right = st.columns(2)
-    left.plotly_chart(latency_figure(result.curves), width="stretch", key="upload_chart_latency")
-    right.plotly_chart(
-        per_frame_figure(result.curves), width="stretch", key="upload_chart_per_frame"
-    )
-    for index, curve in enumerate(result.curves[:20]):
-        with st.expander(f"Points of {curve.label}"):
+    left.plotly_chart(latency_figure(shown), width="stretch", key="upload_chart_latency")
+    right.plotly_chart(per_frame_figure(shown), width="stretch", key="upload_chart_per_frame")
+    if len(result.curves) > len(shown):
+        st.caption(
+            f"The charts and the points below show the first {len(shown)} of "
+            f"{len(result.curves):,} curves; the table above lists them all."
+        )
+    for index, curve in enumerate(shown):
+        with st.expander(f"Points of {md(curve.label)}"):
             table(point_rows(curve), key=f"upload_points_{index}")
 
     if not fresh:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from planner.cli.output import csv_list, note, open_store, print_json, table
 from planner.curve import Curve, clean_batch
-from planner.errors import BadInput
 from planner.imports import FORMATS, MAX_FILE_BYTES, ImportOptions, read_files
+from planner.imports.base import read_limited
 from planner.imports.native import to_csv
 
 
@@ -129,17 +129,7 @@ def _describe(curve: Curve) -> None:
 
 
 def import_curves(args: argparse.Namespace) -> int:
-    files = []
-    for path in args.files:
-        try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                raise BadInput(
-                    f"{path}: file is {path.stat().st_size:,} bytes, over the "
-                    f"{MAX_FILE_BYTES // 1024 // 1024} MiB limit for imports"
-                )
-            files.append((str(path), path.read_bytes()))
-        except OSError as exc:
-            raise BadInput(f"{path}: cannot read ({exc.strerror})") from None
+    files = [(str(path), read_limited(path)) for path in args.files]
     batches: tuple[int, ...] = ()
     if args.batch:
         batches = tuple(clean_batch(b) for b in csv_list(args.batch))

@@ -179,10 +179,10 @@ def measure(args: argparse.Namespace) -> int:
     if args.out is not None and not args.out.parent.is_dir():
         raise BadInput(f"--out {args.out}: the folder {args.out.parent} does not exist")
     if args.store:
-        # Find out now, not after minutes of measuring, if the store cannot be opened
-        # (another process holding it is the usual reason).
-        with open_store(args):
-            pass
+        # Find out now, not after minutes of measuring, if the store cannot be used (a
+        # damaged file, one the user may only read, another process holding it too long).
+        with open_store(args) as store:
+            store.require_writable()
     bar = ProgressBar(sys.stderr)
     try:
         result = measure_curves(options, bar)

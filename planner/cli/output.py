@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -72,25 +74,32 @@ def read_curve_source(args: Any) -> tuple[tuple[Any, ...], Any]:
 
 def number(text: str, what: str, bound: Bound) -> float:
     """A number option checked against its range in the library (``planner.limits``);
-    BadInput says which option and why. Whole numbers are read as integers, exactly."""
-    import math
-    import re
-
+    BadInput says which option and why. Whole numbers are read as integers, never through
+    a float (which would make 2**53 and 2**53 + 1 the same seed); ``1e3`` and ``4.0`` are
+    accepted where a float holds them exactly."""
     from planner.errors import BadInput
 
     stripped = str(text).strip()
-    if bound.whole and re.fullmatch(r"[+-]?[0-9]{1,30}", stripped):
+    shown = repr(stripped[:40])
+    if bound.whole and _DIGITS.match(stripped):
         value: float = int(stripped)
     else:
         try:
-            value = float(stripped)
-        except (TypeError, ValueError):
-            raise BadInput(f"{what} {text!r} is not a number") from None
-        if bound.whole and math.isfinite(value) and not value.is_integer():
-            raise BadInput(f"{what} {text!r} is not a whole number")
+            value = float(stripped) if len(stripped) <= 40 else math.nan
+        except ValueError:
+            raise BadInput(f"{what} {shown} is not a number") from None
+        if bound.whole and math.isfinite(value):
+            if not value.is_integer():
+                raise BadInput(f"{what} {shown} is not a whole number")
+            if abs(value) >= 2**53:
+                raise BadInput(f"{what} {shown} is not exact as written; give its digits")
+            value = int(value)
     if not bound.holds(value):
-        raise BadInput(f"{what} {text!r} must be {bound.words()}")
+        raise BadInput(f"{what} {shown} must be {bound.words()}")
     return value
+
+
+_DIGITS = re.compile(r"^[+-]?[0-9]{1,30}$")
 
 
 def option(parser: argparse.ArgumentParser, name: str, help: str, **extra: Any) -> None:

@@ -19,7 +19,6 @@ first, with ``Model Config Path`` or ``GPU UUID``), or the planner's CSV header.
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -32,6 +31,7 @@ from planner.imports.base import (
     ImportResult,
     ParsedFile,
     decode_text,
+    first_row,
     rows_to_curves,
 )
 
@@ -65,7 +65,7 @@ def detect_format(name: str, text: str) -> str:
         return "json"
     if nexus.looks_like(stripped):
         return nexus.FORMAT
-    header = _first_row(stripped)
+    header = first_row(stripped)
     if perf_analyzer.looks_like(header):
         return perf_analyzer.FORMAT
     if model_analyzer.looks_like(header):
@@ -87,11 +87,6 @@ def detect_format(name: str, text: str) -> str:
         "Concurrency,...) or a Nexus profile; choose one with --format "
         f"({', '.join(FORMATS)})"
     )
-
-
-def _first_row(text: str) -> list[str]:
-    first = text.splitlines()[0] if text else ""
-    return [cell.strip() for cell in next(csv.reader([first]), [])]
 
 
 def read_files(

@@ -11,8 +11,11 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Iterable, Mapping
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from planner.curve import (
@@ -28,6 +31,12 @@ from planner.errors import BadInput
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 """Largest file accepted (5 MiB): real benchmark exports are a few kilobytes."""
+MAX_COLUMNS = 256
+"""Most columns a table may have: the widest tool export has a few dozen."""
+MAX_PROBLEMS_PER_FILE = 50
+"""Problems reported word for word per file; the rest are counted by kind."""
+MAX_JSON_DEPTH = 32
+"""Deepest nesting of JSON arrays and objects accepted (the planner's own JSON has 4)."""
 
 METADATA_FIELDS = ("model", "card", "precision", "resolution", "mig_profile", "notes")
 
@@ -92,6 +101,85 @@ class ImportResult:
     @property
     def notes(self) -> list[str]:
         return [f"{f.name}: {note}" for f in self.files for note in f.notes]
+
+
+_KIND = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\d[\d,.:]*")
+
+
+def problem_kind(problem: str) -> str:
+    """What a problem says, without where or which value: ``f.csv line 3: batch 'x' is
+    not a number`` is of the kind ``batch … is not a number``."""
+    _where, sep, reason = problem.partition(": ")
+    return _KIND.sub("…", reason if sep else problem)
+
+
+class Problems:
+    """The problems found in one file: the first ``limit`` word for word, the rest
+    counted by kind, so a file with a million bad rows gives a report of a few lines.
+
+    Collects like a list (``append``, ``extend``, truth value); ``lines()`` is the report.
+    """
+
+    def __init__(self, name: str, limit: int = MAX_PROBLEMS_PER_FILE) -> None:
+        self.name = name
+        self.limit = limit
+        self.kept: list[str] = []
+        self.more: Counter[str] = Counter()
+
+    def append(self, problem: str) -> None:
+        if len(self.kept) < self.limit:
+            self.kept.append(problem)
+        else:
+            self.more[problem_kind(problem)] += 1
+
+    def extend(self, problems: Iterable[str]) -> None:
+        for problem in problems:
+            self.append(problem)
+
+    def __bool__(self) -> bool:
+        return bool(self.kept)
+
+    def __len__(self) -> int:
+        return len(self.kept) + sum(self.more.values())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.lines())
+
+    def lines(self) -> list[str]:
+        """The kept problems, then one line with how many more there were of each kind."""
+        if not self.more:
+            return list(self.kept)
+        total = sum(self.more.values())
+        seen = {problem_kind(p) for p in self.kept}
+        common = self.more.most_common()
+        shown = "; ".join(f"{count:,} × {kind}" for kind, count in common[:5])
+        if len(common) > 5:
+            shown += f"; and {len(common) - 5} other kinds"
+        same = " of the same kinds" if set(self.more) <= seen else ""
+        return [*self.kept, f"{self.name}: … and {total:,} more{same} ({shown})"]
+
+    def check(self) -> None:
+        """Raise BadInput with the report when there is any problem."""
+        if self.kept:
+            raise BadInput(self.lines())
+
+
+def read_limited(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a file, refused once more than ``limit`` have been read.
+
+    The limit is enforced while reading, not from the file's size: ``/dev/zero``, a pipe
+    or a file that grows report a size of 0 or less than they hold.
+    """
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise BadInput(
+            f"{path}: file is larger than the {limit // 1024 // 1024} MiB limit for imports"
+        )
+    return data
 
 
 def decode_text(name: str, data: bytes) -> str:
@@ -190,51 +278,66 @@ def _canonical(name: str, value: str) -> str | None:
 def rows_to_curves(rows: Iterable[Row], options: ImportOptions) -> list[Curve]:
     """Group rows by metadata into validated curves (rows with equal metadata merge)."""
     groups: dict[tuple[Any, ...], list[Row]] = {}
-    problems: list[str] = []
+    problems: dict[str, Problems] = {}
+    missing: set[str] = set()
+    # Rows share a handful of metadata combinations: validate each combination once.
+    keys: dict[tuple[str | None, ...], tuple[Any, ...]] = {}
+
+    def report(row: Row) -> Problems:
+        file = _file_of(row.where)
+        return problems.setdefault(file, Problems(file))
+
     for row in rows:
         meta = row.metadata
-        row_problems: list[str] = []
-        for name, flag in (("model", "--model"), ("card", "--card")):
-            if not (meta.get(name) or "").strip():
-                file = row.where.split(" line ")[0].split(" point ")[0]
-                row_problems.append(f"{file}: {name} is missing (give {flag} or a {name} column)")
-        if row_problems:
-            problems.extend(row_problems)
+        absent = [
+            f"{_file_of(row.where)}: {name} is missing (give {flag} or a {name} column)"
+            for name, flag in (("model", "--model"), ("card", "--card"))
+            if not (meta.get(name) or "").strip()
+        ]
+        if absent:
+            for problem in absent:
+                if problem not in missing:  # once per file, not once per row
+                    missing.add(problem)
+                    report(row).append(problem)
             continue
-        try:
-            key = (
-                clean_text(meta.get("model"), "model"),
-                clean_text(meta.get("card"), "card"),
-                clean_precision(meta.get("precision")),
-                clean_resolution(meta.get("resolution")),
-                clean_text(meta.get("mig_profile"), "MIG profile", required=False),
-            )
-        except BadInput as exc:
-            problems.extend(f"{row.where}: {p}" for p in exc.problems)
-            continue
+        stated = tuple(meta.get(name) for name in METADATA_FIELDS[:5])
+        key = keys.get(stated)
+        if key is None:
+            try:
+                key = (
+                    clean_text(meta.get("model"), "model"),
+                    clean_text(meta.get("card"), "card"),
+                    clean_precision(meta.get("precision")),
+                    clean_resolution(meta.get("resolution")),
+                    clean_text(meta.get("mig_profile"), "MIG profile", required=False),
+                )
+            except BadInput as exc:
+                report(row).extend(f"{row.where}: {p}" for p in exc.problems)
+                continue
+            keys[stated] = key
         groups.setdefault((*key, row.variant), []).append(row)
-    if problems:
-        raise BadInput(_dedupe(problems))
+    _check(problems)
     curves: dict[str, Curve] = {}
     for (model, card, precision, resolution, mig, _variant), group in groups.items():
         seen: dict[int, Row] = {}
         for row in group:
             earlier = seen.get(row.point.batch)
             if earlier and earlier.point.latency_ms != row.point.latency_ms:
-                problems.append(
+                report(row).append(
                     f"{row.where}: batch {row.point.batch} was already given as "
                     f"{earlier.point.latency_ms:g} ms ({earlier.where}) and now as "
                     f"{row.point.latency_ms:g} ms"
                 )
             seen.setdefault(row.point.batch, row)
+        if problems:
+            continue
         environment: dict[str, Any] = dict(options.environment)
         notes = [r.metadata.get("notes") for r in group if r.metadata.get("notes")]
         if notes:
             environment["notes"] = "; ".join(dict.fromkeys(n for n in notes if n))
         for row in group:
-            environment = merge_environment(environment, row.environment)
-        if problems:
-            continue
+            if row.environment:
+                environment = merge_environment(environment, row.environment)
         curve = make_curve(
             model=model,
             card=card,
@@ -254,9 +357,19 @@ def rows_to_curves(rows: Iterable[Row], options: ImportOptions) -> list[Curve]:
                 environment=merge_environment(earlier_curve.environment, curve.environment),
             )
         curves[curve.id] = curve
-    if problems:
-        raise BadInput(problems)
+    _check(problems)
     return list(curves.values())
+
+
+def _file_of(where: str) -> str:
+    """The file part of a row's place (``f.csv line 3`` -> ``f.csv``)."""
+    return where.split(" line ")[0].split(" point ")[0]
+
+
+def _check(problems: Mapping[str, Problems]) -> None:
+    lines = [line for found in problems.values() for line in found.lines()]
+    if lines:
+        raise BadInput(lines)
 
 
 def merge_environment(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -276,10 +389,6 @@ def merge_environment(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict
     return merged
 
 
-def _dedupe(problems: list[str]) -> list[str]:
-    return list(dict.fromkeys(problems))
-
-
 @dataclass(frozen=True)
 class Table:
     """A CSV table from a tool: the header cells and the data records with line numbers.
@@ -295,7 +404,7 @@ class Table:
     header: list[str]
     header_line: int
     records: list[tuple[int, list[str]]]
-    problems: list[str]
+    problems: Problems
 
     def index(self, *names: str) -> int | None:
         """Position of the first column called one of ``names`` (any case), or None."""
@@ -305,6 +414,24 @@ class Table:
                 return lowered.index(wanted.lower())
         return None
 
+    def report(self) -> Problems:
+        """A problem list for the rows of this table that starts with the table's own."""
+        found = Problems(self.name)
+        found.kept = list(self.problems.kept)
+        found.more = self.problems.more.copy()
+        return found
+
+
+def first_row(text: str) -> list[str]:
+    """The cells of the first non-blank line read as CSV (empty if it is not CSV)."""
+    stripped = text.lstrip()
+    end = stripped.find("\n")
+    first = stripped if end < 0 else stripped[:end]
+    try:
+        return next(csv.reader([first.rstrip("\r")]), [])
+    except csv.Error:
+        return []
+
 
 def read_table(name: str, text: str) -> Table:
     """The header and records of a CSV table; BadInput if it is empty or not CSV."""
@@ -312,7 +439,7 @@ def read_table(name: str, text: str) -> Table:
     header: list[str] | None = None
     header_line = 0
     records: list[tuple[int, list[str]]] = []
-    problems: list[str] = []
+    problems = Problems(name)
     try:
         for record in reader:
             cells = [c.strip() for c in record]
@@ -321,6 +448,11 @@ def read_table(name: str, text: str) -> Table:
             if header is None:
                 while cells and not cells[-1]:
                     cells.pop()
+                if len(cells) > MAX_COLUMNS:
+                    raise BadInput(
+                        f"{name} line {reader.line_num}: the header has {len(cells):,} columns, "
+                        f"more than the {MAX_COLUMNS} a table may have"
+                    )
                 header, header_line = cells, reader.line_num
                 continue
             while len(cells) > len(header) and not cells[-1]:

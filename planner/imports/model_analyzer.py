@@ -170,7 +170,7 @@ def _reject_tables_without_latency(table: Table) -> None:
 
 def _read_runs(table: Table, load_column: str) -> list[_Run]:
     runs: list[_Run] = []
-    problems: list[str] = list(table.problems)
+    problems = table.report()
     for line, cells in table.records:
         where = f"{table.name} line {line}"
 

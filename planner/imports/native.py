@@ -15,17 +15,23 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping
+from operator import itemgetter
 from typing import Any
 
-from planner.curve import OPTIONAL_POINT_FIELDS, Curve, make_point
+from planner.curve import OPTIONAL_POINT_FIELDS, Curve, Point, make_point
 from planner.errors import BadInput
 from planner.imports.base import (
+    MAX_COLUMNS,
+    MAX_JSON_DEPTH,
     METADATA_FIELDS,
     ImportOptions,
     ParsedFile,
+    Problems,
     Row,
     escape_formula,
+    first_row,
     resolve_metadata,
 )
 
@@ -40,65 +46,119 @@ def looks_like_native_csv(text: str) -> bool:
 
 
 def _header_names(text: str) -> list[str]:
-    first = text.lstrip().splitlines()[0] if text.strip() else ""
-    return [h.strip().lower() for h in next(csv.reader([first]), [])]
+    return [h.strip().lower() for h in first_row(text)]
 
 
 def parse_csv(name: str, text: str, options: ImportOptions) -> ParsedFile:
-    """Rows of the planner's CSV format; every bad row is reported with its line number."""
+    """Rows of the planner's CSV format; every bad row is reported with its line number
+    (the first few word for word, see :class:`Problems`)."""
     reader = csv.reader(io.StringIO(text, newline=""))
     header: list[str] | None = None
-    header_line = 0
     parsed = ParsedFile(name=name, format="csv")
-    problems: list[str] = []
-    for record in reader:
-        if not any(cell.strip() for cell in record):
-            continue
-        if header is None:
-            header = [h.strip().lower() for h in record]
-            header_line = reader.line_num
-            missing = [c for c in ("batch", "latency_ms") if c not in header]
-            if missing:
-                raise BadInput(
-                    f"{name} line {header_line}: missing required column(s) "
-                    f"{', '.join(missing)} (the header must include batch,latency_ms)"
+    problems = Problems(name)
+    width = 0
+    # Rows of one file mostly repeat the same metadata: check each combination once.
+    checked: dict[tuple[str, ...], dict[str, str | None]] = {}
+    try:
+        for record in reader:
+            if header is None:
+                if not any(cell.strip() for cell in record):
+                    continue
+                header = _check_header(name, reader.line_num, record, parsed)
+                width = len(header)
+                point_names = [f for f in POINT_FIELDS if f in header]
+                points_of = _cells([header.index(f) for f in point_names])
+                # A metadata column the file lacks reads as the empty cell at `width`.
+                metadata_of = _cells(
+                    [header.index(f) if f in header else width for f in METADATA_FIELDS]
                 )
-            unknown = [h for h in header if h and h not in CSV_COLUMNS]
-            if unknown:
-                parsed.notes.append(f"ignored unknown column(s): {', '.join(unknown)}")
-            duplicated = {h for h in header if h and header.count(h) > 1}
-            if duplicated:
-                raise BadInput(
-                    f"{name} line {header_line}: column(s) {', '.join(sorted(duplicated))} "
-                    "appear more than once"
-                )
-            continue
-        where = f"{name} line {reader.line_num}"
-        if len(record) > len(header):
-            problems.append(f"{where}: {len(record)} cells but the header has {len(header)}")
-            continue
-        cells = dict(zip(header, (c.strip() for c in record), strict=False))
-        try:
-            parsed.rows.append(_row(cells, options, where))
-        except BadInput as exc:
-            problems.extend(f"{where}: {p}" for p in exc.problems)
+                continue
+            if len(record) != width:
+                if len(record) > width:
+                    if any(cell.strip() for cell in record):
+                        problems.append(
+                            f"{name} line {reader.line_num}: {len(record)} cells but the "
+                            f"header has {width}"
+                        )
+                    continue
+                record = record + [""] * (width - len(record))
+            record.append("")
+            raw = dict(zip(point_names, points_of(record), strict=True))
+            stated = metadata_of(record)
+            if not any(v.strip() for v in raw.values()) and not any(c.strip() for c in record):
+                continue
+            where = f"{name} line {reader.line_num}"
+            try:
+                point = _point(raw)
+                metadata = checked.get(stated)
+                if metadata is None:
+                    metadata = resolve_metadata(
+                        dict(zip(METADATA_FIELDS, stated, strict=True)), options, where
+                    )
+                    checked[stated] = metadata
+            except BadInput as exc:
+                problems.extend(p if p.startswith(where) else f"{where}: {p}" for p in exc.problems)
+                continue
+            parsed.rows.append(Row(point=point, metadata=metadata, where=where))
+    except csv.Error as exc:
+        raise BadInput(f"{name} line {reader.line_num}: not a readable CSV table ({exc})") from None
     if header is None:
         raise BadInput(f"{name}: file is empty")
-    if problems:
-        raise BadInput(problems)
+    problems.check()
     if not parsed.rows:
         raise BadInput(f"{name}: has a header but no data rows")
     return parsed
 
 
+def _check_header(name: str, line: int, record: list[str], parsed: ParsedFile) -> list[str]:
+    """The header's column names (lower case); BadInput if a column is missing, repeated,
+    or there are too many."""
+    if len(record) > MAX_COLUMNS:
+        raise BadInput(
+            f"{name} line {line}: the header has {len(record):,} columns, more than the "
+            f"{MAX_COLUMNS} a table may have"
+        )
+    header = [h.strip().lower() for h in record]
+    missing = [c for c in ("batch", "latency_ms") if c not in header]
+    if missing:
+        raise BadInput(
+            f"{name} line {line}: missing required column(s) {', '.join(missing)} (the header "
+            "must include batch,latency_ms)"
+        )
+    unknown = [h for h in header if h and h not in CSV_COLUMNS]
+    if unknown:
+        parsed.notes.append(f"ignored unknown column(s): {', '.join(unknown)}")
+    duplicated = [h for h, count in Counter(h for h in header if h).items() if count > 1]
+    if duplicated:
+        raise BadInput(
+            f"{name} line {line}: column(s) {', '.join(sorted(duplicated))} appear more than once"
+        )
+    return header
+
+
+def _cells(positions: list[int]) -> Callable[[list[str]], tuple[str, ...]]:
+    """A function that picks the cells at ``positions`` of a record, as a tuple."""
+    if not positions:
+        return lambda _record: ()
+    if len(positions) == 1:
+        only = positions[0]
+        return lambda record: (record[only],)
+    return itemgetter(*positions)
+
+
+def _point(raw: Mapping[str, Any]) -> Point:
+    for required in ("batch", "latency_ms"):
+        value = raw.get(required)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise BadInput(f"{required} is empty")
+    return make_point(raw)
+
+
 def parse_json(name: str, text: str, options: ImportOptions) -> ParsedFile:
     """Rows of the JSON format (see the module docstring for the accepted shapes)."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{name} line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    doc = load_json(name, text)
     parsed = ParsedFile(name=name, format="json")
-    problems: list[str] = []
+    problems = Problems(name)
     curves: list[tuple[str, Mapping[str, Any], list[Any]]] = []
     if isinstance(doc, dict):
         curves.append((name, doc, _points_of(name, doc)))
@@ -128,9 +188,50 @@ def parse_json(name: str, text: str, options: ImportOptions) -> ParsedFile:
                 continue
             env = {k: v for k, v in (environment or {}).items() if k != "notes"}
             parsed.rows.append(Row(row.point, row.metadata, row.where, env))
-    if problems:
-        raise BadInput(problems)
+    problems.check()
     return parsed
+
+
+def load_json(name: str, text: str) -> Any:
+    """A JSON document; BadInput for invalid JSON, nesting deeper than MAX_JSON_DEPTH, and
+    integers too long for Python to read (they are read as floats and checked later)."""
+    try:
+        doc = json.loads(text, parse_int=_json_int)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{name} line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        doc = None
+        depth = MAX_JSON_DEPTH + 1
+    else:
+        depth = _depth(doc)
+    if depth > MAX_JSON_DEPTH:
+        raise BadInput(
+            f"{name}: JSON nested more than {MAX_JSON_DEPTH} levels deep; the planner's JSON "
+            "needs four"
+        )
+    return doc
+
+
+def _json_int(text: str) -> int | float:
+    # Python refuses to convert integers of more than 4300 digits; no count or batch size
+    # is that long, so a float (infinite if need be) lets the checks say what is wrong.
+    return int(text) if len(text) <= 20 else float(text)
+
+
+def _depth(doc: Any) -> int:
+    """How deeply arrays and objects nest in ``doc`` (0 for a plain value); stops counting
+    past MAX_JSON_DEPTH."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, level)
+            if level > MAX_JSON_DEPTH:
+                break
+            items = value.values() if isinstance(value, dict) else value
+            stack.extend((item, level + 1) for item in items if isinstance(item, dict | list))
+    return deepest
 
 
 def _points_of(label: str, doc: Mapping[str, Any]) -> list[Any]:
@@ -141,10 +242,7 @@ def _points_of(label: str, doc: Mapping[str, Any]) -> list[Any]:
 
 
 def _row(cells: Mapping[str, Any], options: ImportOptions, where: str) -> Row:
-    for required in ("batch", "latency_ms"):
-        if cells.get(required) in (None, ""):
-            raise BadInput(f"{required} is empty")
-    point = make_point({k: cells.get(k) for k in POINT_FIELDS})
+    point = _point({k: cells.get(k) for k in POINT_FIELDS})
     stated = {k: (None if cells.get(k) is None else str(cells.get(k))) for k in METADATA_FIELDS}
     return Row(point=point, metadata=resolve_metadata(stated, options, where), where=where)
 

@@ -51,7 +51,15 @@ from typing import Any
 
 from planner.curve import Point, clean_batch, make_point
 from planner.errors import BadInput
-from planner.imports.base import ImportOptions, ParsedFile, Row, table_number, tool_metadata
+from planner.imports.base import (
+    MAX_COLUMNS,
+    ImportOptions,
+    ParsedFile,
+    Problems,
+    Row,
+    table_number,
+    tool_metadata,
+)
 
 FORMAT = "nexus"
 FORWARD = "Forward latency"
@@ -88,7 +96,7 @@ def parse(name: str, text: str, options: ImportOptions) -> ParsedFile:
     columns, width = _columns(name, lines, forward + 1)
 
     parsed = ParsedFile(name=name, format=FORMAT)
-    problems: list[str] = []
+    problems = Problems(name)
     points: list[tuple[int, Point]] = []
     index = forward + 2
     while (
@@ -185,6 +193,12 @@ def _columns(name: str, lines: list[str], at: int) -> tuple[dict[str, tuple[int,
     """Positions and units of the columns in the table header at line index ``at``, and
     the number of columns."""
     header = lines[at] if at < len(lines) else ""
+    width = header.count(",") + 1
+    if width > MAX_COLUMNS:
+        raise BadInput(
+            f"{name} line {at + 1}: the header has {width:,} columns, more than the "
+            f"{MAX_COLUMNS} a table may have"
+        )
     columns: dict[str, tuple[int, str]] = {}
     for position, cell in enumerate(c.strip().lower() for c in header.split(",")):
         if cell in ("batch", "repeat"):
@@ -202,7 +216,7 @@ def _columns(name: str, lines: list[str], at: int) -> tuple[dict[str, tuple[int,
             f"(expected a header like batch,latency(us),std(us),memory(B),repeat; got "
             f"{header!r})"
         )
-    return columns, len(header.split(","))
+    return columns, width
 
 
 def _forward_row(line: str, columns: dict[str, tuple[int, str]], width: int) -> Point:
@@ -245,7 +259,7 @@ def _forward_row(line: str, columns: dict[str, tuple[int, str]], width: int) -> 
 
 
 def _per_query_sections(
-    name: str, lines: list[str], start: int, problems: list[str]
+    name: str, lines: list[str], start: int, problems: Problems
 ) -> dict[str, float]:
     """Mean and std (ms) of the preprocess and postprocess sections, where present."""
     found: dict[str, float] = {}

@@ -129,7 +129,7 @@ def parse(name: str, text: str, options: ImportOptions) -> ParsedFile:
     if not table.records and not table.problems:
         raise BadInput(f"{name}: has a header but no data rows")
     measured: list[_Measured] = []
-    problems: list[str] = list(table.problems)
+    problems = table.report()
     if len(options.batch) != 1:
         problems.append(
             f"{name}: a perf_analyzer CSV does not record the batch size; give the run's -b "
