@@ -1,19 +1,31 @@
-"""The library calls the pages repeat, cached on their inputs (per server process).
+"""The library calls the pages repeat, cached on their inputs (per server process), and
+run under the server's computation budget.
 
 Changing one control reruns the whole page; these keep the simulations of every plan
 someone looked at recently, so going back to a value, or another user opening the same
-link, costs no simulation. ``st.cache_data`` hands every caller its own copy of the
-result, so no session can change what another one sees; each cache is bounded.
+link, costs no simulation. Results are immutable values (frozen dataclasses; the
+simulation's arrays are only read), so every session gets the same object; each cache
+is a bounded least-recently-used table.
 
 The key of each call is the ``repr`` of its frozen inputs: a request or scenario holds
 only plain values, and a fitted curve's ``repr`` names the points it is computed from
 (deterministically), so equal keys mean equal results.
+
+Every computation runs under a ``planner.work.Work`` (``working()``): a frame budget, turns
+shared with the other visitors, and a progress bar whose updates between chunks are
+where Streamlit stops work nobody waits for any more (a newer rerun of the page, or a
+closed tab): updating an element checks for that, and raises out of the library.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
+from typing import Generic, TypeVar
 
 import streamlit as st
 
@@ -22,8 +34,30 @@ from planner.results import Results
 from planner.scenario import Scenario, Sharing
 from planner.simulate import simulate
 from planner.sweep import PoolCache, Pooled
+from planner.work import Work, frames_of
 
-ENTRIES = 64
+V = TypeVar("V")
+
+
+class _Table(Generic[V]):
+    """A bounded, thread-safe least-recently-used table."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: OrderedDict[str, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_make(self, key: str, make: Callable[[], V]) -> V:
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key]
+        value = make()  # outside the lock: other keys are served meanwhile
+        with self._lock:
+            self._entries[key] = value
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+        return value
 
 
 @st.cache_resource(show_spinner=False)
@@ -35,20 +69,39 @@ def runs() -> PoolCache:
     return PoolCache()
 
 
-@st.cache_data(max_entries=ENTRIES, show_spinner=False)
-def _recommendation(key: str, _request: Request) -> Recommendation:
-    return recommend(_request, runs())
+@st.cache_resource(show_spinner=False)
+def _tables() -> dict[str, _Table[object]]:
+    return {"recommendation": _Table(64), "sweep": _Table(64), "simulation": _Table(16)}
 
 
-def recommendation(request: Request) -> Recommendation:
-    """``planner.recommend.recommend(request)``, cached.
+@contextmanager
+def working(what: str) -> Iterator[Work]:
+    """A ``Work`` for one computation of this page, shown as a progress bar that says
+    ``what`` is being simulated (against the budget) while it runs."""
+    bar = st.empty()
+
+    def show(current: Work) -> None:
+        share = min(current.done / current.budget, 1.0)
+        bar.progress(share, text=f"{what}: {current.done / 1e6:,.1f} million frames simulated")
+
+    try:
+        yield Work(on_chunk=show)
+    finally:
+        with contextlib.suppress(Exception):  # the page may be stopping
+            bar.empty()
+
+
+def recommendation(request: Request, account: Work | None = None) -> Recommendation:
+    """``planner.recommend.recommend(request)``, cached, under ``account``'s budget.
 
     The peak demand, headroom and price change no simulation, only the fleet arithmetic, so
     the cached result is computed without them and its fleet sized afterwards: typing a
-    price does not simulate anything again.
+    price does not simulate anything again. Raises ``planner.work.OverBudget``.
     """
     bare = _unsized(request)
-    result = _recommendation(repr(bare), bare)
+    result: Recommendation = _tables()["recommendation"].get_or_make(  # type: ignore[assignment]
+        repr(bare), lambda: recommend(bare, runs(), account or Work())
+    )
     sized = fleet(
         result.recommended,
         peak_sessions=request.peak_sessions,
@@ -58,19 +111,23 @@ def recommendation(request: Request) -> Recommendation:
     return replace(result, request=request, fleet=sized)
 
 
-@st.cache_data(max_entries=ENTRIES, show_spinner=False)
-def _sweep(
-    key: str, _result: Recommendation, _sharing: Sharing, _sessions: tuple[int, ...]
+def sweep(
+    result: Recommendation,
+    sharing: Sharing,
+    sessions: Sequence[int],
+    account: Work | None = None,
 ) -> list[Pooled]:
-    return option_sweep(_result.request, _sharing, _sessions, _result.options, runs())
-
-
-def sweep(result: Recommendation, sharing: Sharing, sessions: Sequence[int]) -> list[Pooled]:
     """``planner.recommend.option_sweep`` for a recommendation's request, reusing the runs
-    the recommendation made; cached."""
+    the recommendation made; cached, under ``account``'s budget."""
     counts = tuple(sessions)
     request = _unsized(result.request)
-    return _sweep(repr((request, sharing, counts)), result, sharing, counts)
+    rows: list[Pooled] = _tables()["sweep"].get_or_make(  # type: ignore[assignment]
+        repr((request, sharing, counts)),
+        lambda: option_sweep(
+            result.request, sharing, counts, result.options, runs(), account or Work()
+        ),
+    )
+    return rows
 
 
 def _unsized(request: Request) -> Request:
@@ -79,12 +136,18 @@ def _unsized(request: Request) -> Request:
     return replace(request, peak_sessions=None, headroom=0.0, price_per_hour=None)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def _simulation(key: str, _scenario: Scenario) -> Results:
-    return simulate(_scenario)
-
-
-def simulation(scenario: Scenario) -> Results:
+def simulation(scenario: Scenario, account: Work | None = None) -> Results:
     """``planner.simulate.simulate(scenario)``, cached (a few entries: results carry
-    every frame)."""
-    return _simulation(repr(scenario), scenario)
+    every frame), admitted against ``account``'s budget (one run is one chunk)."""
+
+    def run() -> Results:
+        budget = account or Work()
+        frames = frames_of(sum(scenario.session_fps), scenario.duration_s)
+        budget.admit(frames)
+        with budget.turn():
+            results = simulate(scenario)
+        budget.finished(frames)
+        return results
+
+    found: Results = _tables()["simulation"].get_or_make(repr(scenario), run)  # type: ignore[assignment]
+    return found

@@ -7,6 +7,7 @@ another user's session.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -17,6 +18,7 @@ from planner.curve import Curve
 from planner.errors import NotFound
 from planner.plan import default_curve
 from planner.store import Store
+from planner.work import OverBudget
 
 Kind = Literal["success", "info", "warning", "error"]
 _FLASH = "_flash"
@@ -80,3 +82,16 @@ def default_curve_or_stop(db: Store, title: str, doing: str) -> Curve:
         show_problems(f"There is no curve {doing}:", [*exc.problems, "Add one on the Curves page."])
         st.stop()
         raise  # pragma: no cover - st.stop() does not return
+
+
+def show_over_budget(exc: OverBudget, what: str, command: Sequence[str]) -> None:
+    """Say plainly that ``what`` (a plan, a simulation) is over this server's computation
+    budget, what to change, and the command line that runs it without one."""
+    st.warning(
+        f"**This {what} is over this server's computation budget.** It {exc.problems[0]}. "
+        "Ask for less work (under *Simulation effort*: fewer random draws, shorter runs, "
+        "a smaller largest session count), or run it from the command line, which has no "
+        "such budget:",
+        icon=":material/hourglass_disabled:",
+    )
+    st.code(shlex.join(command), language="bash", wrap_lines=True)

@@ -19,6 +19,7 @@ from planner.links import CompareParams, PlanParams, schema
 from planner.plan import default_curve, plan_inputs
 from planner.recommend import Recommendation, Request, recommend
 from planner.store import Store
+from planner.work import OverBudget
 
 SHARED = tuple(
     n
@@ -119,9 +120,10 @@ def compare_cards(
     for index, curve in enumerate(curves):
         try:
             inputs = plan_inputs(PlanParams(curve=curve.id, **shared), store)
-        except (BadInput, NotFound) as exc:
+            result = recommend_with(inputs.request)
+        except (BadInput, NotFound, OverBudget) as exc:
             plans.append(CardPlan(curve, None, None, tuple(exc.problems)))
         else:
-            plans.append(CardPlan(curve, inputs.card, recommend_with(inputs.request)))
+            plans.append(CardPlan(curve, inputs.card, result))
         progress(index + 1, len(curves))
     return plans

@@ -10,7 +10,7 @@ from planner.cards import Card
 from planner.curve import Curve
 from planner.errors import BadInput, NotFound
 from planner.fit import FittedCurve, fit_curve
-from planner.links import PlanParams, SimulateParams, linked_curve
+from planner.links import PlanParams, SimulateParams, encode, linked_curve, number_text
 from planner.modes import sharing_for
 from planner.recommend import Criteria, Request
 from planner.scenario import Scenario, Sharing
@@ -212,3 +212,32 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
     return SimulationInputs(
         curve=curve, fitted=fitted, card=card, scenario=scenario, compare=compare
     )
+
+
+def command_line(command: str, params: PlanParams | SimulateParams) -> list[str]:
+    """The ``planner recommend`` (or ``planner simulate``) command line that runs what
+    ``params`` describe, options at their default left out (join with ``shlex.join``):
+    for a plan or simulation too large for the dashboard's budget, which the command line
+    does not have. Link-only choices (a second policy to compare) are left out."""
+    argv = ["planner", command]
+    if params.points is not None:
+        points = ",".join(f"{p.batch}:{number_text(p.latency_ms)}" for p in params.points)
+        argv += ["--points", points]
+        if params.card:
+            argv += ["--card", params.card]
+    elif params.curve is not None:
+        argv += ["--curve", params.curve]
+    given = encode(params)
+    if command == "simulate":
+        given.setdefault("sessions", str(params.sessions))  # type: ignore[union-attr]
+        given.setdefault("policy", str(params.policy))  # type: ignore[union-attr]
+    for name, value in given.items():
+        if name in ("curve", "points", "model", "card", "precision", "resolution"):
+            continue
+        if name == "compare_policy":
+            continue
+        if name == "other_jobs":
+            argv.append("--other-jobs")
+            continue
+        argv += [f"--{name.replace('_', '-')}", value]
+    return argv

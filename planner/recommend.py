@@ -30,6 +30,7 @@ from planner.scenario import Phases, Scenario, Sharing
 from planner.sharing import ASSUMPTIONS, ISOLATION, card_fraction, derived, instances_per_card
 from planner.sweep import PoolCache, Pooled, pooled_runs
 from planner.units import FramesPerSecond, Milliseconds, UsdPerHour, is_finite
+from planner.work import Work
 
 
 @dataclass(frozen=True)
@@ -404,12 +405,16 @@ def failures(pooled: Pooled, criteria: Criteria) -> tuple[Failure, ...]:
     return tuple(out)
 
 
-def recommend(request: Request, cache: PoolCache | None = None) -> Recommendation:
+def recommend(
+    request: Request, cache: PoolCache | None = None, work: Work | None = None
+) -> Recommendation:
     """Search every option's seat cap on the fitted curve and both band edges, rank them,
     and explain the result (see the module docstring for the rules).
 
     ``cache`` reuses runs already simulated (by an earlier request that differs only in
-    its criteria, say); ``simulations`` counts the runs this call simulated.
+    its criteria, say); ``simulations`` counts the runs this call simulated. Under
+    ``work`` the simulations count against its budget and stop at its checkpoints
+    (``planner.work``: OverBudget, Cancelled).
     """
     options = [(p, s) for s in request.sharings for p in request.policies]
     searches = [(o, edge) for o in options for edge in EDGES]
@@ -423,7 +428,7 @@ def recommend(request: Request, cache: PoolCache | None = None) -> Recommendatio
         templates = [
             request.scenario(policy, sharing, edge, n, 0) for (policy, sharing), edge in alive
         ]
-        rows, ran = pooled_runs(templates, request.seeds, request.criteria.percentile, cache)
+        rows, ran = pooled_runs(templates, request.seeds, request.criteria.percentile, cache, work)
         simulations += ran
         for key, pooled in zip(alive, rows, strict=True):
             history[key].append(pooled)
@@ -590,6 +595,7 @@ def option_sweep(
     sessions: Iterable[int],
     known: Sequence[Option] = (),
     cache: PoolCache | None = None,
+    work: Work | None = None,
 ) -> list[Pooled]:
     """Every policy of ``request`` under ``sharing`` at each session count, seeds pooled
     exactly as the recommendation judges them (rows by policy, then session count).
@@ -614,7 +620,7 @@ def option_sweep(
     }
     missing = [(p, n) for p in request.policies for n in counts if (p, n) not in done]
     templates = [request.scenario(policy, sharing, "central", n, 0) for policy, n in missing]
-    rows, _ = pooled_runs(templates, request.seeds, request.criteria.percentile, cache)
+    rows, _ = pooled_runs(templates, request.seeds, request.criteria.percentile, cache, work)
     done.update(zip(missing, rows, strict=True))
     return [done[(p, n)] for p in request.policies for n in counts]
 

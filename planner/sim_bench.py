@@ -129,3 +129,53 @@ def bench_recommend(progress: Callable[[str], None]) -> Figures:
         "recommended": result.summary.split(";")[0],
         "server_two_point_wall_s": server_s,
     }
+
+
+@section("cancel")
+def bench_cancel(progress: Callable[[str], None]) -> Figures:
+    """How long a plan goes on after it is cancelled (the dashboard cancels work nobody
+    waits for any more), and how long one chunk of work takes."""
+    import threading
+
+    from planner.recommend import Request, recommend
+    from planner.work import CHUNK_FRAMES, Cancelled, Work
+
+    # Every session count passes on this card, so the search would run for hours.
+    fast = fit_curve([Point(1, 0.001), Point(2, 0.001), Point(4, 0.002)])
+    request = Request(curve=fast, seeds=8, duration_s=60.0, max_sessions=256)
+    recommend(Request(curve=fast, seeds=1, duration_s=1.0, max_sessions=2))  # compiled
+    chunk_done = threading.Event()
+    chunk_times: list[float] = []
+    last = [time.perf_counter()]
+
+    def on_chunk(_work: Work) -> None:
+        now = time.perf_counter()
+        chunk_times.append(now - last[0])
+        last[0] = now
+        chunk_done.set()
+
+    work = Work(budget=float("inf"), on_chunk=on_chunk)
+    ended: list[float] = []
+
+    def run() -> None:
+        try:
+            recommend(request, work=work)
+        except Cancelled:
+            ended.append(time.perf_counter())
+
+    progress("bench: cancel: a plan that would run for hours, cancelled after 2 s ...")
+    thread = threading.Thread(target=run)
+    thread.start()
+    chunk_done.wait(120)
+    time.sleep(2.0)
+    chunks_at_cancel = work.chunks
+    cancelled_at = time.perf_counter()
+    work.cancel()
+    thread.join(600)
+    return {
+        "chunk_frames": CHUNK_FRAMES,
+        "chunk_s_median": float(np.median(chunk_times)) if chunk_times else None,
+        "chunks_before_cancel": chunks_at_cancel,
+        "chunks_after_cancel": work.chunks - chunks_at_cancel,
+        "after_cancel_s": ended[0] - cancelled_at if ended else None,
+    }

@@ -21,6 +21,7 @@ from planner.errors import BadInput
 from planner.policies import POLICIES
 from planner.scenario import Scenario
 from planner.units import FramesPerSecond, Milliseconds
+from planner.work import Work, chunks, frames_of
 
 
 @dataclass(frozen=True)
@@ -163,22 +164,39 @@ def pooled_runs(
     seeds: int,
     percentile: float,
     cache: PoolCache | None = None,
+    work: Work | None = None,
 ) -> tuple[list[Pooled], int]:
     """Each template (seed 0) run on seeds 0..seeds-1 and pooled; with the number of runs
-    simulated (those not found in ``cache``). All misses run in one parallel batch."""
+    simulated (those not found in ``cache``). The misses run in parallel batches: all at
+    once, or under ``work`` in chunks that count against its budget, with a checkpoint
+    between chunks (``planner.work``)."""
     keys = [(t.with_(seed=0) if t.seed else t, seeds, percentile) for t in templates]
     found = [cache.get(k) if cache is not None else None for k in keys]
     missing = [i for i, hit in enumerate(found) if hit is None]
     grid = [
         keys[i][0] if s == 0 else keys[i][0].with_(seed=s) for i in missing for s in range(seeds)
     ]
-    outcomes = run_many(grid)
+    outcomes = run_many(grid) if work is None else run_within(grid, work)
     for j, i in enumerate(missing):
         pooled = pool(outcomes[j * seeds : (j + 1) * seeds], percentile)
         found[i] = pooled
         if cache is not None:
             cache.put(keys[i], pooled)
     return [f for f in found if f is not None], len(grid)
+
+
+def run_within(scenarios: Sequence[Scenario], work: Work) -> list[Outcome]:
+    """``run_many`` in chunks of at most ``planner.work.CHUNK_FRAMES`` frames, each
+    admitted against ``work``'s budget, run in its turn and checked in afterwards."""
+    sizes = [frames_of(sum(s.session_fps), s.duration_s) for s in scenarios]
+    outcomes: list[Outcome] = []
+    for group in chunks(sizes):
+        frames = sum(sizes[i] for i in group)
+        work.admit(frames)
+        with work.turn():
+            outcomes += run_many([scenarios[i] for i in group])
+        work.finished(frames)
+    return outcomes
 
 
 def sweep(

@@ -53,3 +53,12 @@ def test_bench_import_and_store_sections(cli) -> None:
                 "open_connection_cursor_ms", "got_file_after_release_ms"):  # fmt: skip
         assert store[key] > 0, key
     assert store["waited_for_holder_s"] > 0.5  # it waited for the holder, then got the file
+
+
+def test_bench_cancel_reports_how_long_work_goes_on_after_a_cancel(cli) -> None:
+    run = cli("bench", "--only", "cancel", "--json")
+    assert run.status == 0, run.err
+    cancel = run.json["cancel"]
+    assert cancel["chunks_before_cancel"] >= 1
+    assert cancel["chunks_after_cancel"] <= 1  # at most the chunk in flight finishes
+    assert cancel["after_cancel_s"] > 0 and cancel["chunk_s_median"] > 0

@@ -9,6 +9,7 @@ read while eight commands write, and every page shows the new curves on its next
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -34,6 +35,10 @@ pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parent.parent
 FIRST_RUN_MS = 180_000  # the first Plan page of a fresh checkout compiles the simulator
 QUICK = "seeds=1&duration_s=2&max_sessions=4"
+BUDGET_FRAMES = 60_000_000
+# The reliability report's crafted link: every session count passes on this card, and
+# each count costs 64 seeds of 600 s.
+HEAVY = "points=1:0.001,2:0.001,4:0.002&seeds=64&duration_s=600&max_sessions=256"
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +48,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     db = folder / "planner.duckdb"
     port = _free_port()
     log_path = folder / "streamlit.log"
-    env = {**os.environ, "PLANNER_DB": str(db)}
+    # A budget that the quick plans here stay well within and the crafted link crosses.
+    env = {**os.environ, "PLANNER_DB": str(db), "PLANNER_BUDGET_FRAMES": str(BUDGET_FRAMES)}
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
                "--server.address=127.0.0.1", f"--server.port={port}",
                "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"]  # fmt: skip
@@ -195,3 +201,25 @@ def test_commands_and_six_browsers_share_the_store_with_the_dashboard(
     finally:
         for page in pages:
             page.context.close()
+
+
+def test_a_crafted_link_is_stopped_by_the_budget_while_others_are_served(
+    served: tuple[str, Path], chrome: Browser
+) -> None:
+    base, _db = served
+    heavy = new_page(chrome)
+    heavy.goto(f"{base}/?{HEAVY}", wait_until="commit")  # its plan starts; don't wait
+    other = new_page(chrome)
+    other.goto(f"{base}/?{QUICK}")
+    expect(other.locator(".st-key-headline h1")).to_have_text(
+        re.compile(r"seats? per card"), timeout=FIRST_RUN_MS
+    )
+    served_first = heavy.get_by_text("over this server's computation budget").count() == 0
+    expect(heavy.get_by_text("over this server's computation budget")).to_be_visible(
+        timeout=FIRST_RUN_MS
+    )
+    expect(heavy.get_by_text("planner recommend --points 1:0.001").first).to_be_visible()
+    expect(heavy.get_by_test_id("stException")).to_have_count(0)
+    print(f"\nthe second visitor's headline came before the crafted plan stopped: {served_first}")
+    heavy.context.close()
+    other.context.close()

@@ -179,7 +179,13 @@ def _advance(done: int, total: int) -> None:
     progress.progress(done / total, text=f"Simulated {done} of {total} curves")
 
 
-plans = compare_cards(db, params, recommend_with=cache.recommendation, progress=_advance)
+with cache.working("Comparing") as account:
+    plans = compare_cards(
+        db,
+        params,
+        recommend_with=lambda request: cache.recommendation(request, account),
+        progress=_advance,
+    )
 progress.empty()
 for plan in plans:
     if plan.problems:

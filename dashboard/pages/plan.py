@@ -15,7 +15,7 @@ from dashboard.plan_charts import pareto_figure, sessions_figure
 from dashboard.state import store
 from dashboard.tables import option_rows
 from dashboard.text import md, md_list
-from dashboard.ui import default_curve_or_stop, show_problems, table
+from dashboard.ui import default_curve_or_stop, show_over_budget, show_problems, table
 from planner.cards import Card
 from planner.errors import BadInput, NotFound
 from planner.links import (
@@ -28,10 +28,11 @@ from planner.links import (
     url,
 )
 from planner.pareto import dominated
-from planner.plan import PlanInputs, modes_of, plan_curve, plan_inputs
+from planner.plan import PlanInputs, command_line, modes_of, plan_curve, plan_inputs
 from planner.policies import POLICIES
 from planner.recommend import Option, Recommendation
 from planner.scenario import MODES
+from planner.work import OverBudget
 
 c = Controls("plan_")
 MODE_LABELS = {
@@ -379,8 +380,17 @@ def charts(result: Recommendation, inputs: PlanInputs) -> None:
         mine = [o for o in result.options if o.sharing == sharing]
         top = max(max(o.cap_high, o.cap) for o in mine)
         upper = min(max(top + 4, 8), request.max_sessions)
-        with st.spinner("Simulating every policy at each session count…"):
-            rows = cache.sweep(result, sharing, range(1, upper + 1))
+        try:
+            with (
+                st.spinner("Simulating every policy at each session count…"),
+                cache.working("Charting") as account,
+            ):
+                rows = cache.sweep(result, sharing, range(1, upper + 1), account)
+        except OverBudget as exc:
+            view.info(
+                f"The charts for {sharing.label} are left out: drawing them {exc.problems[0]}."
+            )
+            continue
         best = mine[0]
         with view:
             left, right = st.columns(2)
@@ -505,11 +515,18 @@ try:
 except (BadInput, NotFound) as exc:
     show_problems("This plan cannot be computed:", exc.problems)
     st.stop()
-with st.spinner(
-    "Simulating sessions on this curve… (right after the server starts on a new machine, "
-    "this first waits a few seconds for the simulator to compile)"
-):
-    result = cache.recommendation(inputs.request)
+try:
+    with (
+        st.spinner(
+            "Simulating sessions on this curve… (right after the server starts on a new "
+            "machine, this first waits a few seconds for the simulator to compile)"
+        ),
+        cache.working("Planning") as account,
+    ):
+        result = cache.recommendation(inputs.request, account)
+except OverBudget as exc:
+    show_over_budget(exc, "plan", command_line("recommend", params))
+    st.stop()
 
 headline(result, inputs)
 simulate_link(result, inputs, params)

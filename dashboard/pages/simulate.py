@@ -10,13 +10,14 @@ from dashboard.run_charts import fps_figure, latency_histogram, timeline_figure
 from dashboard.state import store
 from dashboard.tables import run_rows, session_rows
 from dashboard.text import md
-from dashboard.ui import default_curve_or_stop, show_problems, table
+from dashboard.ui import default_curve_or_stop, show_over_budget, show_problems, table
 from planner.errors import BadInput, NotFound
 from planner.links import SimulateParams
-from planner.plan import simulation_inputs
+from planner.plan import command_line, simulation_inputs
 from planner.policies import POLICIES
 from planner.results import Results
 from planner.scenario import MODES, PHASES
+from planner.work import OverBudget
 
 c = Controls("sim_")
 POLICY_FIELDS = ("max_batch", "max_queue_delay_us", "slo_ms")
@@ -210,8 +211,12 @@ st.caption(
     "replaces it."
 )
 runs = [scenario] if inputs.compare is None else [scenario, inputs.compare]
-with st.spinner("Simulating…"):
-    results = [cache.simulation(s) for s in runs]
+try:
+    with st.spinner("Simulating…"), cache.working("Simulating") as account:
+        results = [cache.simulation(s, account) for s in runs]
+except OverBudget as exc:
+    show_over_budget(exc, "simulation", command_line("simulate", params))
+    st.stop()
 table(run_rows(results), key="sim_summary")
 st.caption(
     "Frame rates are delivered frames per second; latency percentiles are end to end (GPU "
