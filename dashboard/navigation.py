@@ -13,7 +13,7 @@ from pathlib import Path
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-from planner.links import CompareParams, LinkParams, PlanParams, SimulateParams
+from planner.links import CompareParams, LinkParams, PlanParams, SimulateParams, StudyParams
 
 PAGES_DIR = Path(__file__).resolve().parent / "pages"
 
@@ -36,6 +36,7 @@ PAGES: tuple[PageEntry, ...] = (
     PageEntry("simulate.py", "Simulate", ":material/timeline:", "simulate", SimulateParams),
     PageEntry("measure.py", "Measure", ":material/speed:", "measure"),
     PageEntry("compare.py", "Compare cards", ":material/compare_arrows:", "compare", CompareParams),
+    PageEntry("studies.py", "Studies", ":material/grid_on:", "studies", StudyParams),
 )
 
 

@@ -101,4 +101,5 @@ BENCH_MODULES: tuple[str, ...] = (
     "planner.first_answer",
     "planner.timing",
     "planner.store_bench",
+    "planner.study_bench",
 )

@@ -67,8 +67,20 @@ def _timeline_key(s: Scenario) -> tuple[object, ...]:
     return (s.sharing.mode, s.sharing.cotenants, s.sharing.busy_period_ms, s.seed)
 
 
+_THREADS: list[int] = []
+
+
+def set_threads(count: int) -> None:
+    """Run this many runs at once from now on in this process (a study's pool worker
+    runs one, so that the pool and these threads do not oversubscribe the cores)."""
+    _THREADS[:] = [max(1, int(count))]
+
+
 def threads() -> int:
-    """How many runs go at once: ``NUMBA_NUM_THREADS`` (default: the number of cores)."""
+    """How many runs go at once: as ``set_threads`` said, else ``NUMBA_NUM_THREADS``
+    (default: the number of cores)."""
+    if _THREADS:
+        return _THREADS[0]
     configured = getattr(numba.config, "NUMBA_NUM_THREADS", 0)
     return max(1, int(configured or os.cpu_count() or 1))
 

@@ -561,6 +561,18 @@ PARAMETERS: dict[str, Parameter] = {
     "mode": Parameter(Sharing.mode, Choice(MODES), "sharing mode"),
     # Comparing cards.
     "cards": Parameter((), Texts(Text("card", commas=False), 16), "cards (unset: all)"),
+    # Browsing a study.
+    "study": Parameter(None, Maybe(Text("study")), "stored study (unset: the newest)"),
+    "metric": Parameter(
+        "seats_per_card",
+        Choice(("seats_per_card", "cost_per_seat_hour")),
+        "figure shown per cell",
+    ),
+    "x_axis": Parameter(None, Maybe(Text("axis", commas=False)), "study axis across"),
+    "y_axis": Parameter(None, Maybe(Text("axis", commas=False)), "study axis down"),
+    "hold": Parameter(
+        (), Texts(Text("axis value", commas=False), 64), "other axes held at AXIS=VALUE"
+    ),
 }
 
 _CURVE_LABEL_FIELDS = ("model", "card", "precision", "resolution")
@@ -770,6 +782,24 @@ class CompareParams(LinkParams):
     max_sessions: int = param("max_sessions")
     peak_sessions: int | None = param("peak_sessions")
     headroom: float = param("headroom")
+
+    @classmethod
+    def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+        return []
+
+
+@dataclass(frozen=True)
+class StudyParams(LinkParams):
+    """Everything the Study page takes: which stored study, which figure, over which two
+    axes, and the values the other axes are held at (``AXIS=VALUE`` items)."""
+
+    page_path: ClassVar[str] = "studies"
+
+    study: str | None = param("study")
+    metric: str = param("metric")
+    x_axis: str | None = param("x_axis")
+    y_axis: str | None = param("y_axis")
+    hold: tuple[str, ...] = param("hold")
 
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs into .venv and run all of it:
 # Debian's Chromium (for the real-browser journey), PyTorch's CPU build, the project with
-# its `dev` and `measure` extras at the pinned versions, then ruff, mypy and pytest.
+# its `dev`, `measure` and `cluster` extras at the pinned versions, then ruff, mypy and
+# pytest.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -k store`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,7 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 # torch first, exactly the pinned release, so the permissive `measure` extra adds nothing.
 .venv/bin/pip install -q --disable-pip-version-check torch==2.13.0
-.venv/bin/pip install -q --disable-pip-version-check -c constraints/test.txt -e '.[dev,measure]'
+.venv/bin/pip install -q --disable-pip-version-check -c constraints/test.txt -e '.[dev,measure,cluster]'
 
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

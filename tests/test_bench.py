@@ -62,3 +62,13 @@ def test_bench_cancel_reports_how_long_work_goes_on_after_a_cancel(cli) -> None:
     assert cancel["chunks_before_cancel"] >= 1
     assert cancel["chunks_after_cancel"] <= 1  # at most the chunk in flight finishes
     assert cancel["after_cancel_s"] > 0 and cancel["chunk_s_median"] > 0
+
+
+def test_bench_study_compares_one_process_the_pool_and_ray(cli) -> None:
+    run = cli("bench", "--only", "study", "--json")
+    assert run.status == 0, run.err
+    study = run.json["study"]
+    assert study["cells"] == 48 and study["workers"] >= 1
+    for key in ("one_steady_cells_per_s", "pool_steady_cells_per_s", "pool_speedup",
+                "ray_steady_cells_per_s", "ray_over_pool"):  # fmt: skip
+        assert study[key] > 0, key

@@ -32,6 +32,7 @@ from planner.links import (
     Precision,
     Resolution,
     SimulateParams,
+    StudyParams,
     Subset,
     Text,
     Texts,
@@ -47,7 +48,7 @@ from planner.links import (
 from planner.plan import plan_inputs, simulation_inputs
 from planner.store import Store
 
-PARAM_SETS = (PlanParams, SimulateParams, CompareParams)
+PARAM_SETS = (PlanParams, SimulateParams, CompareParams, StudyParams)
 
 
 # ---------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ COMMANDS = (
     "simulate",
     "recommend",
     "compare-cards",
+    "study",
     "link",
     "measure",
     "bench",

@@ -152,6 +152,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "device name when it states one)",
     )
 
+    cluster = parser.add_argument_group("cluster")
+    cluster.add_argument(
+        "--cluster",
+        choices=("ray",),
+        help="measure once on every accelerator type of a Ray cluster (one GPU task per "
+        "type, on a node of that type) and bring the curves back here; needs the "
+        "`cluster` extra here and the planner with PyTorch on the nodes",
+    )
+    cluster.add_argument(
+        "--accelerators",
+        metavar="LIST",
+        help="only these accelerator types, comma-separated, e.g. A100,L4 (default: every "
+        "type the cluster declares)",
+    )
+    cluster.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="the cluster to use (default: the running one, as `ray.init(address='auto')`)",
+    )
+
     output = parser.add_argument_group("output")
     output.add_argument(
         "--out",
@@ -173,7 +193,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def measure(args: argparse.Namespace) -> int:
     options = options_from_args(args)
-    resolve_device(options.device)  # an unusable --device is bad input: say so first
+    if args.cluster is None and (args.accelerators or args.ray_address):
+        raise BadInput("--accelerators and --ray-address need --cluster ray")
+    if args.cluster is None:
+        resolve_device(options.device)  # an unusable --device is bad input: say so first
     if args.out is not None and args.out.is_dir():
         raise BadInput(f"--out {args.out} is a folder; give a file name ending in .csv or .json")
     if args.out is not None and not args.out.parent.is_dir():
@@ -183,6 +206,14 @@ def measure(args: argparse.Namespace) -> int:
         # damaged file, one the user may only read, another process holding it too long).
         with open_store(args) as store:
             store.require_writable()
+    if args.cluster == "ray":
+        from planner.cluster import measure_on_cluster
+
+        kinds = [k.strip() for k in (args.accelerators or "").split(",") if k.strip()]
+        result = measure_on_cluster(
+            options, address=args.ray_address, accelerators=kinds or None, report=note
+        )
+        return finish(args, result)
     bar = ProgressBar(sys.stderr)
     try:
         result = measure_curves(options, bar)

@@ -1,0 +1,120 @@
+"""``planner study FILE``: a grid of recommendations, computed on all cores or a Ray
+cluster, stored cell by cell."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from planner.cli.output import note, open_store, print_json
+from planner.study import MAX_CELLS, read_study
+from planner.study_run import ENGINES, Progress, StudyInterrupted, default_workers, run_study
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "study",
+        help="a grid of recommendations over curves, budgets, modes and more",
+        description=(
+            "Run every cell of a study file (TOML or JSON; see examples/study.toml): each "
+            "cell is a recommendation, keyed by a hash of its inputs and stored as it "
+            "finishes. Running the file again computes only the cells not stored yet, so an "
+            f"interrupted study resumes where it stopped. At most {MAX_CELLS:,} cells."
+        ),
+    )
+    parser.add_argument("file", type=Path, help="the study file (.toml or .json)")
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="local: a process pool on this machine (default); ray: a Ray cluster",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help=f"processes (local) or CPUs for a local Ray (default: the cores, {default_workers()})",
+    )
+    parser.add_argument(
+        "--ray-address", help="the Ray cluster to use, e.g. ray://head:10001 (default: a local Ray)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    study = read_study(args.file)
+    bar = _Bar(sys.stderr)
+    with open_store(args) as store:
+        try:
+            summary = run_study(
+                store,
+                study,
+                engine=args.engine,
+                workers=args.workers,
+                ray_address=args.ray_address,
+                progress=bar,
+            )
+        except StudyInterrupted as stopped:
+            bar.close()
+            done = stopped.summary
+            note(
+                f"planner: interrupted; {done.skipped + done.computed} of {done.cells} cells "
+                "are stored; run the same command again to compute the rest"
+            )
+            if args.json:
+                print_json(done.as_dict())
+            return 130
+    bar.close()
+    doc = summary.as_dict()
+    if args.json:
+        print_json(doc)
+        return 0
+    rate = doc["cells_per_s"]
+    print(
+        f"study {summary.study!r}: {summary.cells} cells; {summary.skipped} already stored, "
+        f"{summary.computed} computed ({summary.failed} failed) in {summary.elapsed_s:.1f} s"
+        + (f", {rate:.1f} cells/s" if rate else "")
+        + f" on {summary.workers} {summary.engine} workers"
+    )
+    return 0
+
+
+class _Bar:
+    """Cells done, cells per second and the time left, on standard error (redrawn in
+    place on a terminal, a line every ten seconds elsewhere)."""
+
+    def __init__(self, stream: object) -> None:
+        self.stream = stream
+        self.terminal = bool(getattr(stream, "isatty", lambda: False)())
+        self.last = 0.0
+        self.drawn = False
+
+    def __call__(self, state: Progress) -> None:
+        now = time.monotonic()
+        left = state.total - state.skipped
+        final = state.done >= left
+        if now - self.last < (0.2 if self.terminal else 10.0) and not final:
+            return
+        self.last = now
+        eta = state.eta_s
+        line = (
+            f"cells {state.done}/{left} to compute ({state.skipped} stored before), "
+            f"{state.rate:.1f}/s"
+            + (f", about {eta:.0f} s left" if eta is not None and not final else "")
+            + (f", {state.failed} failed" if state.failed else "")
+        )
+        if self.terminal:
+            columns = shutil.get_terminal_size((80, 20)).columns
+            self.stream.write("\r" + line[: columns - 1] + "\x1b[K")  # type: ignore[attr-defined]
+            self.drawn = True
+        else:
+            self.stream.write(line + "\n")  # type: ignore[attr-defined]
+        self.stream.flush()  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        if self.drawn:
+            self.stream.write("\n")  # type: ignore[attr-defined]
+            self.stream.flush()  # type: ignore[attr-defined]

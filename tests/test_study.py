@@ -1,0 +1,240 @@
+"""Studies (SPEC §5.4): the file, the grid, running it on a process pool and on Ray,
+resuming without recomputing, and the Study page."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from planner.errors import BadInput
+from planner.links import PlanParams, decode
+from planner.plan import plan_inputs
+from planner.recommend import recommend
+from planner.store import Store
+from planner.study import MAX_CELLS, cells, study_from_dict
+from planner.study_run import StudyInterrupted, run_study
+from planner.study_store import load_study, studies
+
+REPO = Path(__file__).resolve().parent.parent
+
+# 5 built-in curves x 10 budgets x 10 floors = 500 cells, each a quick search.
+BIG: dict[str, Any] = {
+    "name": "five hundred",
+    "curves": {"filters": [{"model": "ball-detector"}]},
+    "fixed": {"seeds": 1, "duration_s": 2, "max_sessions": 8, "policies": "batch-all"},
+    "axes": {
+        "budget_ms": [20, 25, 30, 35, 40, 45, 50, 60, 70, 80],
+        "min_fps": [20, 21, 22, 23, 24, 25, 26, 27, 28, 28.5],
+    },
+}
+SMALL: dict[str, Any] = {
+    "name": "small",
+    "curves": {"filters": [{"model": "ball-detector", "card": "server-24gb"}]},
+    "fixed": {"seeds": 2, "duration_s": 5, "peak_sessions": 100, "price_per_hour": 2.0},
+    "axes": {"budget_ms": [30, 50, 80], "policies": ["all", "batch-all"]},
+}
+
+
+def _stored(store: Store, name: str) -> dict[str, dict[str, Any]]:
+    _study, members = load_study(store, name)
+    out = {}
+    for member in members:
+        assert member.result is not None
+        doc = dict(member.result.outputs)
+        out[member.key] = {"status": member.result.status, **doc}
+    return out
+
+
+def test_a_500_cell_study_resumes_without_recomputing_and_matches_recommend(
+    store: Store,
+) -> None:
+    study = study_from_dict(BIG)
+    assert len(cells(store, study)) == 500
+
+    stop_after = 120
+    with pytest.raises(StudyInterrupted) as stopped:
+
+        def interrupt(state: Any) -> None:
+            if state.done >= stop_after:
+                raise KeyboardInterrupt
+
+        run_study(store, study, progress=interrupt, workers=2)
+    first = stopped.value.summary
+    assert first.interrupted and first.computed >= stop_after
+    kept = len(_stored_ok(store, study))
+    assert kept == first.computed  # every finished cell was stored
+
+    second = run_study(store, study, workers=2)
+    assert second.skipped == kept
+    assert second.computed == 500 - kept  # nothing computed twice
+    results = _stored(store, "five hundred")
+    assert len(results) == 500 and all(r["status"] == "ok" for r in results.values())
+
+    # The two runs together simulated exactly what one uninterrupted run does.
+    with Store(store.path.with_name("fresh.duckdb")) as fresh:
+        whole = run_study(fresh, study, workers=2)
+    assert first.simulations + second.simulations == whole.simulations
+
+    # Sampled cells equal single recommendations with the same inputs.
+    _study, members = load_study(store, "five hundred")
+    for member in random.Random(7).sample(members, 5):
+        params, ignored = decode(PlanParams, member.params)
+        assert ignored == []
+        alone = recommend(plan_inputs(params, store).request)
+        stored = member.result.outputs if member.result else {}
+        assert alone.recommended is not None
+        assert stored["seats_per_card"] == alone.recommended.seats_per_card
+        assert stored["cap_low"] == alone.recommended.cap_low
+        assert stored["latency_ms"] == alone.recommended.at_cap.e2e_latency_ms  # type: ignore[union-attr]
+
+
+def _stored_ok(store: Store, study: Any) -> set[str]:
+    from planner.study_store import finished_keys
+
+    return finished_keys(store, [c.key for c in cells(store, study)])
+
+
+def test_the_same_study_on_ray_stores_identical_cells(store: Store, tmp_path: Path) -> None:
+    study = study_from_dict(SMALL)
+    run_study(store, study, engine="local", workers=2)
+    local = _stored(store, "small")
+    env = {**os.environ, "HOME": str(tmp_path), "RAY_AUTH_MODE": "disabled"}
+    other = tmp_path / "ray.duckdb"
+    probe = (
+        "import json, sys\n"
+        "from planner.store import Store\n"
+        "from planner.study import study_from_dict\n"
+        "from planner.study_run import run_study\n"
+        f"study = study_from_dict(json.loads({json.dumps(json.dumps(SMALL))}))\n"
+        f"with Store({str(other)!r}) as store:\n"
+        "    run_study(store, study, engine='ray', workers=2)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                          text=True, timeout=600, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    with Store(other) as store_ray:
+        on_ray = _stored(store_ray, "small")
+    assert set(on_ray) == set(local)
+    for key, doc in local.items():
+        assert on_ray[key] == doc, key
+
+
+def test_ray_is_imported_only_for_the_ray_engine(tmp_path: Path) -> None:
+    probe = (
+        "import json, sys\n"
+        "from planner.store import Store\n"
+        "from planner.study import study_from_dict\n"
+        "from planner.study_run import run_study\n"
+        "study = study_from_dict({'name': 'one', 'curves': {'filters': [{'card': "
+        "'server-24gb'}]}, 'fixed': {'seeds': 1, 'duration_s': 1, 'max_sessions': 2}})\n"
+        f"with Store({str(tmp_path / 'one.duckdb')!r}) as store:\n"
+        "    run_study(store, study, workers=1)\n"
+        "print('ray' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"colour": "blue"}, "unknown key 'colour'"),
+        ({"axes": {"budget_ms": []}}, "axes.budget_ms: is empty"),
+        ({"axes": {"budget_ms": [30, -1]}}, "axes.budget_ms[2]: must be"),
+        ({"axes": {"warp": [1]}}, "axes: unknown plan parameter 'warp'"),
+        ({"fixed": {"seeds": 0}}, "fixed.seeds: must be"),
+        ({"fixed": {"curve": "abc"}}, "curves are chosen under [curves]"),
+        ({"curves": {"ids": ["nosuchcurve1"]}}, "no stored curve has the id 'nosuchcurve1'"),
+        ({"curves": {"filters": [{"model": "nothing"}]}}, "no stored curve has model=nothing"),
+        (
+            {
+                "axes": {
+                    "budget_ms": list(range(1, 201)),
+                    "min_fps": list(range(0, 200)),
+                    "headroom": [0.1, 0.2, 0.3],
+                }
+            },
+            f"at most {MAX_CELLS:,} fit in one study",
+        ),
+    ],
+)
+def test_bad_study_files_get_one_clear_message_each_and_store_nothing(
+    cli: Any, tmp_path: Path, db_path: Path, change: dict[str, Any], message: str
+) -> None:
+    raw = json.loads(json.dumps(SMALL))
+    for key, value in change.items():
+        if isinstance(value, dict) and isinstance(raw.get(key), dict):
+            raw[key] = {**raw[key], **value}
+        else:
+            raw[key] = value
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(raw))
+    run = cli("study", str(path))
+    assert run.status == 2
+    assert message in run.err, run.err
+    assert "Traceback" not in run.err
+    with Store(db_path) as store:
+        assert studies(store) == []
+
+
+def test_several_problems_are_listed_at_once() -> None:
+    with pytest.raises(BadInput) as refused:
+        study_from_dict({"name": "", "curves": {}, "axes": {"budget_ms": [], "x": [1]}, "y": 1})
+    assert len(refused.value.problems) >= 4
+
+
+def test_the_study_command_runs_and_resumes(cli: Any, tmp_path: Path) -> None:
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(SMALL))
+    first = cli("study", str(path), "--json", "--workers", "2")
+    assert first.status == 0, first.err
+    assert first.json["computed"] == 6 and first.json["failed"] == 0
+    again = cli("study", str(path), "--json")
+    assert again.json["already_stored"] == 6 and again.json["computed"] == 0
+    text = cli("study", str(REPO / "examples" / "study.toml"), "--workers", "2")
+    assert text.status == 0, text.err
+    assert "cells" in text.out
+
+
+@pytest.fixture
+def app(db_path: Path) -> Iterator[AppTest]:
+    st.cache_resource.clear()
+    yield AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    st.cache_resource.clear()
+
+
+def test_the_study_page_draws_a_heatmap_and_links_each_cells_plan(app: AppTest) -> None:
+    with Store(os.environ["PLANNER_DB"]) as store:
+        run_study(store, study_from_dict(SMALL), workers=2)
+        stored = _stored(store, "small")
+    app.switch_page("dashboard/pages/studies.py")
+    app.run()
+    assert not app.exception, app.exception
+    charts = {c.key: json.loads(c.proto.spec) for c in app.get("plotly_chart")}
+    heat = charts["study_heatmap"]["data"][0]
+    assert heat["type"] == "heatmap"
+    values = [v for row in heat["z"] for v in row if v is not None]
+    assert sorted(values) == sorted(d["seats_per_card"] for d in stored.values())
+    rows = app.get_by_key("study_cells").dataframe[0].value.to_dict("records")
+    assert len(rows) == 6
+    # A cell's link opens its Plan, which shows the cell's seats.
+    row = rows[0]
+    query = dict(part.split("=", 1) for part in row["plan"].split("?", 1)[1].split("&"))
+    plan = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    for key, value in query.items():
+        plan.query_params[key] = value.replace("%3A", ":").replace("%2C", ",")
+    plan.run()
+    assert not plan.exception, plan.exception
+    assert plan.title[0].value.startswith(f"{row['seats per card']} seat")
