@@ -125,6 +125,20 @@ def cell_rows(members: list[Member], params: StudyParams) -> list[dict[str, Any]
     return rows
 
 
+def open_cell(members: list[Member]) -> None:
+    """Any cell's Plan, picked by where it sits on the axes."""
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    labels = {m.key: ", ".join(f"{k} {v}" for k, v in coordinates(m).items()) for m in members}
+    chosen = left.selectbox(
+        "Open the Plan of a cell",
+        list(labels),
+        format_func=labels.__getitem__,
+        key="study_open",
+    )
+    member = next(m for m in members if m.key == chosen)
+    right.link_button("Open its plan", plan_link(member), icon=":material/open_in_new:")
+
+
 def start_form() -> None:
     with st.expander("Start a small study here"):
         st.caption(
@@ -234,4 +248,5 @@ table(
         "USD per seat-hour": st.column_config.NumberColumn(format="$%.3f"),
     },
 )
+open_cell(members)
 start_form()
