@@ -56,7 +56,8 @@ LEAD_TIME_MIN = 15.0
 """Default autoscaling lead time: minutes from asking for a GPU to it serving (a node
 starting, the image pulled, the model loaded). An assumption to replace with your own."""
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+PROFILE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+"""A profile's name (lower case): it travels in links and on the command line."""
 _CLOCK = re.compile(r"^([0-9]{1,2}):([0-9]{2})(?::([0-9]{2}(?:\.[0-9]+)?))?$")
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _SEPARATORS = re.compile(r"[\s,;]+")
@@ -89,7 +90,7 @@ def clean_profile_name(value: object) -> str:
     """A profile's name: lower case, 1-64 letters, digits, ``.``, ``_`` or ``-``, starting
     with a letter or digit (it travels in links and on the command line)."""
     text = value.strip().lower() if isinstance(value, str) else ""
-    if not _NAME.match(text):
+    if not PROFILE_NAME.match(text):
         raise BadInput(
             f"a profile name must be 1 to 64 letters, digits, '.', '_' or '-', starting with "
             f"a letter or digit (not {str(value)[:40]!r})"
