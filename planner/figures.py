@@ -50,6 +50,7 @@ def curve_figure(label: str, points: Sequence[Point], fit: FittedCurve, upto: in
             "type": "scatter",
             "x": np.concatenate([batches, batches[::-1]]),
             "y": np.concatenate([pessimistic, optimistic[::-1]]),
+            "mode": "lines",
             "fill": "toself",
             "fillcolor": "rgba(31, 111, 235, 0.15)",
             "line": {"width": 0},
@@ -195,19 +196,23 @@ def demand_figure(fleet: DemandFleet, *, height: int = 380) -> go.Figure:
             "hovertemplate": "hour %{x:.2f}: %{y} GPUs<extra>needed</extra>",
         },
     ]
-    most = max(max(fleet.fixed.gpus), 1)
+    # The GPU axis is the sessions axis in cards: ceil(sessions (1 + h) / seats), so the
+    # GPU lines sit just on or above the demand they serve.
+    top = max(profile.peak, 1.0) * 1.1
+    cards = max(top * (1.0 + fleet.headroom) / fleet.seats_per_card, max(fleet.fixed.gpus) * 1.05)
     layout = {
         **_LAYOUT,
         "height": height,
         "title": _title(f"Demand and GPUs over {plotly_text(profile.name)}"),
         "xaxis": {"title": {"text": f"hours{plotly_text(start)}"}},
-        "yaxis": {"title": {"text": SESSIONS_AXIS}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": SESSIONS_AXIS}, "range": [0, top]},
         "yaxis2": {
             "title": {"text": "GPUs"},
             "overlaying": "y",
             "side": "right",
-            "rangemode": "tozero",
-            "range": [0, most * 1.1],
+            "range": [0, cards],
+            "tickmode": "auto",
+            "showgrid": False,
         },
     }
     return go.Figure(data=data, layout=layout)
