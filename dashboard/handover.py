@@ -25,7 +25,7 @@ from dashboard.text import md, md_list
 from dashboard.ui import show_problems, table
 from planner.demand import SHAPES, DemandFleet, DemandProfile, read_profile_csv, typed_profile
 from planner.deploy import choose_option, deployment, option_key
-from planner.errors import BadInput, NotFound
+from planner.errors import BadInput, NotFound, PlannerError
 from planner.figures import demand_figure
 from planner.fleet import CardCost, card_costs, plan_fleet, plan_profile
 from planner.links import PlanParams
@@ -338,7 +338,7 @@ def _save_profile(db: Store) -> None:
         else:
             raise BadInput("type 24 or 168 values, or upload a CSV file")
         stored = db.save_profile(profile)
-    except BadInput as exc:
+    except PlannerError as exc:  # a bad file or name; or a store that cannot be written
         st.session_state[_NOTE] = (
             "error",
             "**Nothing was stored.**\n\n" + md_list(exc.problems),

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.state import store
 from planner.deploy import deployment, option_key
+from planner.errors import StoreError
 from planner.fleet import plan_fleet, plan_profile
 from planner.links import PlanParams, encode, saved_params
 from planner.plan import plan_inputs
@@ -241,3 +242,19 @@ def test_a_link_to_compare_with_an_unknown_plan_is_ignored(app: AppTest) -> None
     warnings = [w.replace("\\", "") for w in texts(app.warning)]
     assert any("ignored compare_plan='0123456789'" in w for w in warnings)
     assert app.selectbox(key="plan_compare_plan").value is None
+
+
+def test_a_store_that_cannot_be_written_says_so_when_saving_a_profile(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(self: Store, *args: Any, **kwargs: Any) -> None:
+        raise StoreError("the store is read-only for this user, so nothing can be stored in it")
+
+    monkeypatch.setattr(Store, "save_profile", refuse)
+    open_plan(app, encode(PlanParams(**QUICK)))
+    app.text_input(key="plan_new_profile_name").set_value("day")
+    app.text_area(key="plan_new_profile_values").set_value(" ".join(["4"] * 24))
+    app.button(key="plan_new_profile_save").click()
+    run(app)
+    errors = [e.replace("\\", "") for e in texts(app.error)]
+    assert any("Nothing was stored" in e and "read-only for this user" in e for e in errors)
