@@ -27,7 +27,7 @@ from planner.demand import SHAPES, DemandFleet, DemandProfile, read_profile_csv,
 from planner.deploy import choose_option, deployment, option_key
 from planner.errors import BadInput, NotFound, PlannerError
 from planner.figures import demand_figure
-from planner.fleet import CardCost, card_costs, plan_fleet, plan_profile
+from planner.fleet import CardCost, card_costs, option_fleets, plan_fleet, plan_profile
 from planner.links import PlanParams
 from planner.plan import PlanInputs, command_line
 from planner.plan_compare import compare_plans, saved_plan
@@ -238,6 +238,29 @@ def _show_fleet(fleet: DemandFleet, result: Recommendation) -> None:
     if result.request.price_per_hour is None:
         st.caption("No price for this card: set one under *Fleet and cost* for costs.")
     st.caption(md_list(fleet.notes))
+    options = option_fleets(result, profile, fleet.lead_time_min)
+    if len(options) > 1:
+        st.markdown("**Every option on the same demand** (cheapest per day first)")
+        table(
+            [
+                {
+                    "option": option.label,
+                    "seats per card": option.seats,
+                    "GPUs, fixed": f.fixed.peak_gpus,
+                    "USD per day, fixed": f.fixed.cost_per_day,
+                    "peak GPUs, autoscaled": f.autoscaled.peak_gpus,
+                    "GPU-hours per day, autoscaled": f.autoscaled.gpu_hours_per_day,
+                    "USD per day, autoscaled": f.autoscaled.cost_per_day,
+                }
+                for option, f in options
+            ],
+            key="plan_demand_options",
+            column_config={
+                "USD per day, fixed": st.column_config.NumberColumn(format="dollar"),
+                "GPU-hours per day, autoscaled": st.column_config.NumberColumn(format="%.1f"),
+                "USD per day, autoscaled": st.column_config.NumberColumn(format="dollar"),
+            },
+        )
 
 
 def _cards(params: PlanParams, profile: DemandProfile, db: Store) -> None:

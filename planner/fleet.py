@@ -54,6 +54,25 @@ def plan_fleet(
     )
 
 
+def option_fleets(
+    result: Recommendation, profile: DemandProfile | None, lead_time_min: float
+) -> list[tuple[Option, DemandFleet]]:
+    """Every option that holds a seat with its fleet over ``profile``, cheapest per day
+    autoscaled first (then fewest GPU-hours, for a card without a price), ties in the
+    recommendation's order."""
+    rows = []
+    for option in result.options:
+        fleet = plan_fleet(result, profile, lead_time_min, option)
+        if fleet is not None:
+            rows.append((option, fleet))
+
+    def cost(row: tuple[Option, DemandFleet]) -> tuple[float, float]:
+        rule = row[1].autoscaled
+        return (rule.cost_per_day or 0.0, rule.gpu_hours_per_day)
+
+    return sorted(rows, key=cost)
+
+
 @dataclass(frozen=True)
 class CardCost:
     """One card of the comparison (its plan under the same criteria, exclusive) and its

@@ -29,6 +29,7 @@ from planner import __version__
 from planner.demand import DemandFleet
 from planner.errors import BadInput
 from planner.figures import curve_figure, demand_figure, options_figure
+from planner.fleet import option_fleets
 from planner.links import (
     PARAMETERS,
     PlanParams,
@@ -463,6 +464,18 @@ def _demand(ctx: ReportContext) -> Section | None:
             profile.hours, profile.sessions, f.needed, f.fixed.gpus, f.autoscaled.gpus, strict=True
         )
     )
+    options = tuple(
+        (
+            option.label,
+            option.seats,
+            str(fleet.fixed.peak_gpus),
+            _money(fleet.fixed.cost_per_day),
+            str(fleet.autoscaled.peak_gpus),
+            f"{fleet.autoscaled.gpu_hours_per_day:,.1f}",
+            _money(fleet.autoscaled.cost_per_day),
+        )
+        for option, fleet in option_fleets(ctx.result, profile, f.lead_time_min)
+    )
     blocks: list[Block] = [
         Text(
             f"{profile.name}: {profile.shape}, peak {profile.peak:,.4g} sessions"
@@ -483,6 +496,19 @@ def _demand(ctx: ReportContext) -> Section | None:
         ),
         Chart("chart-demand", demand_figure(f)),
         Bullets(f.notes),
+        Text("Every option that holds a seat, on the same demand (cheapest per day first):"),
+        Table(
+            (
+                "option",
+                "seats per card",
+                "GPUs, fixed",
+                "per day, fixed",
+                "peak GPUs, autoscaled",
+                "GPU-hours per day, autoscaled",
+                "per day, autoscaled",
+            ),
+            options,
+        ),
     ]
     if len(steps) <= 168:
         blocks.append(Table(("hour", "sessions", "GPUs needed", "fixed", "autoscaled"), steps))

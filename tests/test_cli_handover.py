@@ -69,6 +69,16 @@ def test_fleet_over_a_profile_matches_the_library(cli, db_path: Path, tmp_path: 
     assert doc["fleet"]["autoscaled"]["gpus"] == list(expected.autoscaled.gpus)
     assert doc["fleet"]["fixed"]["cost_per_day"] == pytest.approx(expected.fixed.cost_per_day)
     assert doc["fleet"]["repeats"] is False and doc["fleet"]["steps_ahead"] == 2
+    # Every option that holds a seat, priced on the same demand, cheapest first.
+    holding = [o for o in result.options if o.cap >= 1]
+    assert sorted(o["option"] for o in doc["options"]) == sorted(o.label for o in holding)
+    days = [o["autoscaled_cost_per_day"] for o in doc["options"]]
+    assert days == sorted(days)
+    for row in doc["options"]:
+        seats = next(o.seats_per_card for o in holding if o.label == row["option"])
+        assert row["seats_per_card"] == seats
+        # The peak step: 60 sessions x 1.2 = 72 seats, ceil(72 / seats per card) GPUs.
+        assert row["fixed_peak_gpus"] == -(-72 // seats)
     text = cli("fleet", *QUICK, "--profile", "office-hours", "--peak-sessions", "100", "--steps")
     assert text.status == 0, text.err
     assert "autoscaled, 15 min lead time" in text.out and "hour  sessions" in text.out

@@ -109,6 +109,16 @@ def test_a_profile_in_the_link_shows_demand_gpus_and_cost(app: AppTest) -> None:
     assert [r["peak GPUs"] for r in costs] == [fleet.fixed.peak_gpus, fleet.autoscaled.peak_gpus]
     assert costs[1]["USD per day"] == pytest.approx(fleet.autoscaled.cost_per_day)
     assert costs[0]["USD per month"] == pytest.approx(fleet.fixed.cost_per_month)
+    options = rows(app, "plan_demand_options")
+    holding = [o for o in result.options if o.cap >= 1]
+    assert {r["option"] for r in options} == {o.label for o in holding}
+    for row in options:
+        option = next(o for o in holding if o.label == row["option"])
+        mine = plan_fleet(result, fleet.profile, 90.0, option)
+        assert mine is not None
+        assert row["USD per day, autoscaled"] == pytest.approx(mine.autoscaled.cost_per_day)
+    days = [r["USD per day, autoscaled"] for r in options]
+    assert days == sorted(days)
     cards = rows(app, "plan_demand_cards")
     assert {r["card"] for r in cards} == {"laptop-8gb", "server-24gb"}
     laptop = [r for r in cards if r["card"] == "laptop-8gb" and r["precision"] == "fp16"]

@@ -8,8 +8,9 @@ from typing import Any
 
 from planner.cli.output import note, open_store, print_json, table
 from planner.cli.planning import add_plan_source, plan_from_args, plan_profile, print_fleet_summary
+from planner.demand import DemandFleet
 from planner.errors import BadInput
-from planner.fleet import card_costs, plan_fleet
+from planner.fleet import card_costs, option_fleets, plan_fleet
 from planner.plan import plan_inputs
 from planner.recommend import recommend
 
@@ -71,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
                 "summary": result.summary,
                 "option": None if result.recommended is None else result.recommended.label,
                 "fleet": None if fleet is None else fleet.as_dict(),
+                "options": [
+                    {"option": o.label, "seats_per_card": o.seats_per_card, **_costs(f)}
+                    for o, f in option_fleets(result, profile, params.lead_time_min)
+                ],
                 "cards": None if cards is None else [c.as_dict() for c in cards],
             }
         )
@@ -93,6 +98,13 @@ def run(args: argparse.Namespace) -> int:
                 )
             ]
             print(table(rows, ("hour", "sessions", "needed", "fixed", "autoscaled")))
+    options = option_fleets(result, profile, params.lead_time_min)
+    if len(options) > 1:
+        print("every option on the same demand, cheapest per day first:")
+        print(table([(o.label, o.seats, *_cost_cells(f)) for o, f in options], (
+            "option", "seats per card", "fixed GPUs", "fixed USD/day", "autoscaled peak",
+            "autoscaled GPU-h/day", "autoscaled USD/day",
+        )))  # fmt: skip
     if cards is not None:
         print("cards compared on cost per day (exclusive, each card's stored price):")
         print(table([_card_cells(c.as_dict()) for c in cards], (
@@ -103,6 +115,26 @@ def run(args: argparse.Namespace) -> int:
             for problem in row.plan.problems:
                 note(f"{row.plan.curve.card}: {problem}")
     return 0
+
+
+def _costs(fleet: DemandFleet) -> dict[str, Any]:
+    return {
+        "fixed_peak_gpus": fleet.fixed.peak_gpus,
+        "fixed_cost_per_day": fleet.fixed.cost_per_day,
+        "autoscaled_peak_gpus": fleet.autoscaled.peak_gpus,
+        "autoscaled_gpu_hours_per_day": fleet.autoscaled.gpu_hours_per_day,
+        "autoscaled_cost_per_day": fleet.autoscaled.cost_per_day,
+    }
+
+
+def _cost_cells(fleet: DemandFleet) -> list[Any]:
+    def money(value: float | None) -> str:
+        return "-" if value is None else f"{value:,.2f}"
+
+    return [
+        fleet.fixed.peak_gpus, money(fleet.fixed.cost_per_day), fleet.autoscaled.peak_gpus,
+        f"{fleet.autoscaled.gpu_hours_per_day:,.1f}", money(fleet.autoscaled.cost_per_day),
+    ]  # fmt: skip
 
 
 def _card_cells(row: dict[str, Any]) -> list[Any]:
