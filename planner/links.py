@@ -655,6 +655,10 @@ class PlanParams(LinkParams):
     with the labels that describe them (``points``, ``model``, ``card``, ``precision``,
     ``resolution``); with neither, the page picks its default curve. ``modes`` None means
     the recommendation's default: exclusive, plus each mode whose parameters are given.
+    ``profile`` names a demand profile (a built-in shape or a stored one) and
+    ``lead_time_min`` the autoscaling lead time for the fleet over a day. The page's view
+    settings beside them (``views``) are the saved plan it is compared with and the option
+    whose deployment settings it shows.
     """
 
     page_path: ClassVar[str] = ""
