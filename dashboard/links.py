@@ -137,13 +137,15 @@ def saved_plan(cls: type[P]) -> tuple[str, P] | None:
     return None if slot is None else slot.get("plan")
 
 
-def publish(params: P) -> dict[str, str]:
+def publish(params: P, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Write ``params`` into the URL (only when it changes) and remember them; returns
-    the query written. A saved plan's short id is kept while the parameters match it."""
+    the query written. A saved plan's short id is kept while the parameters match it.
+    ``extra`` adds the page's view settings (``LinkParams.views``) beside them."""
     cls = type(params)
     slot = st.session_state.setdefault(_slot(cls), {"query": None, "params": params})
     saved = slot.get("plan")
     query = {PLAN_KEY: saved[0]} if saved is not None and saved[1] == params else encode(params)
+    query.update({k: v for k, v in (extra or {}).items() if k in cls.views})
     if saved is not None and saved[1] != params:
         slot["plan"] = None
     if _key(_query()) != _key(query):

@@ -83,3 +83,9 @@ MAX_SESSIONS = Bound(1, 256, whole=True)  # the largest session count a search c
 PEAK_SESSIONS = Bound(1, 10_000_000, whole=True)
 HEADROOM = Bound(0, 10)
 PRICE_PER_HOUR = Bound(0, 10_000)
+
+# -- demand over time (``planner.demand``) -------------------------------------------------
+DEMAND_SESSIONS = Bound(0, 10_000_000)  # concurrent sessions in one step of a profile
+PROFILE_STEPS = Bound(2, 20_160, whole=True)  # steps in a profile (a week of 30 s steps)
+STEP_MINUTES = Bound(0, 10_080, above_low=True)  # at most a week per step
+LEAD_TIME_MIN = Bound(0, 10_080)  # autoscaling lead time, at most a week

@@ -37,6 +37,7 @@ from planner.curve import (
     make_point,
     normalise_points,
 )
+from planner.demand import LEAD_TIME_MIN, PROFILE_NAME
 from planner.errors import BadInput, NotFound
 from planner.limits import Bound
 from planner.policies import POLICIES as _POLICIES
@@ -573,6 +574,17 @@ PARAMETERS: dict[str, Parameter] = {
     "hold": Parameter(
         (), Texts(Text("axis value", commas=False), 64), "other axes held at AXIS=VALUE"
     ),
+    # Demand over time (``planner.demand``).
+    "profile": Parameter(
+        None,
+        Maybe(Pattern(PROFILE_NAME, "office-hours")),
+        "demand profile: a built-in shape (flat, office-hours, evening-peak) or a stored one",
+    ),
+    "lead_time_min": Parameter(
+        LEAD_TIME_MIN,
+        Float.of(limits.LEAD_TIME_MIN),
+        "autoscaling lead time: minutes from asking for a GPU to it serving",
+    ),
 }
 
 _CURVE_LABEL_FIELDS = ("model", "card", "precision", "resolution")
@@ -589,6 +601,10 @@ class LinkParams:
 
     page_path: ClassVar[str]
     """The dashboard page a link opens: ``""`` for the landing page, served at ``/``."""
+    views: ClassVar[frozenset[str]] = frozenset()
+    """Query parameters of the page's view that are not part of the parameters (what a
+    page shows beside them, such as a saved plan to compare with): ``decode`` leaves them
+    to the page, and saved plans do not store them."""
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -651,9 +667,14 @@ class PlanParams(LinkParams):
     with the labels that describe them (``points``, ``model``, ``card``, ``precision``,
     ``resolution``); with neither, the page picks its default curve. ``modes`` None means
     the recommendation's default: exclusive, plus each mode whose parameters are given.
+    ``profile`` names a demand profile (a built-in shape or a stored one) and
+    ``lead_time_min`` the autoscaling lead time for the fleet over a day. The page's view
+    settings beside them (``views``) are the saved plan it is compared with and the option
+    whose deployment settings it shows.
     """
 
     page_path: ClassVar[str] = ""
+    views: ClassVar[frozenset[str]] = frozenset({"compare_plan", "deploy_option"})
 
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
@@ -699,6 +720,9 @@ class PlanParams(LinkParams):
     headroom: float = param("headroom")
     price_per_hour: UsdPerHour | None = param("price_per_hour")
     other_jobs: bool = param("other_jobs")
+    # Demand over time (SPEC §5.3): the fleet over a day for the recommended option.
+    profile: str | None = param("profile")
+    lead_time_min: float = param("lead_time_min")
 
 
 @dataclass(frozen=True)
@@ -868,7 +892,7 @@ def decode(
         if not isinstance(key, str):
             ignored.append(f"ignored a parameter whose name is not text: {_show(key)}")
             continue
-        if key in RESERVED:
+        if key in RESERVED or key in cls.views:
             continue
         if key not in specs:
             ignored.append(f"ignored unknown parameter {_show(key)}")

@@ -40,10 +40,13 @@ import duckdb
 
 from planner.cards import Card, MigProfile, builtin_catalogue, card_from_dict, clean_price
 from planner.curve import OPTIONAL_POINT_FIELDS, Curve, Point, clean_text
+from planner.demand import SHAPES, DemandProfile, clean_profile_name
 from planner.errors import BadInput, NotFound, StoreError, StoreLocked
 from planner.paths import default_store_path, measurements_dir
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
+"""Schema versions: 2 added MIG profiles' memory and instance counts; 3 belongs to another
+change (curve flags and names of saved plans); 4 added demand profiles."""
 
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS schema_version (
@@ -99,6 +102,19 @@ _SCHEMA = [
         created_at TIMESTAMP NOT NULL
     )""",
 ]
+
+# Schema 4: demand profiles by name (``planner.demand``). Created by the migration step as
+# well as for a new file, so it does not matter which version a file comes from.
+_DEMAND_PROFILES = """CREATE TABLE IF NOT EXISTS demand_profiles (
+    name VARCHAR PRIMARY KEY,
+    step_minutes DOUBLE NOT NULL,
+    sessions DOUBLE[] NOT NULL,
+    source VARCHAR NOT NULL,
+    start_time VARCHAR,
+    description VARCHAR NOT NULL DEFAULT '',
+    created_at TIMESTAMP NOT NULL
+)"""
+_SCHEMA.append(_DEMAND_PROFILES)
 
 _POINT_COLUMNS = ("batch", "latency_ms", *OPTIONAL_POINT_FIELDS)
 _SELECT_CURVES = (
@@ -429,11 +445,21 @@ class Store:
             row = cur.execute("SELECT max(version) FROM schema_version").fetchone()
             if row is None or row[0] is None:
                 cur.execute("INSERT INTO schema_version VALUES (?, ?)", [SCHEMA_VERSION, _now()])
-            elif row[0] < 2:
-                self._add_mig_profile_memory(cur)
-                cur.execute("INSERT INTO schema_version VALUES (?, ?)", [2, _now()])
+            else:
+                # Each step is idempotent and runs for every version below its own, so a
+                # file of any earlier version ends at SCHEMA_VERSION.
+                if row[0] < 2:
+                    self._add_mig_profile_memory(cur)
+                if row[0] < 4:
+                    self._add_demand_profiles(cur)
+                cur.execute("INSERT INTO schema_version VALUES (?, ?)", [SCHEMA_VERSION, _now()])
                 return False
         return True
+
+    @staticmethod
+    def _add_demand_profiles(cur: duckdb.DuckDBPyConnection) -> None:
+        """Schema 4: demand profiles stored by name (from schema 2 or 3 alike)."""
+        cur.execute(_DEMAND_PROFILES)
 
     @staticmethod
     def _add_mig_profile_memory(cur: duckdb.DuckDBPyConnection) -> None:
@@ -736,6 +762,110 @@ class Store:
             raise NotFound(f"no saved plan with id {plan_id!r}")
         loaded: dict[str, Any] = json.loads(row[0])
         return loaded
+
+    def saved_plan_ids(self) -> list[tuple[str, datetime]]:
+        """Every saved plan's id and when it was saved, newest first."""
+        with self._read() as cur:
+            rows = cur.execute("SELECT id, created_at FROM plans ORDER BY created_at DESC, id")
+            return [(r[0], r[1]) for r in rows.fetchall()]
+
+    # -- demand profiles ----------------------------------------------------------------
+
+    def save_profile(self, profile: DemandProfile, *, replace: bool = False) -> DemandProfile:
+        """Store a demand profile under its name. A name already stored with other values
+        needs ``replace`` (saved plans name their profile, so replacing it changes what
+        they show); a built-in shape's name cannot be taken."""
+        if profile.name in SHAPES:
+            raise BadInput(f"{profile.name!r} is the name of a built-in shape; choose another name")
+        row = [
+            profile.name,
+            profile.step_minutes,
+            list(profile.sessions),
+            profile.source,
+            profile.start,
+            profile.description,
+            _now(),
+        ]
+        with self._write() as cur:
+            found = cur.execute(
+                "SELECT step_minutes, sessions FROM demand_profiles WHERE name = ?",
+                [profile.name],
+            ).fetchone()
+            if found is not None:
+                if (found[0], tuple(found[1])) == (profile.step_minutes, profile.sessions):
+                    return self.profile(profile.name)
+                if not replace:
+                    raise BadInput(
+                        f"a profile called {profile.name!r} is stored with other values; "
+                        "choose another name, or replace it (saved plans that name it will "
+                        "show the new values)"
+                    )
+                cur.execute("DELETE FROM demand_profiles WHERE name = ?", [profile.name])
+            cur.execute("INSERT INTO demand_profiles VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+        return self.profile(profile.name)
+
+    def profile(self, name: str) -> DemandProfile:
+        """The stored demand profile called ``name``, or NotFound."""
+        try:
+            key = clean_profile_name(name)
+        except BadInput:
+            raise NotFound(f"no stored demand profile called {str(name)[:40]!r}") from None
+        with self._read() as cur:
+            row = cur.execute(
+                "SELECT name, step_minutes, sessions, source, start_time, description "
+                "FROM demand_profiles WHERE name = ?",
+                [key],
+            ).fetchone()
+        if row is None:
+            raise NotFound(
+                f"no stored demand profile called {key!r}; `planner profiles list` shows them"
+            )
+        return _profile_from_row(row)
+
+    def profiles(self) -> list[DemandProfile]:
+        """Every stored demand profile, by name."""
+        with self._read() as cur:
+            rows = cur.execute(
+                "SELECT name, step_minutes, sessions, source, start_time, description "
+                "FROM demand_profiles ORDER BY name"
+            ).fetchall()
+        return [_profile_from_row(row) for row in rows]
+
+    def plans_using_profile(self, name: str) -> list[str]:
+        """Ids of saved plans whose parameters name this demand profile."""
+        with self._read() as cur:
+            rows = cur.execute(
+                "SELECT id FROM plans WHERE json_extract_string(params, '$.profile') = ? "
+                "ORDER BY id",
+                [name],
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def delete_profile(self, name: str, *, force: bool = False) -> DemandProfile:
+        """Delete a stored demand profile; one that saved plans name needs ``force``."""
+        with self.batch():
+            profile = self.profile(name)
+            users = self.plans_using_profile(profile.name)
+            if users and not force:
+                raise BadInput(
+                    f"profile {profile.name} is named by {len(users)} saved plan(s) "
+                    f"({', '.join(users[:5])}); confirm to delete it anyway"
+                )
+            with self._write() as cur:
+                cur.execute("DELETE FROM demand_profiles WHERE name = ?", [profile.name])
+        return profile
+
+
+def _profile_from_row(row: Sequence[Any]) -> DemandProfile:
+    name, step, sessions, source, start, description = row
+    return DemandProfile(
+        name=name,
+        sessions=tuple(sessions),
+        step_minutes=step,
+        source=source,
+        start=start,
+        description=description,
+    )
 
 
 def _no_permission(message: str) -> bool:

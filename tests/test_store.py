@@ -16,7 +16,7 @@ import pytest
 
 from planner.curve import Point, make_curve
 from planner.errors import BadInput, NotFound, StoreLocked
-from planner.store import Store
+from planner.store import SCHEMA_VERSION, Store
 
 FP16 = (9.82, 20.36, 32.71, 46.15, 103.77, 221.25)
 
@@ -324,7 +324,7 @@ def test_a_schema_1_store_gains_each_mig_profiles_memory_and_instance_count(
         assert reopened.card("a100-40gb").profile("1g.5gb+me").max_instances == 1
     with duckdb.connect(str(path)) as raw:
         row = raw.execute("SELECT max(version) FROM schema_version").fetchone()
-    assert row is not None and row[0] == 2
+    assert row is not None and row[0] == SCHEMA_VERSION
 
 
 def test_the_catalogue_gives_every_mig_profile_its_memory_and_instance_count(store) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import cache, links
+from dashboard import cache, handover, links
 from dashboard.charts import Fitted, fit_figure
 from dashboard.controls import Controls, chosen_card, load_curve, name_curve, pick_curve
 from dashboard.plan_charts import pareto_figure, sessions_figure
@@ -493,7 +493,11 @@ def simulate_link(result: Recommendation, inputs: PlanInputs, params: PlanParams
 db = store()
 default = default_curve_or_stop(db, "Plan", "to plan with")
 curves = db.curves()
-link = links.opened(PlanParams, load_plan=db.plan, check=links.curve_check(db, plan_inputs, "plan"))
+link = links.opened(
+    PlanParams,
+    load_plan=db.plan,
+    check=handover.check(db, links.curve_check(db, plan_inputs, "plan")),
+)
 if link is not None:
     load_curve(c, link.params, default.id)
     c.load(link.params, [*CRITERIA, "policies", *FLEET, *EFFORT, "busy_period_ms"])
@@ -505,11 +509,14 @@ if link is not None:
             st.session_state.pop(c.key(name), None)
     st.session_state[c.key("modes")] = list(modes_of(link.params))
     links.show_ignored(link.ignored)
+    handover.opened(c, link.params, db)
 
 params = controls(default.id, curves)
-if params is None:
+demand = handover.demand_controls(c, db)  # drawn even when the rest does not make a plan
+if params is None or demand is None:
     st.stop()
-links.publish(params)
+params = replace(params, **demand)
+links.publish(params, extra=handover.view_extras())
 try:
     inputs = plan_inputs(params, db)
 except (BadInput, NotFound) as exc:
@@ -535,3 +542,4 @@ options_table(result)
 st.subheader("Assumptions")
 st.markdown(md_list([inputs.fitted.description, *result.assumptions]))
 share(params, inputs)
+handover.sections(result, inputs, params, db)

@@ -8,6 +8,7 @@ from dataclasses import replace
 from urllib.parse import urlsplit
 
 from planner.cli.output import note, open_store, print_json
+from planner.cli.planning import profile_file
 from planner.cli.recommend import add_plan_options, plan_params
 from planner.errors import BadInput
 from planner.links import PlanParams, encode, saved_params, saved_plan_url, self_contained, url
@@ -65,6 +66,11 @@ def clean_base(text: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     base = clean_base(args.base)
+    if profile_file(args) is not None:
+        raise BadInput(
+            f"--profile {args.profile!r} is a file, and a link can only name a built-in shape "
+            "or a stored profile; store it first with `planner profiles add NAME --file FILE`"
+        )
     params = plan_params(args)
     # A plain link needs no store, so it can be printed while the dashboard holds the file.
     needs_store = bool(

@@ -15,8 +15,10 @@ from planner.cli.output import (
     print_json,
     table,
 )
+from planner.cli.planning import plan_profile, print_fleet_summary, profile_file
 from planner.curve import parse_points_option
 from planner.errors import BadInput
+from planner.fleet import plan_fleet
 from planner.links import PlanParams
 from planner.plan import plan_inputs
 from planner.policies import POLICIES
@@ -76,19 +78,34 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
         "worker per card and charge a seat our fraction of the card (default: the card's "
         "other instances run the same worker)",
     )
+    parser.add_argument(
+        "--profile",
+        metavar="NAME|FILE",
+        help="demand over the day: a built-in shape (flat, office-hours, evening-peak; scaled "
+        "to --peak-sessions), a stored profile (`planner profiles list`), or a CSV file of "
+        "time,sessions; adds the fleet and cost per day, fixed and autoscaled",
+    )
+    option(
+        parser,
+        "lead_time_min",
+        "autoscaling lead time, minutes from asking for a GPU to it serving",
+    )
 
 
 PLAN_OPTIONS = (
     "budget_ms", "percentile", "min_fps", "max_overwritten", "overhead_ms", "policies",
     "modes", "cotenants", "busy_period_ms", "mps_share", "mig_profile", "seeds",
-    "duration_s", "max_sessions", "peak_sessions", "headroom", "price_per_hour",
+    "duration_s", "max_sessions", "peak_sessions", "headroom", "price_per_hour", "profile",
+    "lead_time_min",
 )  # fmt: skip
 """The options of ``add_plan_options`` that are plan parameters, read by their codecs."""
 
 
 def plan_params(args: argparse.Namespace) -> PlanParams:
     """Validated plan parameters from the options (BadInput lists every problem)."""
-    values = link_values(args, PLAN_OPTIONS)
+    # A profile given as a file is read by ``planning.plan_profile``, not named in the plan.
+    names = [n for n in PLAN_OPTIONS if n != "profile" or profile_file(args) is None]
+    values = link_values(args, names)
     values["other_jobs"] = bool(args.other_jobs)
     if args.points is not None:
         values["points"] = parse_points_option(args.points)
@@ -112,13 +129,19 @@ def run(args: argparse.Namespace) -> int:
                     f"--card {args.card} differs from the stored curve's card {stored.card}"
                 )
         inputs = plan_inputs(params, store)
+        profile = plan_profile(args, params, store)
     if not args.json:
         note(f"curve: {inputs.curve.label} ({inputs.curve.id}); {inputs.fitted.description}")
     result = recommend(inputs.request)
+    demand = plan_fleet(result, profile, params.lead_time_min)
     if args.json:
-        print_json(result.as_dict())
+        print_json({**result.as_dict(), "demand": None if demand is None else demand.as_dict()})
         return 0
     _print(result)
+    if demand is not None:
+        print_fleet_summary(demand)
+    elif profile is not None:
+        note("no fleet over the profile: no option holds a seat")
     return 0
 
 

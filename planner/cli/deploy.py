@@ -1,0 +1,79 @@
+"""``planner deploy``: the deployment settings of a plan's recommended (or chosen) option."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from planner.cli.output import note, open_store, print_json
+from planner.cli.planning import add_plan_source, plan_from_args
+from planner.deploy import choose_option, deployment
+from planner.errors import BadInput
+from planner.plan import plan_inputs
+from planner.recommend import recommend
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "deploy",
+        help="write the settings that apply a plan: worker, Triton, device plugin, MPS, MIG",
+        description=(
+            "Write the files that apply the plan's recommended option (or --option): the "
+            "worker's session cap and policy parameters (worker.json); for triton, max-batch "
+            "and batch-all the max_batch_size and dynamic_batching lines of a Triton "
+            "config.pbtxt; for time-slicing the NVIDIA device plugin's sharing config; for MPS "
+            "the client's thread percentage and memory limit; for MIG the profile per card "
+            "(nvidia-mig-parted). Each file starts with the assumption it encodes."
+        ),
+    )
+    add_plan_source(parser)
+    parser.add_argument(
+        "--option",
+        metavar="POLICY[,MODE]",
+        help="the option to deploy, e.g. triton,exclusive (default: the recommended one)",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        type=Path,
+        help="folder to write the files into (default: ./deploy; with --json, none unless given)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the files as JSON")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    with open_store(args) as store:
+        params, _ = plan_from_args(args, store)
+        inputs = plan_inputs(params, store)
+    if not args.json:
+        note(f"planning {inputs.curve.label} ({inputs.curve.id}) ...")
+    result = recommend(inputs.request)
+    option = choose_option(result, args.option)
+    files = deployment(result, option, inputs.card)
+    folder = args.out if args.out is not None or not args.json else None
+    written = []
+    if folder is not None or not args.json:
+        folder = folder or Path("deploy")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            for file in files:
+                path = folder / file.name
+                path.write_text(file.text, encoding="utf-8")
+                written.append(str(path))
+        except OSError as exc:
+            raise BadInput(f"cannot write to {folder}: {exc.strerror or exc}") from None
+    if args.json:
+        print_json(
+            {
+                "option": option.label,
+                "files": [f.as_dict() for f in files],
+                "written": written,
+            }
+        )
+        return 0
+    note(f"deployment settings for {option.label}:")
+    for file, path in zip(files, written, strict=True):
+        print(path)
+        note(f"  {file.assumption}")
+    return 0

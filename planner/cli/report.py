@@ -1,0 +1,77 @@
+"""``planner report``: a plan as one self-contained HTML file and a Markdown version."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from planner.cli.link import DEFAULT_BASE, clean_base
+from planner.cli.output import note, open_store, print_json
+from planner.cli.planning import add_plan_source, plan_from_args, plan_profile
+from planner.errors import BadInput
+from planner.fleet import plan_fleet
+from planner.plan import plan_inputs
+from planner.recommend import recommend
+from planner.report import ReportContext, html_report, markdown_report
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="write a plan report: self-contained HTML and Markdown",
+        description=(
+            "Write a plan as a report to send: one HTML file that works offline (charts "
+            "interactive, Plotly's script embedded; nothing is fetched when it is opened) and "
+            "a Markdown version. It holds the inputs, the curve with its band and provenance, "
+            "the seat cap with its range and reasons, every option with its isolation, fleet "
+            "and cost, the demand profile if any, the assumptions and the share links. The "
+            "plan is given with the options of `planner recommend`, or as a saved plan."
+        ),
+    )
+    add_plan_source(parser)
+    parser.add_argument(
+        "--out",
+        metavar="PATH",
+        help="where to write: PATH.html and PATH.md (default: seat-plan-MODEL-CARD in the "
+        "current folder)",
+    )
+    parser.add_argument(
+        "--base",
+        default=DEFAULT_BASE,
+        metavar="URL",
+        help=f"where the dashboard is served, for the links (default {DEFAULT_BASE})",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    base = clean_base(args.base)
+    with open_store(args) as store:
+        params, plan_id = plan_from_args(args, store)
+        inputs = plan_inputs(params, store)
+        profile = plan_profile(args, params, store)
+    if not args.json:
+        note(f"planning {inputs.curve.label} ({inputs.curve.id}) ...")
+    result = recommend(inputs.request)
+    ctx = ReportContext(
+        params=params,
+        inputs=inputs,
+        result=result,
+        fleet=plan_fleet(result, profile, params.lead_time_min),
+        base=base,
+        plan_id=plan_id,
+    )
+    stem = Path(args.out) if args.out else Path(ctx.file_stem)
+    html_path, md_path = stem.with_name(stem.name + ".html"), stem.with_name(stem.name + ".md")
+    try:
+        html_path.write_text(html_report(ctx), encoding="utf-8")
+        md_path.write_text(markdown_report(ctx), encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot write the report to {stem}: {exc.strerror or exc}") from None
+    if args.json:
+        print_json({"headline": ctx.headline, "html": str(html_path), "markdown": str(md_path)})
+    else:
+        print(html_path)
+        print(md_path)
+    return 0
