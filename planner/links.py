@@ -38,7 +38,14 @@ from planner.curve import (
 )
 from planner.errors import BadInput, NotFound
 from planner.policies import POLICIES as _POLICIES
-from planner.scenario import MODES, PHASES
+from planner.scenario import (
+    MAX_COTENANTS,
+    MAX_CPU_WORKERS,
+    MAX_MEMORY_MB,
+    MAX_STAGE_MS,
+    MODES,
+    PHASES,
+)
 from planner.units import FramesPerSecond, Microseconds, Milliseconds, Seconds, UsdPerHour
 
 POLICIES: tuple[str, ...] = tuple(_POLICIES)
@@ -449,6 +456,22 @@ PARAMETERS: dict[str, Parameter] = {
     ),
     "mps_share": Parameter(None, Maybe(Float(1, 100)), "MPS compute share, percent"),
     "mig_profile": Parameter(None, Maybe(Pattern(_MIG_PROFILE, "3g.40gb")), "MIG profile"),
+    # Memory (SPEC §5.1): what the co-tenants take, an MPS client's limit.
+    "cotenant_memory_mb": Parameter(
+        (),
+        Numbers(Float(0, MAX_MEMORY_MB), 0, MAX_COTENANTS),
+        "GPU memory each co-tenant declares, MB (one for all or one per co-tenant)",
+    ),
+    "mps_memory_mb": Parameter(
+        None, Maybe(Float(0, MAX_MEMORY_MB, above_low=True)), "MPS client memory limit, MB"
+    ),
+    # The worker beyond the GPU (SPEC §5.1).
+    "network_ms": Parameter(0.0, Float(0, MAX_STAGE_MS), "one-way network delay, ms"),
+    "pre_ms": Parameter(0.0, Float(0, MAX_STAGE_MS), "CPU work per frame before the GPU, ms"),
+    "post_ms": Parameter(0.0, Float(0, MAX_STAGE_MS), "CPU work per frame after the GPU, ms"),
+    "cpu_workers": Parameter(
+        0, Int(0, MAX_CPU_WORKERS), "CPU threads for that work (0 = unlimited)"
+    ),
     # How hard the search looks.
     "seeds": Parameter(8, Int(1, 64), "phase seeds per scenario"),
     "duration_s": Parameter(30.0, Float(0, 600, above_low=True), "simulated seconds per run"),
@@ -518,6 +541,20 @@ class LinkParams:
         return _curve_conflicts(values)
 
 
+def _memory_conflicts(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    memory = values.get("cotenant_memory_mb") or ()
+    cotenants = values.get("cotenants") or ()
+    if memory and len(memory) not in (1, len(cotenants)):
+        return [
+            (
+                ("cotenant_memory_mb",),
+                f"cotenant_memory_mb has {len(memory)} values for {len(cotenants)} co-tenants "
+                "(needs one for all or one per co-tenant)",
+            )
+        ]
+    return []
+
+
 def _curve_conflicts(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
     out: list[tuple[tuple[str, ...], str]] = []
     if values.get("curve") is not None and values.get("points") is not None:
@@ -564,6 +601,16 @@ class PlanParams(LinkParams):
     peak_sessions: int | None = param("peak_sessions")
     headroom: float = param("headroom")
     price_per_hour: UsdPerHour | None = param("price_per_hour")
+    network_ms: Milliseconds = param("network_ms")
+    pre_ms: Milliseconds = param("pre_ms")
+    post_ms: Milliseconds = param("post_ms")
+    cpu_workers: int = param("cpu_workers")
+    cotenant_memory_mb: tuple[float, ...] = param("cotenant_memory_mb")
+    mps_memory_mb: float | None = param("mps_memory_mb")
+
+    @classmethod
+    def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+        return _curve_conflicts(values) + _memory_conflicts(values)
 
 
 @dataclass(frozen=True)
@@ -600,10 +647,16 @@ class SimulateParams(LinkParams):
     busy_period_ms: Milliseconds = param("busy_period_ms")
     mps_share: float | None = param("mps_share")
     mig_profile: str | None = param("mig_profile")
+    network_ms: Milliseconds = param("network_ms")
+    pre_ms: Milliseconds = param("pre_ms")
+    post_ms: Milliseconds = param("post_ms")
+    cpu_workers: int = param("cpu_workers")
+    cotenant_memory_mb: tuple[float, ...] = param("cotenant_memory_mb")
+    mps_memory_mb: float | None = param("mps_memory_mb")
 
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
-        out = _curve_conflicts(values)
+        out = _curve_conflicts(values) + _memory_conflicts(values)
         fps = values.get("fps") or ()
         sessions = values.get("sessions", 3)
         if len(fps) not in (1, sessions):

@@ -123,6 +123,7 @@ class Results:
             "gpu_busy_fraction": self.gpu_busy_fraction,
             "batch_histogram": {str(k): v for k, v in self.batch_histogram.items()},
             "starved_sessions": self.starved_sessions,
+            "memory_batch_limit": self.scenario.memory_batch_limit,
             "stages_ms": None if self.stages is None else self.stages.as_dict(),
             "cpu_pool": None if self.cpu is None else self.cpu.as_dict(),
         }

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -56,8 +56,10 @@ class Pooled:
     expired_fraction: float
     gpu_busy_fraction: float
     batch_sizes: tuple[int, ...]  # batch_sizes[b] = batches of b frames, all seeds
-    stages: Stages | None = None
-    cpu: CpuPool | None = None
+    # Detail of the same runs (a row made in detail has the breakdown and the p99 waits):
+    # two rows of the same runs compare equal whatever detail they carry.
+    stages: Stages | None = field(default=None, compare=False)
+    cpu: CpuPool | None = field(default=None, compare=False)
 
     @property
     def min_fps(self) -> FramesPerSecond:

@@ -107,6 +107,9 @@ def _settle(cls: type[LinkParams], drawn: dict[str, Any]) -> dict[str, Any]:
             drawn["curve"] = None
     if cls is SimulateParams and len(drawn["fps"]) not in (1, drawn["sessions"]):
         drawn["fps"] = drawn["fps"][:1]
+    memory = drawn.get("cotenant_memory_mb") or ()
+    if len(memory) not in (0, 1, len(drawn.get("cotenants") or ())):
+        drawn["cotenant_memory_mb"] = memory[:1]
     return drawn
 
 

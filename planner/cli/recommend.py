@@ -10,6 +10,7 @@ from planner.curve import parse_points_option
 from planner.errors import BadInput
 from planner.links import PlanParams
 from planner.modes import parse_duties
+from planner.pipeline import PART_LABELS, PARTS
 from planner.plan import plan_inputs
 from planner.policies import POLICIES
 from planner.recommend import Recommendation, recommend
@@ -54,12 +55,35 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--busy-period-ms", default="50", help="co-tenants' mean busy period")
     parser.add_argument("--mps-share", help="MPS: our compute share in percent, e.g. 50")
     parser.add_argument("--mig-profile", help="MIG: a profile of the card, e.g. 3g.40gb")
+    add_worker_options(parser)
     parser.add_argument("--seeds", default="8", help="phase seeds per session count (8)")
     parser.add_argument("--duration-s", default="30", help="simulated seconds per run (30)")
     parser.add_argument("--max-sessions", default="64", help="largest session count (64)")
     parser.add_argument("--peak-sessions", help="peak concurrent sessions, for the fleet size")
     parser.add_argument("--headroom", default="0.2", help="fleet headroom fraction (0.2)")
     parser.add_argument("--price-per-hour", help="card price, USD per hour (default: stored)")
+
+
+def add_worker_options(parser: argparse.ArgumentParser) -> None:
+    """The worker beyond the GPU and the memory the card leaves it (SPEC §5.1), shared by
+    ``simulate``, ``recommend`` and ``link``."""
+    parser.add_argument(
+        "--network-ms", default="0", help="one-way network delay, ms; crossed both ways (0)"
+    )
+    parser.add_argument(
+        "--pre-ms", default="0", help="CPU work per frame before the GPU (decode, resize), ms (0)"
+    )
+    parser.add_argument("--post-ms", default="0", help="CPU work per frame after the GPU, ms (0)")
+    parser.add_argument(
+        "--cpu-workers",
+        default="0",
+        help="CPU threads doing the pre and post work (0 = unlimited: the stages only delay)",
+    )
+    parser.add_argument(
+        "--cotenant-memory-mb",
+        help="time-slicing: GPU memory each co-tenant uses, MB (one for all or one per co-tenant)",
+    )
+    parser.add_argument("--mps-memory-mb", help="MPS: our client's GPU memory limit, MB")
 
 
 def plan_params(args: argparse.Namespace) -> PlanParams:
@@ -74,12 +98,17 @@ def plan_params(args: argparse.Namespace) -> PlanParams:
         "duration_s": _float(args.duration_s),
         "max_sessions": _whole(args.max_sessions),
         "headroom": _float(args.headroom),
+        "network_ms": _float(args.network_ms),
+        "pre_ms": _float(args.pre_ms),
+        "post_ms": _float(args.post_ms),
+        "cpu_workers": _whole(args.cpu_workers),
     }
     optional = {
         "max_overwritten": _float,
         "mps_share": _float,
         "peak_sessions": _whole,
         "price_per_hour": _float,
+        "mps_memory_mb": _float,
     }
     for name, parse in optional.items():
         text = getattr(args, name)
@@ -91,6 +120,8 @@ def plan_params(args: argparse.Namespace) -> PlanParams:
         values["modes"] = tuple(csv_list(args.modes))
     if args.cotenants:
         values["cotenants"] = parse_duties(args.cotenants)
+    if args.cotenant_memory_mb:
+        values["cotenant_memory_mb"] = args.cotenant_memory_mb  # PlanParams checks each
     if args.mig_profile:
         values["mig_profile"] = args.mig_profile.strip().lower()
     if args.points is not None:
@@ -171,6 +202,9 @@ def _print(result: Recommendation) -> None:
     print("why the next seat fails:")
     for o in result.options:
         print(f"  {o.policy}, {o.sharing.label}: {o.binding_constraint}")
+    best = result.recommended
+    if best is not None and best.at_cap is not None:
+        _print_stages(best.at_cap, best.cap)
     if result.measure_next is not None:
         print(f"measure batch {result.measure_next} next: it would narrow the range the most")
     if result.fleet is not None:
@@ -185,6 +219,26 @@ def _print(result: Recommendation) -> None:
     print("assumptions:")
     for sentence in result.assumptions:
         print(f"  - {sentence}")
+
+
+def _print_stages(at: Any, cap: int) -> None:
+    """Where the end-to-end latency goes at the cap, and how busy the CPU threads are."""
+    if at.cpu is not None:
+        pool = at.cpu
+        wait = "-" if pool.total.wait_mean_ms is None else f"{pool.total.wait_mean_ms:.1f} ms"
+        p99 = "" if pool.total.wait_p99_ms is None else f", p99 {pool.total.wait_p99_ms:.1f} ms"
+        print(
+            f"CPU threads at {cap} sessions: {pool.workers} busy {pool.busy_fraction:.0%}, "
+            f"queue wait mean {wait}{p99}"
+        )
+    stages = at.stages
+    if stages is None or stages.mean is None or stages.tail is None:
+        return
+    print(f"end-to-end latency at {cap} sessions by stage (mean / p{stages.percentile:g} tail):")
+    for part in PARTS:
+        mean, tail = getattr(stages.mean, part), getattr(stages.tail, part)
+        print(f"  {PART_LABELS[part]:<22} {mean:8.1f} ms {tail:8.1f} ms")
+    print(f"  {'total':<22} {stages.mean.total:8.1f} ms {stages.tail.total:8.1f} ms")
 
 
 def _isolation(option: Any) -> str:
