@@ -336,6 +336,26 @@ def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, w
                     # Newest only: the newer frame takes the waiting job's place.
                     counters[2, i] += 1
                     pre_frame[i] = g
+                elif (
+                    q_size == 0
+                    and pre_count + post_count < workers
+                    and not (next_arrival == t and order_session[taken_order] == i)
+                ):
+                    # A free thread and no one queued: the job starts now, as step 4 would
+                    # start it (unless the session's next frame arrives at this same
+                    # instant and replaces it first).
+                    job_kind[jobs] = _PRE
+                    job_ready[jobs] = t
+                    job_start[jobs] = t
+                    jobs += 1
+                    sums[0] += min(t + pre, duration) - t
+                    sums[4] += 1.0
+                    place = pre_head + pre_count
+                    place = place - ring if place >= ring else place
+                    pre_item[place] = g
+                    pre_session[place] = i
+                    pre_end[place] = t + pre
+                    pre_count += 1
                 else:
                     pre_frame[i] = g
                     tail = q_head + q_size
