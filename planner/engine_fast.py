@@ -98,7 +98,7 @@ def run_prepared(
         stages = NO_STAGES
     order = arrival_order(times, start, stages)
     out = _loop(times, start, duration_ms, latency, pid, params, slicing, edges, speed, work,
-                stages, *order)  # fmt: skip
+                stages, *order, True)  # fmt: skip
     return records_of(out)
 
 
@@ -153,13 +153,14 @@ def records_of(out: tuple[Any, ...]) -> Records:
 
 
 @jit(nogil=True)
-def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order, order_session, order_time):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
+def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order, order_session, order_time, keep_jobs):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
     """The simulation proper. ``times`` are capture times; ``stages`` is ``[network_ms,
     pre_ms, post_ms, cpu_workers]``. Returns (frames, batches, the frame records: session,
     index, batch, arrival, ready, latency, done; the batch records: start, end, size; the
     per-session counters arrived, delivered, overwritten, expired, pending as rows; then
-    jobs and the job records: kind, ready, start; and ``sums``: thread-ms inside the run
-    on pre and on post jobs, their total waits in the queue, and their counts)."""
+    jobs and the job records: kind, ready, start, kept only when ``keep_jobs``; and
+    ``sums``: thread-ms inside the run on pre and on post jobs, their total waits in the
+    queue, and their counts)."""
     n = start.size - 1
     total = times.size  # no run delivers more frames, or runs more batches, than arrive
     network = stages[0]
@@ -214,13 +215,18 @@ def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, w
     gpu_frame = np.full(size, -1, np.int64)  # each session's frame pending for the GPU
     gpu_at = np.zeros(size, np.float64)  # ... and since when
     late = np.zeros(size, np.int64)  # frames whose pre stage ended after the run
-    # The queue, a ring buffer sized for the most jobs that can wait at once (a pre job per
-    # session and a post job per delivered frame), allocated once: arrays that grow inside
-    # the loop made every run several times slower (reference counting of the arrays).
-    # An entry is a session (its pre job, whose frame is ``pre_frame[session]``, so a newer
-    # frame replaces it in place) or -1 - row (the post job of that frame record).
-    capacity = total + size + 1 if pool else 0
-    queue = np.empty(capacity, np.int64)
+    # The queue: a ring buffer over the first ``window`` slots of an array allocated once
+    # for the most jobs that can wait at once (a pre job per session and a post job per
+    # delivered frame). Arrays that grow inside the loop made every run several times
+    # slower (reference counting of the arrays); a ring over the whole array touched all
+    # its memory. The window doubles in place when full. An entry is a session (its pre
+    # job, whose frame is ``pre_frame[session]``, so a newer frame replaces it in place)
+    # or -1 - row (the post job of that frame record).
+    window = 2 * size + 64 if pool else 0
+    capacity = window  # the window times a power of two, so that it can always double
+    while pool and capacity < total + size + 1:
+        capacity *= 2
+    queue = np.empty(capacity, np.int64)  # only the pages the window reaches are touched
     q_head = 0  # where the next job is taken from
     q_size = 0
     pre_frame = np.full(size, -1, np.int64)  # the frame of each session's waiting pre job
@@ -239,7 +245,8 @@ def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, w
     next_arrival = math.inf
     if pool and order.size > 0 and order_time[0] < duration:
         next_arrival = order_time[0]
-    job_capacity = 2 * total if pool else 0  # a pre job per frame, a post job per delivery
+    # A pre job per frame and a post job per delivery, when the caller keeps job records.
+    job_capacity = 2 * total if pool and keep_jobs else 0
     job_kind = np.empty(job_capacity, np.int8)
     job_ready = np.empty(job_capacity, np.float64)
     job_start = np.empty(job_capacity, np.float64)
@@ -295,8 +302,11 @@ def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, w
                     if post == 0.0:
                         frame_done[row] = t
                         continue
+                    if q_size == window:
+                        queue[window : window + q_head] = queue[:q_head]
+                        window *= 2
                     tail = q_head + q_size
-                    queue[tail - capacity if tail >= capacity else tail] = -1 - row
+                    queue[tail - window if tail >= window else tail] = -1 - row
                     q_size += 1
             # 2. CPU jobs that ended by now: a pre job's frame becomes pending for the GPU
             # (at the job's end). Jobs of one stage end in the order they started.
@@ -344,10 +354,11 @@ def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, w
                     # A free thread and no one queued: the job starts now, as step 4 would
                     # start it (unless the session's next frame arrives at this same
                     # instant and replaces it first).
-                    job_kind[jobs] = _PRE
-                    job_ready[jobs] = t
-                    job_start[jobs] = t
-                    jobs += 1
+                    if keep_jobs:
+                        job_kind[jobs] = _PRE
+                        job_ready[jobs] = t
+                        job_start[jobs] = t
+                        jobs += 1
                     sums[0] += min(t + pre, duration) - t
                     sums[4] += 1.0
                     place = pre_head + pre_count
@@ -358,14 +369,17 @@ def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, w
                     pre_count += 1
                 else:
                     pre_frame[i] = g
+                    if q_size == window:
+                        queue[window : window + q_head] = queue[:q_head]
+                        window *= 2
                     tail = q_head + q_size
-                    queue[tail - capacity if tail >= capacity else tail] = i
+                    queue[tail - window if tail >= window else tail] = i
                     q_size += 1
             # 4. Free threads take jobs, first in first out; after the end only post jobs
             # start (a pre job still waiting then keeps its frame pending).
             while pre_count + post_count < workers and q_size > 0:
                 entry = queue[q_head]
-                q_head = q_head + 1 if q_head + 1 < capacity else 0
+                q_head = q_head + 1 if q_head + 1 < window else 0
                 q_size -= 1
                 if entry >= 0:
                     g = pre_frame[entry]
@@ -373,8 +387,9 @@ def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, w
                     if t >= duration:
                         late[entry] += 1
                         continue
-                    job_kind[jobs] = _PRE
-                    job_ready[jobs] = arrival[g]
+                    if keep_jobs:
+                        job_kind[jobs] = _PRE
+                        job_ready[jobs] = arrival[g]
                     sums[0] += min(t + pre, duration) - t
                     sums[2] += t - arrival[g]
                     sums[4] += 1.0
@@ -386,8 +401,9 @@ def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, w
                     pre_count += 1
                 else:
                     row = -1 - entry
-                    job_kind[jobs] = _POST
-                    job_ready[jobs] = batch_end[frame_batch[row]]
+                    if keep_jobs:
+                        job_kind[jobs] = _POST
+                        job_ready[jobs] = batch_end[frame_batch[row]]
                     if t < duration:
                         sums[1] += min(t + post, duration) - t
                     sums[3] += t - batch_end[frame_batch[row]]
@@ -397,8 +413,9 @@ def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, w
                     post_item[place] = row
                     post_end[place] = t + post
                     post_count += 1
-                job_start[jobs] = t
-                jobs += 1
+                if keep_jobs:
+                    job_start[jobs] = t
+                    jobs += 1
             if not busy and t == wake_at:
                 reason = True
                 wake_at = math.inf
@@ -521,7 +538,7 @@ def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, w
                 counters[4, i] += 1
                 counters[2, i] += last - taken[i]
     for position in range(q_size):
-        entry = queue[(q_head + position) % capacity]
+        entry = queue[(q_head + position) % window]
         if entry >= 0:
             counters[4, entry] += 1  # a pre job that never started
     return (

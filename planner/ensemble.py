@@ -189,7 +189,7 @@ def _run(job: _Job, detail: bool = False) -> Outcome:
     out = _loop(
         job.arrivals.times, job.arrivals.start, s.duration_ms, job.latency,
         POLICIES[s.policy].pid, s.policy_params(), job.timeline is not None,
-        edges, speed, work, s.stages(), *job.order,
+        edges, speed, work, s.stages(), *job.order, detail,
     )  # fmt: skip
     r = records_of(out)
     busy = np.minimum(r.batch_end, s.duration_ms) - r.batch_start
