@@ -30,7 +30,7 @@ engine (``planner.ensemble``) runs it on several threads at once.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -52,8 +52,8 @@ from planner.scenario import Scenario
 from planner.sharing import Timeline, cotenant_timeline, effective_table, finish, horizon
 
 _NO_TIMELINE = np.zeros(1)
-_EMPTY = np.zeros(0, np.int64)
-_NO_TIMES = np.zeros(0)
+Order: TypeAlias = tuple[np.ndarray, np.ndarray, np.ndarray] | tuple[None, None, None]
+"""``arrival_order``: frames by arrival, their sessions and arrival times (or Nones)."""
 NO_STAGES = np.zeros(4)
 """``Scenario.stages()`` of a scenario without network, CPU stages or CPU threads."""
 _POST, _PRE = 0, 1  # CPU job kinds (``Records.job_kind``)
@@ -98,17 +98,16 @@ def run_prepared(
         stages = NO_STAGES
     order = arrival_order(times, start, stages)
     out = _loop(times, start, duration_ms, latency, pid, params, slicing, edges, speed, work,
-                stages, *order, True)  # fmt: skip
+                stages, order[0], order[1], order[2], True)  # fmt: skip
     return records_of(out)
 
 
-def arrival_order(
-    times: np.ndarray, start: np.ndarray, stages: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def arrival_order(times: np.ndarray, start: np.ndarray, stages: np.ndarray) -> Order:
     """The order in which frames reach the worker, for a scenario with a pool of CPU
-    threads (empty arrays otherwise): global frame indices by arrival time, ties to the
-    lower session (then the earlier frame), each one's session and arrival time (kept in
-    that order so the loop reads them one after another).
+    threads: global frame indices by arrival time, ties to the lower session (then the
+    earlier frame), each one's session and arrival time (kept in that order so the loop
+    reads them one after another). Nones without a pool, for which the loop is compiled
+    without the pool's code.
 
     Sorted on arrival (capture + network), not capture: adding the delay can make two
     different capture times equal, and the tie then goes to the lower session. A stable
@@ -116,7 +115,7 @@ def arrival_order(
     """
     network, pre, post, workers = (float(v) for v in stages)
     if not (workers > 0 and (pre > 0 or post > 0)):
-        return _EMPTY, _EMPTY, _NO_TIMES
+        return None, None, None
     arrival = times + network if network != 0.0 else times
     order = np.argsort(arrival, kind="stable").astype(np.int64)
     owner = np.repeat(np.arange(start.size - 1, dtype=np.int64), np.diff(start))
@@ -220,60 +219,71 @@ def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, w
     batches = 0
 
     # -- the CPU pool's state (used only with K threads) ----------------------------------
-    size = n if pool else 0
-    gpu_frame = np.full(size, -1, np.int64)  # each session's frame pending for the GPU
-    gpu_at = np.zeros(size, np.float64)  # ... and since when
-    late = np.zeros(size, np.int64)  # frames whose pre stage ended after the run
-    # The queue: a ring buffer over the first ``window`` slots of an array allocated once
-    # for the most jobs that can wait at once (a pre job per session and a post job per
-    # delivered frame). Arrays that grow inside the loop made every run several times
-    # slower (reference counting of the arrays); a ring over the whole array touched all
-    # its memory. The window doubles in place when full. An entry is a session (its pre
-    # job, whose frame is ``pre_frame[session]``, so a newer frame replaces it in place)
-    # or -1 - row (the post job of that frame record).
-    window = 2 * size + 64 if pool else 0
-    capacity = window  # the window times a power of two, so that it can always double
-    while pool and capacity < total + size + 1:
-        capacity *= 2
-    queue = np.empty(capacity, np.int64)  # only the pages the window reaches are touched
-    q_head = 0  # where the next job is taken from
-    q_size = 0
-    pre_frame = np.full(size, -1, np.int64)  # the frame of each session's waiting pre job
-    ring = workers if pool else 0
-    pre_item = np.empty(ring, np.int64)  # running pre jobs, in the order they end
-    pre_session = np.empty(ring, np.int64)
-    pre_end = np.empty(ring, np.float64)
-    pre_head = 0
-    pre_count = 0
-    post_item = np.empty(ring, np.int64)  # running post jobs (rows), in the order they end
-    post_end = np.empty(ring, np.float64)
-    post_head = 0
-    post_count = 0
-    # Frames reach the worker in ``order`` (by time, then session: see ``arrival_order``).
-    taken_order = 0
-    next_arrival = math.inf
-    if pool and order.size > 0 and order_time[0] < duration:
-        next_arrival = order_time[0]
-    # A pre job per frame and a post job per delivery, when the caller keeps job records.
-    job_capacity = 2 * total if pool and keep_jobs else 0
-    job_kind = np.empty(job_capacity, np.int8)
-    job_ready = np.empty(job_capacity, np.float64)
-    job_start = np.empty(job_capacity, np.float64)
-    jobs = 0
-    # Thread-ms inside the run on pre and post jobs, their total waits, and their counts.
-    sums = np.zeros(6)
-    by_session = np.empty(size, np.int64)  # a completed batch's rows by session
+    # Without a pool the order arguments are None, and Numba compiles that case without any
+    # of the pool's code: it drops the branches on ``order is not None`` when it knows the
+    # argument is None. A plan without CPU threads so compiles about as fast as before
+    # they existed, and the pool's code is compiled when a scenario first needs it.
     busy = False
     gpu_end = math.inf
     first_row = 0
     wake_at = math.inf
     reason = False
+    q_head = 0  # where the next job is taken from
+    q_size = 0
+    window = 1
+    jobs = 0
+    if order is not None:
+        size = n
+        gpu_frame = np.full(size, -1, np.int64)  # each session's frame pending for the GPU
+        gpu_at = np.zeros(size, np.float64)  # ... and since when
+        late = np.zeros(size, np.int64)  # frames whose pre stage ended after the run
+        # The queue: a ring buffer over the first ``window`` slots of an array allocated
+        # once for the most jobs that can wait at once (a pre job per session and a post
+        # job per delivered frame). Arrays that grow inside the loop made every run
+        # several times slower (reference counting of the arrays); a ring over the whole
+        # array touched all its memory. The window doubles in place when full. An entry is
+        # a session (its pre job, whose frame is ``pre_frame[session]``, so a newer frame
+        # replaces it in place) or -1 - row (the post job of that frame record).
+        window = 2 * size + 64
+        capacity = window  # the window times a power of two, so that it can always double
+        while capacity < total + size + 1:
+            capacity *= 2
+        queue = np.empty(capacity, np.int64)  # only the pages the window reaches are touched
+        pre_frame = np.full(size, -1, np.int64)  # the frame of each session's waiting pre job
+        ring = workers
+        pre_item = np.empty(ring, np.int64)  # running pre jobs, in the order they end
+        pre_session = np.empty(ring, np.int64)
+        pre_end = np.empty(ring, np.float64)
+        pre_head = 0
+        pre_count = 0
+        post_item = np.empty(ring, np.int64)  # running post jobs (rows), in the order they end
+        post_end = np.empty(ring, np.float64)
+        post_head = 0
+        post_count = 0
+        # Frames reach the worker in ``order`` (by time, then session: ``arrival_order``).
+        taken_order = 0
+        next_arrival = math.inf
+        if order.size > 0 and order_time[0] < duration:
+            next_arrival = order_time[0]
+        # A pre job per frame and a post job per delivery, when the caller keeps them.
+        job_capacity = 2 * total if keep_jobs else 0
+        job_kind = np.empty(job_capacity, np.int8)
+        job_ready = np.empty(job_capacity, np.float64)
+        job_start = np.empty(job_capacity, np.float64)
+        # Thread-ms inside the run on pre and post jobs, their total waits, their counts.
+        sums = np.zeros(6)
+        by_session = np.empty(size, np.int64)  # a completed batch's rows by session
+    else:
+        job_kind = np.empty(0, np.int8)
+        job_ready = np.empty(0, np.float64)
+        job_start = np.empty(0, np.float64)
+        sums = np.zeros(6)
 
     # Without a pool, the first decision happens when the first frame becomes pending.
     now = upcoming.min() if n > 0 and not pool else math.inf
 
     while True:
-        if pool:
+        if order is not None:
             # The next instant at which anything happens. A CPU job's end matters at its
             # own instant only when a job waits for its thread, or (a pre job) when the GPU
             # is idle and would decide; otherwise it is handled at the next instant (in
@@ -481,7 +491,7 @@ def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, w
             if dropped[i]:
                 dropped[i] = False
                 counters[3, i] += 1
-                if pool:
+                if order is not None:
                     gpu_frame[i] = -1
                 else:
                     counters[2, i] += arrived[i] - 1 - taken[i]
@@ -495,7 +505,7 @@ def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, w
             worst = 0.0
             for c in range(count):
                 i = chosen[c]
-                if pool:
+                if order is not None:
                     newest = gpu_frame[i]
                     became = gpu_at[i]
                     gpu_frame[i] = -1
@@ -519,14 +529,14 @@ def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, w
             batch_size[batches] = count
             batches += 1
             feedback = worst
-            if pool:
+            if order is not None:
                 busy = True
                 gpu_end = end
                 first_row = frames - count
                 wake_at = math.inf
             else:
                 now = end  # the next decision is when this batch completes
-        elif pool:
+        elif order is not None:
             wake_at = wake
         else:
             following = wake
@@ -536,7 +546,7 @@ def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, w
 
     for i in range(n):
         counters[0, i] = stop[i] - start[i]
-        if pool:
+        if order is not None:
             # Still pending for the GPU, in a pre stage that ended after the run, or
             # reaching the worker after it; jobs still queued are counted below.
             counters[4, i] = late[i] + (stop[i] - cut[i]) + (1 if gpu_frame[i] >= 0 else 0)
@@ -548,10 +558,11 @@ def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, w
             if last >= taken[i]:
                 counters[4, i] += 1
                 counters[2, i] += last - taken[i]
-    for position in range(q_size):
-        entry = queue[(q_head + position) % window]
-        if entry >= 0:
-            counters[4, entry] += 1  # a pre job that never started
+    if order is not None:
+        for position in range(q_size):
+            entry = queue[(q_head + position) % window]
+            if entry >= 0:
+                counters[4, entry] += 1  # a pre job that never started
     return (
         frames, batches, frame_session, frame_index, frame_batch, frame_arrival, frame_ready,
         frame_latency, frame_done, batch_start, batch_end, batch_size, counters, jobs,

@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from planner.arrivals import Arrivals, arrivals
-from planner.engine_fast import _loop, arrival_order, records_of
+from planner.engine_fast import Order, _loop, arrival_order, records_of
 from planner.pipeline import frame_parts
 from planner.policies import POLICIES
 from planner.scenario import Scenario, Sharing
@@ -94,7 +94,7 @@ class _Job:
     arrivals: Arrivals
     latency: np.ndarray  # latency[b] for a batch of b (index 0 unused)
     timeline: Timeline | None
-    order: tuple[np.ndarray, np.ndarray, np.ndarray]  # engine_fast.arrival_order
+    order: Order  # engine_fast.arrival_order
 
 
 def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcome]:
@@ -110,7 +110,7 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
     horizons: dict[tuple[object, ...], float] = {}
     # The order frames reach the worker in, shared by the runs with a pool of CPU threads
     # that have the same arrivals and network delay (key None: no pool, no order needed).
-    orders: dict[object, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    orders: dict[object, Order] = {}
     for s in scenarios:
         key = (s.latency_ms, _sharing_table_key(s.sharing))
         if key not in table_sets:
@@ -147,8 +147,9 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
 
 def warm_up() -> float:
     """Compile the fast engine (or load it from the compiled-code cache) by simulating a
-    few frames under every policy, with and without a pool of CPU threads, and return the
-    seconds it took.
+    few frames under every policy, first without and then with a pool of CPU threads (two
+    compiled versions of the loop: the first is what a plain plan needs, so it is ready
+    first), and return the seconds it took.
 
     The dashboard calls this when its server starts, so the first plan a visitor asks for
     does not wait for the compiler. Safe to call from any thread at any time: Numba
@@ -156,22 +157,22 @@ def warm_up() -> float:
     """
     start = time.perf_counter()
     table = tuple(float(b) for b in range(1, 5))
-    run_many(
-        [
-            Scenario(
-                latency_ms=table,
-                sessions=2,
-                policy=policy,
-                duration_s=0.1,
-                sharing=sharing,
-                pre_ms=pre,
-                cpu_workers=workers,
-            )
-            for policy in POLICIES
-            for sharing in (Sharing(), Sharing(mode="time-slicing", cotenants=(0.5,)))
-            for pre, workers in ((0.0, 0), (1.0, 1))
-        ]
-    )
+    for pre, workers in ((0.0, 0), (1.0, 1)):
+        run_many(
+            [
+                Scenario(
+                    latency_ms=table,
+                    sessions=2,
+                    policy=policy,
+                    duration_s=0.1,
+                    sharing=sharing,
+                    pre_ms=pre,
+                    cpu_workers=workers,
+                )
+                for policy in POLICIES
+                for sharing in (Sharing(), Sharing(mode="time-slicing", cotenants=(0.5,)))
+            ]
+        )
     return time.perf_counter() - start
 
 
@@ -189,7 +190,7 @@ def _run(job: _Job, detail: bool = False) -> Outcome:
     out = _loop(
         job.arrivals.times, job.arrivals.start, s.duration_ms, job.latency,
         POLICIES[s.policy].pid, s.policy_params(), job.timeline is not None,
-        edges, speed, work, s.stages(), *job.order, detail,
+        edges, speed, work, s.stages(), job.order[0], job.order[1], job.order[2], detail,
     )  # fmt: skip
     r = records_of(out)
     busy = np.minimum(r.batch_end, s.duration_ms) - r.batch_start
