@@ -145,19 +145,22 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
         return list(pool.map(run, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
 
 
-def warm_up() -> float:
+def warm_up(cpu_pool: bool = False) -> float:
     """Compile the fast engine (or load it from the compiled-code cache) by simulating a
-    few frames under every policy, first without and then with a pool of CPU threads (two
-    compiled versions of the loop: the first is what a plain plan needs, so it is ready
-    first), and return the seconds it took.
+    few frames under every policy, and return the seconds it took.
 
     The dashboard calls this when its server starts, so the first plan a visitor asks for
     does not wait for the compiler. Safe to call from any thread at any time: Numba
     compiles each function once, and a caller that needs it meanwhile waits for it.
+
+    The loop has a second compiled version for scenarios with a pool of CPU threads;
+    ``cpu_pool=True`` compiles it too (after the first). By default it is left to the
+    first scenario that needs it: compiled in the background at start-up, it competed with
+    the first visitor's plan for the CPU and delayed it by seconds on a small machine.
     """
     start = time.perf_counter()
     table = tuple(float(b) for b in range(1, 5))
-    for pre, workers in ((0.0, 0), (1.0, 1)):
+    for pre, workers in ((0.0, 0), (1.0, 1)) if cpu_pool else ((0.0, 0),):
         run_many(
             [
                 Scenario(
