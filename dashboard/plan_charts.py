@@ -1,5 +1,6 @@
 """Plotly figures of a recommendation: sessions against latency and frame rate per policy,
-seats against latency across options, and caps side by side. Pure functions of the
+seats against latency across options, caps side by side, and the latency at the cap by
+stage. Pure functions of the
 library's results (no Streamlit); every axis names its quantity and unit."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any, Literal
 import plotly.graph_objects as go
 
 from dashboard.charts import COLOURS, trace_name
+from planner.pipeline import PART_LABELS, PARTS, Stages
 from planner.policies import POLICIES
 from planner.recommend import Option
 from planner.sharing import ISOLATION
@@ -262,3 +264,48 @@ def cost_figure(labels: Sequence[str], costs: Sequence[float | None]) -> go.Figu
         title_text="USD per seat-hour", rangemode="tozero", range=[0, max(known, default=1) * 1.25]
     )
     return figure
+
+
+STAGE_COLOURS = {
+    "network": "#8c959f",
+    "pre": "#9a6700",
+    "gpu_wait": "#bf8700",
+    "gpu": "#1f6feb",
+    "post": "#8250df",
+    "overhead": "#57606a",
+}
+
+
+def stages_figure(stages: Stages, sessions: int, height: int = 260) -> go.Figure:
+    """Where a frame's end-to-end time goes at ``sessions``: one horizontal bar for the
+    mean over every delivered frame and one for the slow tail (the frames at or beyond the
+    percentile), each stacked by stage in the order a frame goes through them."""
+    rows = [("all frames (mean)", stages.mean), (f"p{stages.percentile:g} and beyond", stages.tail)]
+    shown = [(label, b) for label, b in rows if b is not None]
+    data: list[dict[str, Any]] = []
+    for part in PARTS:
+        values = [getattr(b, part) for _, b in shown]
+        if not any(v > 0 for v in values):
+            continue
+        data.append(
+            {
+                "type": "bar",
+                "orientation": "h",
+                "x": values,
+                "y": [label for label, _ in shown],
+                "name": PART_LABELS[part],
+                "marker": {"color": STAGE_COLOURS[part]},
+                "hovertemplate": f"{PART_LABELS[part]}: %{{x:.1f}} ms<extra>%{{y}}</extra>",
+            }
+        )
+    layout = {
+        **_LAYOUT,
+        "barmode": "stack",
+        "title": {"text": f"End-to-end latency by stage at {sessions} sessions", "x": 0,
+                  "xanchor": "left"},
+        "height": height,
+        "xaxis": {"title": {"text": "milliseconds per frame"}, "rangemode": "tozero"},
+        "yaxis": {"autorange": "reversed"},
+        "legend": {"orientation": "h", "y": -0.45, "x": 0},
+    }  # fmt: skip
+    return go.Figure(data=data, layout=layout)

@@ -13,6 +13,7 @@ from planner.results import Results
 TIMELINE_MS = 400.0
 """The timeline opens on the first 0.4 s; the first ``TIMELINE_DATA_MS`` can be panned."""
 TIMELINE_DATA_MS = 3000.0
+CPU_COLOURS = ("#8250df", "#bf8700")  # post jobs, pre jobs (``Records.job_kind``)
 _LAYOUT = {
     "margin": {"l": 70, "r": 20, "t": 50, "b": 55},
     "legend": {"orientation": "h", "y": -0.25, "x": 0},
@@ -31,24 +32,44 @@ def _segments(starts: np.ndarray, ends: np.ndarray, ys: np.ndarray) -> tuple[lis
 
 def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.Figure:
     """Which session's frame went into which batch, when: for each delivered frame a thin
-    grey line while it waited and a thick bar while its batch ran on the GPU; the top lane
-    shows the batches themselves (colours alternate so neighbouring batches stand apart),
-    with the number of frames in each."""
+    grey line while it waited for the GPU and a thick bar while its batch ran on the GPU,
+    with its CPU stages (waiting for a thread and the work itself, before and after the
+    GPU) in their own colours; the GPU lane shows the batches themselves (colours
+    alternate so neighbouring batches stand apart), with the number of frames in each,
+    and with a finite pool of CPU threads a CPU lane above it shows the jobs the threads
+    ran (overlapping when several run at once)."""
     table = results.frame_table()
     records = results.records
     horizon = min(TIMELINE_DATA_MS, results.scenario.duration_ms)
     keep = table["arrival_ms"] < horizon
     session = table["session"][keep]
     arrival = table["arrival_ms"][keep]
+    ready = table["ready_ms"][keep]
     dispatch = table["dispatch_ms"][keep]
     completion = table["completion_ms"][keep]
+    done = table["done_ms"][keep]
     batch = table["batch"][keep]
     size = table["batch_size"][keep]
     n = results.scenario.sessions
     gpu_lane = -1.0
+    cpu_lane = -2.0
+    pool = results.scenario.cpu_pool
     figure = go.Figure()
 
-    xs, ys = _segments(arrival, dispatch, session.astype(float))
+    for label, colour, starts, ends in (
+        ("CPU before the GPU (queue + work)", CPU_COLOURS[1], arrival, ready),
+        ("CPU after the GPU (queue + work)", CPU_COLOURS[0], completion, done),
+    ):
+        some = ends > starts
+        if some.any():
+            xs, ys = _segments(starts[some], ends[some], session[some].astype(float))
+            figure.add_trace(
+                go.Scatter(
+                    x=xs, y=ys, mode="lines", line={"color": colour, "width": 4},
+                    name=label, hoverinfo="skip",
+                )
+            )  # fmt: skip
+    xs, ys = _segments(ready, dispatch, session.astype(float))
     figure.add_trace(
         go.Scatter(
             x=xs,
@@ -80,10 +101,11 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
             mode="markers",
             marker={"size": 4, "color": "#1f2328"},
             name="delivered",
-            customdata=np.stack([arrival, dispatch, completion - arrival, size], axis=-1),
+            customdata=np.stack([arrival, dispatch, completion - ready, size, done], axis=-1),
             hovertemplate="session %{y}: arrived %{customdata[0]:.1f} ms, batch of "
-            "%{customdata[3]} from %{customdata[1]:.1f} ms, done %{x:.1f} ms "
-            "(latency %{customdata[2]:.1f} ms)<extra></extra>",
+            "%{customdata[3]} from %{customdata[1]:.1f} ms, off the GPU %{x:.1f} ms "
+            "(GPU side %{customdata[2]:.1f} ms), done %{customdata[4]:.1f} ms"
+            "<extra></extra>",
         )
     )
     shown = records.batch_start < horizon
@@ -116,8 +138,35 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
             "%{customdata[1]:.1f} ms<extra></extra>",
         )
     )
-    labels = ["GPU", *(str(i) for i in range(n))]
-    height = max(280, 110 + 26 * (n + 1))
+    if pool and records.job_start.size:
+        kinds = records.job_kind
+        length = np.where(kinds == 1, results.scenario.pre_ms, results.scenario.post_ms)
+        for kind, label in ((1, "CPU thread: pre job"), (0, "CPU thread: post job")):
+            mine = (kinds == kind) & (records.job_start < horizon)
+            if not mine.any():
+                continue
+            starts = records.job_start[mine]
+            xs, ys = _segments(starts, starts + length[mine], np.full(int(mine.sum()), cpu_lane))
+            figure.add_trace(
+                go.Scatter(
+                    x=xs, y=ys, mode="lines", name=label,
+                    line={"color": rgba(CPU_COLOURS[kind], 0.55), "width": 14},
+                    hoverinfo="skip",
+                )
+            )  # fmt: skip
+            waited = starts - records.job_ready[mine]
+            figure.add_trace(
+                go.Scatter(
+                    x=starts, y=np.full(starts.size, cpu_lane), mode="markers",
+                    marker={"size": 3, "color": CPU_COLOURS[kind]}, showlegend=False,
+                    customdata=waited,
+                    hovertemplate=f"{label[12:]} started %{{x:.1f}} ms after waiting "
+                    "%{customdata:.1f} ms in the queue<extra></extra>",
+                )
+            )  # fmt: skip
+    lanes = [cpu_lane, gpu_lane] if pool else [gpu_lane]
+    labels = [*(["CPU"] if pool else []), "GPU", *(str(i) for i in range(n))]
+    height = max(280, 110 + 26 * (n + len(lanes)))
     top, bottom = 50, 100
     figure.update_layout(
         title={
@@ -142,9 +191,11 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
         title_text="time since the start (ms)", range=[0, min(window_ms, horizon)], zeroline=False
     )
     figure.update_yaxes(
-        tickvals=[gpu_lane, *range(n)] if n <= 40 else None,
+        tickvals=[*lanes, *range(n)] if n <= 40 else None,
         ticktext=labels if n <= 40 else None,
-        title_text="session (top: the GPU's batches)",
+        title_text="session (top: the CPU threads' jobs and the GPU's batches)"
+        if pool
+        else "session (top: the GPU's batches)",
         autorange="reversed",
         range=None,
         zeroline=False,

@@ -19,12 +19,14 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
 
 from planner.arrivals import Arrivals, arrivals
-from planner.engine_fast import _loop
+from planner.engine_fast import Order, _loop, arrival_order, records_of
+from planner.pipeline import frame_parts
 from planner.policies import POLICIES
 from planner.scenario import Scenario, Sharing
 from planner.sharing import Timeline, cotenant_timeline, effective_table, horizon
@@ -36,8 +38,15 @@ _NO_TIMELINE = np.zeros(1)
 class Outcome:
     """The summary of one run that sweeps and recommendations need.
 
-    ``latency_ms`` holds the GPU-side latency of every delivered frame; ``fps`` each
-    session's delivered frame rate; counts are totals over sessions.
+    ``latency_ms`` holds the GPU-side latency of every delivered frame and ``worker_ms``
+    its time at the worker (post completion minus arrival: end-to-end latency less the
+    network and the overhead; the same array when the scenario has no stages); ``fps``
+    each session's delivered frame rate; counts are totals over sessions. With a finite
+    pool of CPU threads, ``cpu_sums`` has the thread-time inside the run on pre and on
+    post jobs, their total waits and their counts (``planner.pipeline.job_sums``). Only
+    when the runs were asked for in detail: ``parts`` (the pre, GPU wait, GPU and post
+    time of each frame, as rows: ``planner.pipeline.frame_parts``) and ``job_waits`` (each
+    job's kind and wait).
     """
 
     scenario: Scenario
@@ -49,6 +58,10 @@ class Outcome:
     busy_ms: float
     latency_ms: np.ndarray
     batch_sizes: np.ndarray  # batch_sizes[b] = how many batches of b frames ran
+    worker_ms: np.ndarray
+    parts: np.ndarray | None = None
+    cpu_sums: np.ndarray | None = None
+    job_waits: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def min_fps(self) -> float:
@@ -93,10 +106,12 @@ class _Job:
     arrivals: Arrivals
     latency: np.ndarray  # latency[b] for a batch of b (index 0 unused)
     timeline: Timeline | None
+    order: Order  # engine_fast.arrival_order
 
 
-def run_many(scenarios: Sequence[Scenario]) -> list[Outcome]:
-    """Simulate every scenario; outcomes come back in the same order."""
+def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcome]:
+    """Simulate every scenario; outcomes come back in the same order (with each frame's
+    stage times when ``detail``)."""
     if not scenarios:
         return []
     arrival_sets: dict[tuple[object, ...], Arrivals] = {}
@@ -105,6 +120,9 @@ def run_many(scenarios: Sequence[Scenario]) -> list[Outcome]:
     # A co-tenant timeline drawn further is the same process drawn longer (the prefix is
     # identical), so one timeline per seed covers every run of that seed.
     horizons: dict[tuple[object, ...], float] = {}
+    # The order frames reach the worker in, shared by the runs with a pool of CPU threads
+    # that have the same arrivals and network delay (key None: no pool, no order needed).
+    orders: dict[object, Order] = {}
     for s in scenarios:
         key = (s.latency_ms, _sharing_table_key(s.sharing))
         if key not in table_sets:
@@ -126,35 +144,58 @@ def run_many(scenarios: Sequence[Scenario]) -> list[Outcome]:
                 timeline_sets[tkey] = cotenant_timeline(s.sharing, s.seed, horizons[tkey])
             timeline = timeline_sets[tkey]
         table = table_sets[(s.latency_ms, _sharing_table_key(s.sharing))]
-        jobs.append(_Job(s, arrival_sets[akey], table, timeline))
+        stages = s.stages()
+        okey = (akey, s.network_ms) if s.cpu_pool else None
+        if okey not in orders:
+            orders[okey] = arrival_order(arrival_sets[akey].times, arrival_sets[akey].start, stages)
+        jobs.append(_Job(s, arrival_sets[akey], table, timeline, orders[okey]))
     workers = min(threads(), len(jobs))
+    run = _run_in_detail if detail else _run
     if workers == 1:
-        return [_run(job) for job in jobs]
+        return [run(job) for job in jobs]
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_run, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
+        return list(pool.map(run, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
 
 
-def warm_up() -> float:
+def warm_up(cpu_pool: bool = False) -> float:
     """Compile the fast engine (or load it from the compiled-code cache) by simulating a
     few frames under every policy, and return the seconds it took.
 
     The dashboard calls this when its server starts, so the first plan a visitor asks for
     does not wait for the compiler. Safe to call from any thread at any time: Numba
     compiles each function once, and a caller that needs it meanwhile waits for it.
+
+    The loop has a second compiled version for scenarios with a pool of CPU threads;
+    ``cpu_pool=True`` compiles it too (after the first). By default it is left to the
+    first scenario that needs it: compiled in the background at start-up, it competed with
+    the first visitor's plan for the CPU and delayed it by seconds on a small machine.
     """
     start = time.perf_counter()
     table = tuple(float(b) for b in range(1, 5))
-    run_many(
-        [
-            Scenario(latency_ms=table, sessions=2, policy=policy, duration_s=0.1, sharing=sharing)
-            for policy in POLICIES
-            for sharing in (Sharing(), Sharing(mode="time-slicing", cotenants=(0.5,)))
-        ]
-    )
+    for pre, workers in ((0.0, 0), (1.0, 1)) if cpu_pool else ((0.0, 0),):
+        run_many(
+            [
+                Scenario(
+                    latency_ms=table,
+                    sessions=2,
+                    policy=policy,
+                    duration_s=0.1,
+                    sharing=sharing,
+                    pre_ms=pre,
+                    cpu_workers=workers,
+                )
+                for policy in POLICIES
+                for sharing in (Sharing(), Sharing(mode="time-slicing", cotenants=(0.5,)))
+            ]
+        )
     return time.perf_counter() - start
 
 
-def _run(job: _Job) -> Outcome:
+def _run_in_detail(job: _Job) -> Outcome:
+    return _run(job, detail=True)
+
+
+def _run(job: _Job, detail: bool = False) -> Outcome:
     """One run on the fast engine's loop, summarised as ``planner.results`` does."""
     s = job.scenario
     if job.timeline is None:
@@ -164,12 +205,22 @@ def _run(job: _Job) -> Outcome:
     out = _loop(
         job.arrivals.times, job.arrivals.start, s.duration_ms, job.latency,
         POLICIES[s.policy].pid, s.policy_params(), job.timeline is not None,
-        edges, speed, work,
+        edges, speed, work, s.stages(), job.order[0], job.order[1], job.order[2], detail,
     )  # fmt: skip
-    frames, batches, counters = out[0], out[1], out[10]
-    batch_start, batch_end, batch_size = out[7][:batches], out[8][:batches], out[9][:batches]
-    busy = np.minimum(batch_end, s.duration_ms) - batch_start
-    arrived, delivered, overwritten, expired = counters[0], counters[1], counters[2], counters[3]
+    r = records_of(out)
+    busy = np.minimum(r.batch_end, s.duration_ms) - r.batch_start
+    arrived, delivered, overwritten, expired = r.arrived, r.delivered, r.overwritten, r.expired
+    pool: dict[str, Any] = {}
+    if s.cpu_pool:
+        pool["cpu_sums"] = out[-1]
+        if detail:
+            pool["job_waits"] = (r.job_kind, r.job_start - r.job_ready)
+    staged = s.network_ms or s.pre_ms or s.post_ms
+    worker = r.frame_done - r.frame_arrival if staged else r.frame_latency
+    parts = None
+    if detail:
+        start, end = r.batch_start[r.frame_batch], r.batch_end[r.frame_batch]
+        parts = frame_parts(r.frame_arrival, r.frame_ready, start, end, r.frame_done)
     return Outcome(
         scenario=s,
         fps=delivered / s.duration_s,
@@ -178,8 +229,11 @@ def _run(job: _Job) -> Outcome:
         overwritten=int(overwritten.sum()),
         expired=int(expired.sum()),
         busy_ms=float(busy.sum()),
-        latency_ms=out[6][:frames],
-        batch_sizes=np.bincount(batch_size, minlength=s.sessions + 1),
+        latency_ms=r.frame_latency,
+        batch_sizes=np.bincount(r.batch_size, minlength=s.sessions + 1),
+        worker_ms=worker,
+        parts=parts,
+        **pool,
     )
 
 

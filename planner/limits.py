@@ -64,6 +64,9 @@ OVERHEAD_MS = Bound(0, 60_000)
 MAX_BATCH = Bound(1, 4096, whole=True)
 MAX_QUEUE_DELAY_US = Bound(0, 60_000_000)
 SLO_MS = Bound(MIN_LATENCY_MS, 600_000)
+STAGE_MS = Bound(0, 60_000)  # a network delay, a CPU stage (SPEC §5.1)
+CPU_WORKERS = Bound(0, 1024, whole=True)  # 0: unlimited, the stages are delays
+MEMORY_MB = Bound(0, 16_777_216)  # 16 TiB in MB of 2**20 bytes: catches a figure in bytes
 
 # -- sharing the card (``planner.scenario.Sharing``) ---------------------------------------
 DUTY = Bound(0, 1)

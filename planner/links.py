@@ -513,6 +513,32 @@ PARAMETERS: dict[str, Parameter] = {
         None, Maybe(Float.of(limits.MPS_SHARE)), "MPS compute share, percent (unset: 50)"
     ),
     "mig_profile": Parameter(None, Maybe(Pattern(_MIG_PROFILE, "3g.40gb")), "MIG profile"),
+    # Memory (SPEC §5.1): what the co-tenants take, an MPS client's limit.
+    "cotenant_memory_mb": Parameter(
+        (),
+        Numbers(Float.of(limits.MEMORY_MB), 0, int(limits.COTENANTS.high)),
+        "GPU memory each co-tenant declares, MB (one for all or one per co-tenant)",
+    ),
+    "mps_memory_mb": Parameter(
+        None,
+        Maybe(Float(0, limits.MEMORY_MB.high, above_low=True)),
+        "MPS client memory limit, MB",
+    ),
+    # The worker beyond the GPU (SPEC §5.1).
+    "network_ms": Parameter(
+        Scenario.network_ms, Float.of(limits.STAGE_MS), "one-way network delay, ms"
+    ),
+    "pre_ms": Parameter(
+        Scenario.pre_ms, Float.of(limits.STAGE_MS), "CPU work per frame before the GPU, ms"
+    ),
+    "post_ms": Parameter(
+        Scenario.post_ms, Float.of(limits.STAGE_MS), "CPU work per frame after the GPU, ms"
+    ),
+    "cpu_workers": Parameter(
+        Scenario.cpu_workers,
+        Int.of(limits.CPU_WORKERS),
+        "CPU threads for that work (0 = unlimited)",
+    ),
     # How hard the search looks.
     "seeds": Parameter(Request.seeds, Int.of(limits.SEEDS), "phase seeds per scenario"),
     "duration_s": Parameter(
@@ -648,6 +674,20 @@ def _mode_conflicts(
     return out
 
 
+def _memory_conflicts(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    memory = values.get("cotenant_memory_mb") or ()
+    cotenants = values.get("cotenants") or ()
+    if memory and len(memory) not in (1, len(cotenants)):
+        return [
+            (
+                ("cotenant_memory_mb",),
+                f"cotenant_memory_mb has {len(memory)} values for {len(cotenants)} co-tenants "
+                "(needs one for all or one per co-tenant)",
+            )
+        ]
+    return []
+
+
 def _curve_conflicts(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
     out: list[tuple[tuple[str, ...], str]] = []
     if values.get("curve") is not None and values.get("points") is not None:
@@ -679,16 +719,23 @@ class PlanParams(LinkParams):
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
         out = _curve_conflicts(values)
-        overhead, budget = values.get("overhead_ms", 0.0), values.get("budget_ms", 50.0)
-        if overhead >= budget:
+        budget = values.get("budget_ms", 50.0)
+        outside = {
+            name: values.get(name, 0.0) * (2 if name == "network_ms" else 1)
+            for name in ("overhead_ms", "network_ms", "pre_ms", "post_ms")
+        }
+        if sum(outside.values()) >= budget:
+            names = tuple(n for n, v in outside.items() if v) or ("overhead_ms",)
             out.append(
                 (
-                    ("overhead_ms",),
-                    f"an overhead of {overhead:g} ms leaves nothing of the {budget:g} ms budget",
+                    names,
+                    f"{sum(outside.values()):g} ms outside the GPU (network both ways, CPU "
+                    f"work, overhead) leaves nothing of the {budget:g} ms budget for the GPU",
                 )
             )
         modes = values.get("modes")
         out += _mode_conflicts(values, modes or (), "modes")
+        out += _memory_conflicts(values)
         duration = values.get("duration_s", 30.0)
         sessions = values.get("max_sessions", 64)
         too_long = frames_problem(sessions * Request.fps, duration)
@@ -723,6 +770,12 @@ class PlanParams(LinkParams):
     # Demand over time (SPEC §5.3): the fleet over a day for the recommended option.
     profile: str | None = param("profile")
     lead_time_min: float = param("lead_time_min")
+    network_ms: Milliseconds = param("network_ms")
+    pre_ms: Milliseconds = param("pre_ms")
+    post_ms: Milliseconds = param("post_ms")
+    cpu_workers: int = param("cpu_workers")
+    cotenant_memory_mb: tuple[float, ...] = param("cotenant_memory_mb")
+    mps_memory_mb: float | None = param("mps_memory_mb")
 
 
 @dataclass(frozen=True)
@@ -759,10 +812,16 @@ class SimulateParams(LinkParams):
     busy_period_ms: Milliseconds = param("busy_period_ms")
     mps_share: float | None = param("mps_share")
     mig_profile: str | None = param("mig_profile")
+    network_ms: Milliseconds = param("network_ms")
+    pre_ms: Milliseconds = param("pre_ms")
+    post_ms: Milliseconds = param("post_ms")
+    cpu_workers: int = param("cpu_workers")
+    cotenant_memory_mb: tuple[float, ...] = param("cotenant_memory_mb")
+    mps_memory_mb: float | None = param("mps_memory_mb")
 
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
-        out = _curve_conflicts(values)
+        out = _curve_conflicts(values) + _memory_conflicts(values)
         fps = values.get("fps") or ()
         sessions = values.get("sessions", 3)
         if len(fps) not in (1, sessions):

@@ -12,7 +12,9 @@ Method (SPEC §2.3, §3.7), per precision and batch size, in ascending batch ord
    one batched call as a serving worker waits for it (host-side launch work included).
 4. The point's latency is the median of the round medians (robust to one disturbed
    round); p10/p50/p90 come from all timed calls, ``n`` is their number, and on CUDA the
-   peak memory PyTorch allocated during the point is recorded.
+   device's used memory after the batch's calls is recorded (``device_memory_mb``: what
+   the serving process holds at that batch, CUDA context and the allocator's cache
+   included, SPEC §5.1; elsewhere memory is not measured and the curve says so).
 
 After the last batch, the first batch is measured again (the drift check): a change of
 more than 5% means clocks or load moved during the sweep, and the curve says so.
@@ -348,8 +350,6 @@ class _Sweep:
         )
         if options.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        if self.device == "cuda":
-            torch.cuda.reset_peak_memory_stats()
         self.emit(precision, batch, "drift check" if drift else "warm-up")
         self.done_calls += options.warmup
 
@@ -367,8 +367,7 @@ class _Sweep:
             clock=self.clock,
             after_round=after_round,
         )
-        memory = torch.cuda.max_memory_allocated() / 1e6 if self.device == "cuda" else None
-        return timing.point(batch, memory)
+        return timing.point(batch, device_memory_mb(torch, self.device))
 
     def drift_check(
         self, model: Callable[[Any], Any], precision: str, first: Point
@@ -431,6 +430,7 @@ class _Sweep:
             **self.model_environment,
             **_method(self.options, precision),
             **self.late_device_info(),
+            **self.memory_basis(),
             **notes,
         }
         environment["notes"] = _summary(environment, self.options)
@@ -446,6 +446,12 @@ class _Sweep:
             environment=environment,
         )
 
+    def memory_basis(self) -> dict[str, Any]:
+        """What ``memory_mb`` of the points means on this device (or that it is missing)."""
+        if self.device == "cuda":
+            return {"memory_basis": MEMORY_BASIS}
+        return {"memory_basis": f"not measured on {self.device}: the points carry no memory_mb"}
+
     def late_device_info(self) -> dict[str, Any]:
         """Clocks read right after the sweep, while the card is still under load (an idle
         card reads a fraction of its boost clock)."""
@@ -455,6 +461,23 @@ class _Sweep:
         uuid = getattr(props, "uuid", None)
         late = nvidia_smi(None if uuid is None else str(uuid))
         return {"clocks_after_sweep": late["clocks"]} if "clocks" in late else {}
+
+
+MEMORY_BASIS = (
+    "device memory in use after the calls at each batch (torch.cuda.mem_get_info: total - "
+    "free), in MB of 2^20 bytes: the model's weights and activations as PyTorch's caching "
+    "allocator holds them, and the CUDA context; other processes on the device count too"
+)
+
+
+def device_memory_mb(torch: Any, device: str) -> float | None:
+    """The device's used memory in MB (2^20 bytes) on CUDA, read with ``mem_get_info`` so
+    the CUDA context counts (``max_memory_allocated`` leaves it out, and the allocator's
+    cache); None on other devices, where it is not measured."""
+    if device != "cuda":
+        return None
+    free, total = torch.cuda.mem_get_info()
+    return float(total - free) / 2**20
 
 
 def _model_metadata(options: MeasureOptions, module: Any) -> tuple[str, dict[str, Any]]:

@@ -7,11 +7,12 @@ profile's curve is derived from the whole-card curve (and says so).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from planner.cards import Card
 from planner.errors import BadInput
-from planner.scenario import MODES, Sharing
+from planner.scenario import MAX_MEMORY_MB, MODES, Sharing
 
 
 def sharing_for(
@@ -23,8 +24,12 @@ def sharing_for(
     mig_profile: str | None = None,
     card: Card | None = None,
     measured_on_profile: bool = False,
+    cotenant_memory_mb: Sequence[float] = (),
+    mps_memory_mb: float | None = None,
 ) -> Sharing:
-    """The ``Sharing`` for ``mode`` with its parameters; BadInput says what is missing."""
+    """The ``Sharing`` for ``mode`` with its parameters; BadInput says what is missing.
+    Co-tenant memory applies under time-slicing and the MPS memory limit under MPS; each
+    is ignored by the other modes, so one plan can name both and compare modes."""
     if mode not in MODES:
         raise BadInput(f"sharing mode {mode!r} is not one of {', '.join(MODES)}")
     if mode == "exclusive":
@@ -33,10 +38,17 @@ def sharing_for(
         if not cotenants:
             raise BadInput("time-slicing needs co-tenants: their duty cycles, e.g. 0.9,0.9")
         return Sharing(
-            mode="time-slicing", cotenants=tuple(cotenants), busy_period_ms=busy_period_ms
+            mode="time-slicing",
+            cotenants=tuple(cotenants),
+            busy_period_ms=busy_period_ms,
+            cotenant_memory_mb=tuple(cotenant_memory_mb),
         )
     if mode == "mps":
-        return Sharing(mode="mps", mps_share=50.0 if mps_share is None else mps_share)
+        return Sharing(
+            mode="mps",
+            mps_share=50.0 if mps_share is None else mps_share,
+            mps_memory_mb=mps_memory_mb,
+        )
     if card is None:
         raise BadInput("MIG needs a card: give the card the curve was measured on (--card)")
     if not card.mig:
@@ -55,6 +67,24 @@ def sharing_for(
         mig_instances=profile.max_instances,
         mig_memory_gb=profile.memory_gb,
     )
+
+
+def parse_memory(text: str, option: str) -> tuple[float, ...]:
+    """Memory figures in MB from ``"2048,4096"`` (each a non-negative number)."""
+    values = []
+    for item in (t.strip() for t in text.split(",")):
+        if not item:
+            continue
+        try:
+            value = float(item)
+        except ValueError:
+            raise BadInput(f"{option}: {item!r} is not a number of MB") from None
+        if not (math.isfinite(value) and 0.0 <= value <= MAX_MEMORY_MB):
+            raise BadInput(f"{option}: {item!r} must be between 0 and {MAX_MEMORY_MB:g} MB")
+        values.append(value)
+    if not values:
+        raise BadInput(f"{option} is empty; give MB figures such as 4096")
+    return tuple(values)
 
 
 def parse_duties(text: str) -> tuple[float, ...]:

@@ -11,6 +11,7 @@ from planner.curve import Curve
 from planner.errors import BadInput, NotFound
 from planner.fit import FittedCurve, fit_curve
 from planner.links import PlanParams, SimulateParams, encode, linked_curve, number_text
+from planner.memory import MemoryLimit, available, memory_limit, memory_model
 from planner.modes import sharing_for
 from planner.recommend import Criteria, Request
 from planner.scenario import Scenario, Sharing
@@ -71,7 +72,7 @@ def modes_of(params: PlanParams) -> tuple[str, ...]:
     modes = ["exclusive"]
     if params.cotenants:
         modes.append("time-slicing")
-    if params.mps_share is not None:
+    if params.mps_share is not None or params.mps_memory_mb is not None:
         modes.append("mps")
     if params.mig_profile is not None:
         modes.append("mig")
@@ -100,6 +101,8 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
                 mig_profile=params.mig_profile,
                 card=card,
                 measured_on_profile=measured is not None,
+                cotenant_memory_mb=params.cotenant_memory_mb,
+                mps_memory_mb=params.mps_memory_mb,
             )
         except BadInput as exc:
             problems.extend(exc.problems)
@@ -131,6 +134,11 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         headroom=params.headroom,
         price_per_hour=price,
         other_jobs=params.other_jobs,
+        network_ms=params.network_ms,
+        pre_ms=params.pre_ms,
+        post_ms=params.post_ms,
+        cpu_workers=params.cpu_workers,
+        card_memory_gb=card.memory_gb if card is not None else None,
     )
     return PlanInputs(curve=curve, fitted=fitted, card=card, request=request)
 
@@ -150,13 +158,15 @@ def _profile_curve(store: Store, curve: Curve, profile: str) -> Curve | None:
 @dataclass(frozen=True)
 class SimulationInputs:
     """What a simulation runs on: the curve, its card, the scenario and, when a second
-    policy is asked for, the same scenario under that policy."""
+    policy is asked for, the same scenario under that policy; and the memory limit on the
+    batch (``planner.memory``)."""
 
     curve: Curve
     fitted: FittedCurve
     card: Card | None
     scenario: Scenario
     compare: Scenario | None
+    memory: MemoryLimit | None = None
 
 
 def simulation_inputs(params: SimulateParams, store: Store | None) -> SimulationInputs:
@@ -166,6 +176,8 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
     The scenario runs on the fitted curve's central estimate for batch sizes
     1..max(64, sessions), as ``planner simulate`` does; with MIG, on a curve measured on
     the profile when one is stored, else on the whole-card curve with the derived model.
+    Its batches are capped by the largest that fits in the memory the mode leaves, where
+    the curve carries memory figures; when not even batch 1 fits, BadInput says so.
     """
     curve = plan_curve(params, store)
     card = card_of(curve, store)
@@ -181,9 +193,18 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
         mig_profile=params.mig_profile,
         card=card,
         measured_on_profile=measured is not None,
+        cotenant_memory_mb=params.cotenant_memory_mb,
+        mps_memory_mb=params.mps_memory_mb,
     )
     source = fitted if measured is None else fit_curve(measured.points)
     table = tuple(float(v) for v in source.table(max(64, params.sessions)))
+    memory = memory_limit(
+        memory_model(source.points),
+        available(sharing, card.memory_gb if card is not None else None),
+        params.sessions,
+    )
+    if not memory.fits_one:
+        raise BadInput(f"{memory.needs(1)}: no batch fits, so no session can be served")
     scenario = Scenario(
         latency_ms=table,
         sessions=params.sessions,
@@ -198,19 +219,26 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
         max_queue_delay_us=params.max_queue_delay_us,
         slo_ms=params.slo_ms,
         sharing=sharing,
+        network_ms=params.network_ms,
+        pre_ms=params.pre_ms,
+        post_ms=params.post_ms,
+        cpu_workers=params.cpu_workers,
+        memory_batch_limit=memory.batch_limit,
     )
     compare = None
     if params.compare_policy is not None:
-        # From the parameters, not from ``scenario``: it dropped those its policy ignores.
+        # From the parameters, not from ``scenario``: it dropped those its policy ignores
+        # (the memory limit too, under a policy that runs one frame at a time).
         compare = replace(
             scenario,
             policy=params.compare_policy,
             max_batch=params.max_batch,
             max_queue_delay_us=params.max_queue_delay_us,
             slo_ms=params.slo_ms,
+            memory_batch_limit=memory.batch_limit,
         )
     return SimulationInputs(
-        curve=curve, fitted=fitted, card=card, scenario=scenario, compare=compare
+        curve=curve, fitted=fitted, card=card, scenario=scenario, compare=compare, memory=memory
     )
 
 

@@ -11,7 +11,9 @@ Python selections.) At each decision the GPU is free and the engine passes:
   or +inf when it has none (a kernel may overwrite it: the engines rebuild it each time);
 - ``latency``: ``latency[b]`` = the latency of a batch of ``b`` frames as the scheduler
   knows it (index 0 unused);
-- ``params``: ``[max_batch, max_queue_delay_ms, slo_ms]`` (each policy reads its own);
+- ``params``: ``[max_batch, max_queue_delay_ms, slo_ms, batch_limit]`` (each policy reads
+  its own; ``batch_limit``, the largest batch that fits in memory, caps every policy's
+  batch, and is +inf when memory does not limit);
 - ``state``: the policy's memory between decisions (``STATE_SIZE`` floats, zeroed by
   ``initial_state``); ``feedback``: the worst GPU-side latency of the batch that completed
   since the previous decision, or NaN;
@@ -41,13 +43,16 @@ import numpy as np
 from planner.jit import jit
 
 STATE_SIZE = 4
+LIMIT = 3
+"""Position of the batch limit (the largest batch that fits in memory) in ``params``."""
 _NO_WAKE = math.inf
 
 
 @dataclass(frozen=True)
 class Policy:
     """A policy's name (part of the interface), what it does, its parameters, its kernel,
-    and its id: its position in the registry, which ``decide`` switches on."""
+    and its id: its position in the registry, which ``decide`` switches on.
+    ``one_at_a_time`` says its batches always hold one frame (so no memory limit binds)."""
 
     name: str
     summary: str
@@ -55,6 +60,7 @@ class Policy:
     params: tuple[str, ...] = ()
     defaults: Mapping[str, float] = field(default_factory=dict)
     pid: int = -1
+    one_at_a_time: bool = False
 
 
 # -- kernels -----------------------------------------------------------------------------
@@ -122,17 +128,20 @@ def _batch_all(now, pending, latency, params, state, feedback, chosen, expired):
         if pending[i] < math.inf:
             chosen[count] = i
             count += 1
+    if count > params[LIMIT]:  # more than fit in memory: the oldest that fit
+        return _take_oldest(pending, int(params[LIMIT]), chosen), _NO_WAKE
     return count, _NO_WAKE
 
 
 @jit()
 def _max_batch(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
-    return _take_oldest(pending, int(params[0]), chosen), _NO_WAKE
+    return _take_oldest(pending, int(min(params[0], params[LIMIT])), chosen), _NO_WAKE
 
 
 @jit()
 def _triton(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
-    limit = int(params[0])
+    # A batch that does not fit in memory is not a batch to wait for.
+    limit = int(min(params[0], params[LIMIT]))
     waiting = 0
     oldest = math.inf
     for i in range(pending.size):
@@ -149,11 +158,12 @@ def _triton(now, pending, latency, params, state, feedback, chosen, expired):  #
 
 @jit()
 def _aimd(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
-    # state[1] = the batch cap; 0 means "not started" and reads as 1.
+    # state[1] = the batch cap; 0 means "not started" and reads as 1. It grows up to the
+    # session count or the largest batch that fits in memory, whichever is smaller.
     cap = max(1.0, state[1])
     if not math.isnan(feedback):
         if feedback <= params[2]:
-            cap = min(cap + 1.0, float(pending.size))
+            cap = min(cap + 1.0, min(float(pending.size), params[LIMIT]))
         else:
             cap = max(1.0, math.floor(0.9 * cap))
     state[1] = cap
@@ -179,14 +189,25 @@ def _deadline(now, pending, latency, params, state, feedback, chosen, expired): 
     # deadline exactly when it meets the oldest one's; the largest such k runs (latency
     # does not fall with batch size, so the k that meet it are 1..k_max).
     size = 1
-    while size < waiting and now + latency[size + 1] <= oldest + slo:
+    largest = min(float(waiting), params[LIMIT])
+    while size < largest and now + latency[size + 1] <= oldest + slo:
         size += 1
     return _take_oldest(pending, size, chosen), _NO_WAKE
 
 
 _REGISTRY: tuple[Policy, ...] = (
-    Policy("oldest-first", "one frame at a time, the oldest pending frame first", _oldest_first),
-    Policy("round-robin", "one frame at a time, sessions served in turn", _round_robin),
+    Policy(
+        "oldest-first",
+        "one frame at a time, the oldest pending frame first",
+        _oldest_first,
+        one_at_a_time=True,
+    ),
+    Policy(
+        "round-robin",
+        "one frame at a time, sessions served in turn",
+        _round_robin,
+        one_at_a_time=True,
+    ),
     Policy("batch-all", "every pending frame in one batch (the production worker)", _batch_all),
     Policy(
         "max-batch",
@@ -243,8 +264,12 @@ def decide(pid, now, pending, latency, params, state, feedback, chosen, expired)
     raise ValueError("unknown policy id")
 
 
-def policy_params(policy: str, values: Mapping[str, float | None]) -> np.ndarray:
-    """The ``params`` array of a policy: ``[max_batch, max_queue_delay_ms, slo_ms]``."""
+def policy_params(
+    policy: str, values: Mapping[str, float | None], batch_limit: int | None = None
+) -> np.ndarray:
+    """The ``params`` array of a policy: ``[max_batch, max_queue_delay_ms, slo_ms,
+    batch_limit]``; ``batch_limit`` is the largest batch that fits in memory (None: no
+    limit, written as +inf)."""
     spec = POLICIES[policy]
 
     def get(name: str) -> float:
@@ -254,7 +279,13 @@ def policy_params(policy: str, values: Mapping[str, float | None]) -> np.ndarray
         return float(value)
 
     return np.array(
-        [get("max_batch"), get("max_queue_delay_us") / 1000.0, get("slo_ms")], dtype=np.float64
+        [
+            get("max_batch"),
+            get("max_queue_delay_us") / 1000.0,
+            get("slo_ms"),
+            math.inf if batch_limit is None else float(batch_limit),
+        ],
+        dtype=np.float64,
     )
 
 

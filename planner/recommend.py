@@ -9,6 +9,14 @@ n <= N: passing is not monotone in n, so the search goes upward one n at a time 
 at the first failure. The search runs on the fitted curve (``cap``) and on both edges of
 its band (``cap_high`` on the optimistic edge, ``cap_low`` on the pessimistic one), all
 options in lockstep, so it runs no more simulations than those searches need.
+
+The worker beyond the GPU (SPEC §5.1) takes part in every run: its network delay, CPU
+stages and threads, and the largest batch that fits in the GPU memory the sharing mode
+leaves (``planner.memory``). Two of them can be what stops the next seat, and are then
+named as the binding constraint with their numbers: the CPU pool, when at cap + 1 its
+threads are at least 95% busy and the same option with unlimited threads meets the
+criteria there; and memory, when the cap without the memory limit would be higher (or
+when not even batch 1 fits, so the option holds no seat).
 """
 
 from __future__ import annotations
@@ -16,8 +24,8 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 import numpy as np
 
@@ -25,6 +33,7 @@ from planner import limits, measure_next
 from planner.errors import BadInput
 from planner.fit import EDGES, Edge, FittedCurve
 from planner.measure_next import Advice
+from planner.memory import MemoryLimit, available, memory_limit, memory_model
 from planner.policies import POLICIES
 from planner.scenario import Phases, Scenario, Sharing
 from planner.sharing import ASSUMPTIONS, ISOLATION, card_fraction, derived, instances_per_card
@@ -75,10 +84,15 @@ class Request:
     ``curve`` is the fitted whole-card curve. ``profile_curves`` maps a MIG profile name to
     a curve measured on that profile, used instead of deriving one. ``slo_ms`` fixes the
     objective of the ``aimd`` and ``deadline`` policies; by default it is the budget minus
-    the overhead. ``price_per_hour`` is the card's hourly price, if known.
-    ``other_jobs`` says the rest of the card goes to other jobs: a card then holds one
-    instance of our worker, and a seat is charged our fraction of the card (otherwise
-    the card's other MIG instances or MPS clients are assumed to run the same worker).
+    the frame's expected time outside the GPU (``non_gpu_ms``). ``price_per_hour`` is the
+    card's hourly price, if known. ``other_jobs`` says the rest of the card goes to other
+    jobs: a card then holds one instance of our worker, and a seat is charged our fraction
+    of the card (otherwise the card's other MIG instances or MPS clients are assumed to run
+    the same worker).
+
+    The worker (SPEC §5.1): ``network_ms`` each way, ``pre_ms`` and ``post_ms`` of CPU work
+    per frame on ``cpu_workers`` threads (0: unlimited). ``card_memory_gb`` is the card's
+    memory, for the memory check (with the curve's ``memory_mb`` figures).
     """
 
     curve: FittedCurve
@@ -99,6 +113,11 @@ class Request:
     headroom: float = 0.2
     price_per_hour: UsdPerHour | None = None
     other_jobs: bool = False
+    network_ms: Milliseconds = 0.0
+    pre_ms: Milliseconds = 0.0
+    post_ms: Milliseconds = 0.0
+    cpu_workers: int = 0
+    card_memory_gb: float | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -139,19 +158,40 @@ class Request:
             problems.append(f"headroom must be a fraction {limits.HEADROOM.words()} (0.2 = 20%)")
         if self.price_per_hour is not None and not limits.PRICE_PER_HOUR.holds(self.price_per_hour):
             problems.append(f"the price must be {limits.PRICE_PER_HOUR.words()} USD per hour")
+        if self.card_memory_gb is not None and not (
+            is_finite(self.card_memory_gb) and 0 < self.card_memory_gb <= 16_384
+        ):
+            problems.append("the card's memory must be a positive number of GB")
+        stages = (self.network_ms, self.pre_ms, self.post_ms)
+        if (
+            self.slo_ms is None
+            and all(is_finite(v) and v >= 0 for v in stages)
+            and self.non_gpu_ms >= self.criteria.budget_ms
+        ):
+            problems.append(
+                f"the time outside the GPU (2 x {self.network_ms:g} ms network + "
+                f"{self.pre_ms:g} ms pre + {self.post_ms:g} ms post + "
+                f"{self.criteria.overhead_ms:g} ms overhead = {self.non_gpu_ms:g} ms) leaves "
+                f"nothing of the {self.criteria.budget_ms:g} ms budget for the GPU"
+            )
         if problems:
             raise BadInput(problems)
-        # Scenario validates duration, fps, phases, jitter, policy parameters and how busy
-        # the co-tenants are; every sharing mode with the largest count considered.
+        # Scenario validates duration, fps, phases, jitter, stages, policy parameters and
+        # how busy the co-tenants are: every sharing mode at the largest count considered.
         for sharing in self.sharings:
-            self.scenario("oldest-first", sharing, "central", self.max_sessions, 0)
+            self.scenario("oldest-first", sharing, "central", self.max_sessions, 0, memory=False)
+
+    @property
+    def non_gpu_ms(self) -> Milliseconds:
+        """A frame's expected time outside the GPU: ``2*network + pre + post + overhead``."""
+        return 2.0 * self.network_ms + self.pre_ms + self.post_ms + self.criteria.overhead_ms
 
     @property
     def objective_ms(self) -> Milliseconds:
         """The GPU-side objective of ``aimd`` and ``deadline``."""
         if self.slo_ms is not None:
             return self.slo_ms
-        return self.criteria.budget_ms - self.criteria.overhead_ms
+        return self.criteria.budget_ms - self.non_gpu_ms
 
     def curve_for(self, sharing: Sharing) -> FittedCurve:
         """The curve a sharing mode runs on: a measured MIG profile's, else the card's."""
@@ -162,9 +202,26 @@ class Request:
     def table(self, sharing: Sharing, edge: Edge) -> tuple[float, ...]:
         return _table(self.curve_for(sharing), max(64, self.max_sessions), edge)
 
+    def memory(self, sharing: Sharing) -> MemoryLimit:
+        """The largest batch that fits in the memory ``sharing`` leaves (``planner.memory``)."""
+        return _memory(self.curve_for(sharing), sharing, self.card_memory_gb, self.max_sessions)
+
     def scenario(
-        self, policy: str, sharing: Sharing, edge: Edge, sessions: int, seed: int
+        self,
+        policy: str,
+        sharing: Sharing,
+        edge: Edge,
+        sessions: int,
+        seed: int,
+        *,
+        memory: bool = True,
+        cpu: bool = True,
     ) -> Scenario:
+        """One run of an option. ``memory=False`` lifts the memory limit on the batch and
+        ``cpu=False`` makes the CPU threads unlimited (to tell whether they bind)."""
+        limit = self.memory(sharing).batch_limit if memory else None
+        if limit == 0:
+            raise BadInput(f"{sharing.label}: {self.memory(sharing).needs(1)}; no batch fits")
         return Scenario(
             latency_ms=self.table(sharing, edge),
             sessions=sessions,
@@ -179,6 +236,11 @@ class Request:
             max_queue_delay_us=self.max_queue_delay_us,
             slo_ms=self.objective_ms,
             sharing=sharing,
+            network_ms=self.network_ms,
+            pre_ms=self.pre_ms,
+            post_ms=self.post_ms,
+            cpu_workers=self.cpu_workers if cpu else 0,
+            memory_batch_limit=limit,
         )
 
 
@@ -186,7 +248,7 @@ class Request:
 class Failure:
     """One criterion an option fails at some session count, in plain words."""
 
-    constraint: str  # "latency", "fps" or "overwritten"
+    constraint: str  # "latency", "fps", "overwritten", or what stops it: "cpu", "memory"
     sessions: int
     detail: str  # e.g. "the slowest session gets 9.3 fps under oldest-first, below ..."
 
@@ -294,6 +356,8 @@ class Option:
             "frames_at_cap": at.frames if at else 0,
             "low_confidence": at.low_confidence if at else False,
             "min_fps_at_cap": at.min_fps if at else None,
+            "cpu_busy_fraction_at_cap": at.cpu.busy_fraction if at and at.cpu else None,
+            "stages_ms_at_cap": at.stages.as_dict() if at and at.stages else None,
         }
 
 
@@ -412,12 +476,26 @@ def recommend(
     and explain the result (see the module docstring for the rules).
 
     ``cache`` reuses runs already simulated (by an earlier request that differs only in
-    its criteria, say); ``simulations`` counts the runs this call simulated. Under
-    ``work`` the simulations count against its budget and stop at its checkpoints
-    (``planner.work``: OverBudget, Cancelled).
+    its criteria, say); ``simulations`` counts the runs this call's searches simulated
+    (the recommended option's runs at its cap are made once more, in detail, for the
+    stage breakdown; those repeats are not counted). Under ``work`` the simulations count
+    against its budget and stop at its checkpoints (``planner.work``: OverBudget,
+    Cancelled).
     """
     options = [(p, s) for s in request.sharings for p in request.policies]
-    searches = [(o, edge) for o in options for edge in EDGES]
+    memory = {s: request.memory(s) for s in request.sharings}
+    searches: list[tuple[tuple[str, Sharing], str]] = [
+        (o, edge) for o in options if memory[o[1]].fits_one for edge in EDGES
+    ]
+    # Where memory caps the batch of a policy that batches, the cap without that limit
+    # tells whether memory is what binds: one more search, on the fitted curve (its runs
+    # up to the limit are the same runs, simulated once).
+    searches += [
+        ((p, s), UNLIMITED)
+        for p, s in options
+        if memory[s].fits_one and memory[s].batch_limit is not None
+        and not POLICIES[p].one_at_a_time
+    ]  # fmt: skip
     history: dict[tuple[tuple[str, Sharing], str], list[Pooled]] = {k: [] for k in searches}
     caps: dict[tuple[tuple[str, Sharing], str], int] = {}
     simulations = 0
@@ -426,8 +504,12 @@ def recommend(
         if not alive:
             break
         templates = [
-            request.scenario(policy, sharing, edge, n, 0) for (policy, sharing), edge in alive
-        ]
+            request.scenario(
+                policy, sharing, "central" if edge == UNLIMITED else cast(Edge, edge), n, 0,
+                memory=edge != UNLIMITED,
+            )
+            for (policy, sharing), edge in alive
+        ]  # fmt: skip
         rows, ran = pooled_runs(templates, request.seeds, request.criteria.percentile, cache, work)
         simulations += ran
         for key, pooled in zip(alive, rows, strict=True):
@@ -437,7 +519,9 @@ def recommend(
     for key in searches:
         caps.setdefault(key, request.max_sessions)
 
-    built = [_option(request, o, caps, history) for o in options]
+    cpu_free, ran = _without_cpu_limit(request, options, caps, history, cache, work)
+    simulations += ran
+    built = [_option(request, o, caps, history, memory[o[1]], cpu_free.get(o)) for o in options]
     order = {p: i for i, p in enumerate(request.policies)}
     modes = {s: i for i, s in enumerate(request.sharings)}
     ranked = sorted(
@@ -454,9 +538,16 @@ def recommend(
     )
     best = ranked[0]
     recommended = best if best.cap >= 1 else None
+    if recommended is not None:
+        # Where its end-to-end latency goes at the cap, stage by stage (the same runs).
+        recommended = _with_stages(request, recommended, work)
+        ranked[0] = best = recommended
     if recommended is None:
         # Nothing holds one session: describe the option that came closest at one session.
-        best = min(ranked, key=lambda o: _shortfall(o.history[0], request.criteria))
+        best = min(
+            ranked,
+            key=lambda o: _shortfall(o.history[0], request.criteria) if o.history else math.inf,
+        )
     advice = _measure_next(request, best)
     measure = advice.batch
     sized = _fleet(request, recommended)
@@ -473,18 +564,113 @@ def recommend(
     )
 
 
+UNLIMITED = "unlimited"
+"""The search of an option on the fitted curve without the memory limit on its batch."""
+CPU_BUSY_BINDS = 0.95
+"""The CPU pool can bind when its threads are at least this busy at cap + 1 (SPEC §5.1)."""
+
+
+def _without_cpu_limit(
+    request: Request,
+    options: Sequence[tuple[str, Sharing]],
+    caps: dict[tuple[tuple[str, Sharing], str], int],
+    history: dict[tuple[tuple[str, Sharing], str], list[Pooled]],
+    cache: PoolCache | None,
+    work: Work | None = None,
+) -> tuple[dict[tuple[str, Sharing], Pooled], int]:
+    """The options whose CPU pool binds, with their runs at cap + 1 on unlimited threads:
+    those whose threads are at least 95% busy there and that meet the criteria without
+    the limit. Also returns the number of runs simulated."""
+    if request.cpu_workers == 0:
+        return {}, 0
+    candidates = []
+    for option in options:
+        key = (option, "central")
+        if key not in caps or caps[key] >= len(history[key]):
+            continue
+        failing = history[key][caps[key]]
+        if failing.cpu is not None and failing.cpu.busy_fraction >= CPU_BUSY_BINDS:
+            candidates.append(option)
+    templates = [
+        request.scenario(p, s, "central", caps[((p, s), "central")] + 1, 0, cpu=False)
+        for p, s in candidates
+    ]
+    rows, ran = pooled_runs(templates, request.seeds, request.criteria.percentile, cache, work)
+    free = {
+        option: row
+        for option, row in zip(candidates, rows, strict=True)
+        if not failures(row, request.criteria)
+    }
+    return free, ran
+
+
+def _with_stages(request: Request, option: Option, work: Work | None = None) -> Option:
+    """``option`` with its runs at the cap made again in detail: the same figures, with
+    the end-to-end latency broken down by stage. (Repeated runs, so not counted among the
+    recommendation's ``simulations``.)"""
+    template = request.scenario(option.policy, option.sharing, "central", option.cap, 0)
+    rows, _ = pooled_runs(
+        [template], request.seeds, request.criteria.percentile, work=work, detail=True
+    )
+    history = list(option.history)
+    history[option.cap - 1] = rows[0]
+    return replace(option, at_cap=rows[0], history=tuple(history))
+
+
+def _threads(workers: int) -> str:
+    return "the one CPU thread is" if workers == 1 else f"the {workers} CPU threads are"
+
+
 def _option(
     request: Request,
     option: tuple[str, Sharing],
     caps: dict[tuple[tuple[str, Sharing], str], int],
     history: dict[tuple[tuple[str, Sharing], str], list[Pooled]],
+    limit: MemoryLimit | None = None,
+    cpu_free: Pooled | None = None,
 ) -> Option:
     policy, sharing = option
+    if limit is not None and not limit.fits_one:
+        nothing = Failure("memory", 1, f"{limit.needs(1)}: no batch fits")
+        return Option(
+            policy=policy, sharing=sharing, cap=0, cap_low=0, cap_high=0, at_cap=None,
+            failures=(nothing,), binding_constraint=nothing.sentence, extrapolated=False,
+            history=(),
+        )  # fmt: skip
     cap = caps[(option, "central")]
     rows = history[(option, "central")]
     at_cap = rows[cap - 1] if cap >= 1 else None
     fails = failures(rows[cap], request.criteria) if cap < len(rows) else ()
-    if fails:
+    # What stops the next seat besides the criteria (SPEC §5.1): memory, the CPU pool.
+    stops: list[Failure] = []
+    unlimited = caps.get((option, UNLIMITED))
+    limited = limit.batch_limit if limit is not None else None
+    if fails and limit is not None and limited is not None and (unlimited or 0) > cap:
+        stops.append(
+            Failure(
+                "memory",
+                cap + 1,
+                f"{limit.needs(limited + 1)}, so no batch holds more than {limited} frames "
+                f"(without that limit {unlimited} sessions would fit)",
+            )
+        )
+    if fails and cpu_free is not None and rows[cap].cpu is not None:
+        busy = rows[cap].cpu.busy_fraction  # type: ignore[union-attr]
+        stops.append(
+            Failure(
+                "cpu",
+                cap + 1,
+                f"{_threads(request.cpu_workers)} busy {busy:.0%} and {fails[0].detail} "
+                "(with unlimited threads it would meet the criteria)",
+            )
+        )
+    if stops:
+        # The CPU sentence already says which criterion fails first.
+        said = 1 if any(f.constraint == "cpu" for f in stops) else 0
+        rest = [f.detail for f in stops[1:]] + [f.detail for f in fails[said:]]
+        binding = stops[0].sentence + ("; also " + "; ".join(rest) if rest else "")
+        fails = (*stops, *fails)
+    elif fails:
         binding = fails[0].sentence
         if len(fails) > 1:
             binding += "; also " + "; ".join(f.detail for f in fails[1:])
@@ -606,7 +792,8 @@ def option_sweep(
     already computed (``known``: its options, whose ``history`` holds n = 1..cap+1) are
     reused rather than simulated again, and so are rows in ``cache``; they are the same
     runs. Raises BadInput when a count is outside 1..max(64, max_sessions), the range the
-    request's curve table covers.
+    request's curve table covers, or when not even batch 1 fits in the memory ``sharing``
+    leaves (nothing can run).
     """
     counts = sorted(set(sessions))
     upto = max(64, request.max_sessions)
@@ -675,16 +862,52 @@ def _assumptions(request: Request) -> tuple[str, ...]:
             "clients), assuming the card's other instances run the same worker; say the "
             "rest of the card goes to other jobs to count and charge one instance instead."
         )
-    notes.append(
-        "Latency is GPU-side plus a fixed per-frame overhead for network, decode and "
-        f"post-processing ({request.criteria.overhead_ms:g} ms), which does not occupy the GPU."
-    )
+    notes.append(_worker_assumption(request))
+    for sharing in dict.fromkeys(request.sharings):
+        for sentence in request.memory(sharing).assumptions:
+            notes.append(f"{sharing.label}: {sentence}" if len(request.sharings) > 1 else sentence)
     notes.append(
         f"{request.seeds} random phase draws of {request.duration_s:g} s each at "
         f"{request.fps:g} fps per session; the {request.criteria.percentile:g}th percentile "
         "is over all their delivered frames."
     )
     return tuple(notes)
+
+
+def _worker_assumption(request: Request) -> str:
+    """What the plan assumes about the worker beyond the GPU (SPEC §5.1)."""
+    overhead = request.criteria.overhead_ms
+    if not (request.network_ms or request.pre_ms or request.post_ms):
+        return (
+            "Latency is GPU-side plus a fixed per-frame overhead for network, decode and "
+            f"post-processing ({overhead:g} ms), which does not occupy the GPU."
+        )
+    text = (
+        f"End-to-end latency is the network both ways ({request.network_ms:g} ms each, "
+        f"constant), CPU work before the GPU ({request.pre_ms:g} ms) and after it "
+        f"({request.post_ms:g} ms), the GPU's queue and batch, and a fixed "
+        f"{overhead:g} ms overhead."
+    )
+    if request.cpu_workers:
+        threads = "one thread" if request.cpu_workers == 1 else f"{request.cpu_workers} threads"
+        text += (
+            f" The CPU work runs on {threads} from one first-in-first-out queue (a newer frame "
+            "replaces its session's waiting one); every job of a stage takes the same time."
+        )
+    else:
+        text += " CPU threads are unlimited, so the CPU stages only delay frames."
+    return (
+        text + f" The objectives of aimd and deadline are the budget less "
+        f"{request.non_gpu_ms:g} ms outside the GPU."
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def _memory(
+    curve: FittedCurve, sharing: Sharing, card_memory_gb: float | None, upto: int
+) -> MemoryLimit:
+    """The memory limit of a curve under a sharing mode (cached: asked for every run)."""
+    return memory_limit(memory_model(curve.points), available(sharing, card_memory_gb), upto)
 
 
 @functools.lru_cache(maxsize=512)

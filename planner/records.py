@@ -18,18 +18,26 @@ class Records:
     - frames: one row per delivered frame, in delivery order: ``frame_session``,
       ``frame_index`` (the frame's position among its session's frames in the run: k,
       unless jitter pushed earlier frames out of the run), ``frame_batch`` (row in the
-      batch arrays), ``frame_arrival`` and ``frame_latency`` (completion minus arrival,
-      ms, GPU side);
+      batch arrays), ``frame_arrival`` (when it reached the worker: capture time plus the
+      network delay), ``frame_ready`` (when it became pending for the GPU, after the pre
+      stage), ``frame_latency`` (batch completion minus ``frame_ready``, ms, GPU side) and
+      ``frame_done`` (when its post stage completed);
     - batches: ``batch_start``, ``batch_end`` (ms) and ``batch_size``;
-    - sessions: ``arrived``, ``delivered``, ``overwritten``, ``expired``, ``pending``
-      (1 if a frame was still waiting at the end).
+    - sessions: ``arrived`` (frames captured in the run), ``delivered``, ``overwritten``,
+      ``expired``, ``pending`` (frames neither delivered nor dropped at the end: waiting
+      for the GPU, for a CPU thread, in a pre stage, or reaching the worker after the end);
+    - CPU jobs, one row per job a thread of a finite pool started, in start order (empty
+      when the pool is unlimited or no stage takes time): ``job_kind`` (0 post, 1 pre),
+      ``job_ready`` (when its frame joined the queue) and ``job_start``.
     """
 
     frame_session: np.ndarray
     frame_index: np.ndarray
     frame_batch: np.ndarray
     frame_arrival: np.ndarray
+    frame_ready: np.ndarray
     frame_latency: np.ndarray
+    frame_done: np.ndarray
     batch_start: np.ndarray
     batch_end: np.ndarray
     batch_size: np.ndarray
@@ -38,6 +46,9 @@ class Records:
     overwritten: np.ndarray
     expired: np.ndarray
     pending: np.ndarray
+    job_kind: np.ndarray
+    job_ready: np.ndarray
+    job_start: np.ndarray
 
     def same_as(self, other: Records, tolerance_ms: float = 1e-9) -> list[str]:
         """Differences from ``other`` (empty when the runs agree): integer fields exactly,

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.pipeline import CpuPool, Stages, cpu_pool, frame_parts, job_sums, stages
 from planner.records import Records
 from planner.scenario import Scenario
 from planner.units import FramesPerSecond, Milliseconds
@@ -60,7 +61,13 @@ class SessionResult:
 
 @dataclass(frozen=True)
 class Results:
-    """Everything SPEC §3.3 lists for one run; ``records`` holds the raw per-frame rows."""
+    """Everything SPEC §3.3 and §5.1 list for one run; ``records`` holds the raw rows.
+
+    ``e2e_latency`` is over each delivered frame's end-to-end latency: post completion
+    plus the network delay back and the overhead, minus its capture time. ``stages``
+    breaks it down by part of the pipeline (``planner.pipeline``); ``cpu`` has the CPU
+    pool's figures, None when the pool is unlimited or no stage takes time.
+    """
 
     scenario: Scenario
     sessions: tuple[SessionResult, ...]
@@ -71,6 +78,8 @@ class Results:
     gpu_busy_fraction: float
     batch_histogram: dict[int, int]
     records: Records
+    stages: Stages | None = None
+    cpu: CpuPool | None = None
 
     @property
     def per_session_fps(self) -> list[float]:
@@ -114,6 +123,9 @@ class Results:
             "gpu_busy_fraction": self.gpu_busy_fraction,
             "batch_histogram": {str(k): v for k, v in self.batch_histogram.items()},
             "starved_sessions": self.starved_sessions,
+            "memory_batch_limit": self.scenario.memory_batch_limit,
+            "stages_ms": None if self.stages is None else self.stages.as_dict(),
+            "cpu_pool": None if self.cpu is None else self.cpu.as_dict(),
         }
 
     def frame_table(self) -> dict[str, np.ndarray]:
@@ -124,12 +136,27 @@ class Results:
             "frame": r.frame_index,
             "batch": r.frame_batch,
             "arrival_ms": r.frame_arrival,
+            "ready_ms": r.frame_ready,
             "dispatch_ms": r.batch_start[r.frame_batch],
             "completion_ms": r.batch_end[r.frame_batch],
+            "done_ms": r.frame_done,
             "latency_ms": r.frame_latency,
-            "e2e_latency_ms": r.frame_latency + self.scenario.overhead_ms,
+            "e2e_latency_ms": e2e_latencies(self.scenario, r),
             "batch_size": r.batch_size[r.frame_batch],
         }
+
+
+def worker_latencies(records: Records) -> np.ndarray:
+    """Each delivered frame's time at the worker: post completion minus arrival. Without
+    stages that is its GPU-side latency to the last bit (post completion is the batch's
+    end plus 0, arrival the capture time plus 0)."""
+    return records.frame_done - records.frame_arrival
+
+
+def e2e_latencies(scenario: Scenario, records: Records) -> np.ndarray:
+    """Each delivered frame's end-to-end latency (SPEC §5.1): post completion + network +
+    overhead - capture, computed as the time at the worker plus the constant parts."""
+    return worker_latencies(records) + (2.0 * scenario.network_ms + scenario.overhead_ms)
 
 
 def jain_index(fps: np.ndarray) -> float:
@@ -143,8 +170,9 @@ def jain_index(fps: np.ndarray) -> float:
     return float(np.sum(fps) ** 2 / (fps.size * squares))
 
 
-def summarise(scenario: Scenario, records: Records) -> Results:
-    """Results of a run from its records."""
+def summarise(scenario: Scenario, records: Records, percentile: float = 99.0) -> Results:
+    """Results of a run from its records; the stage breakdown's tail is the frames at or
+    beyond the ``percentile``-th end-to-end latency."""
     duration_s = scenario.duration_s
     fps = records.delivered / duration_s
     mean = float(fps.mean())
@@ -165,14 +193,32 @@ def summarise(scenario: Scenario, records: Records) -> Results:
     arrived = max(int(records.arrived.sum()), 1)
     busy = np.minimum(records.batch_end, scenario.duration_ms) - records.batch_start
     sizes, counts = np.unique(records.batch_size, return_counts=True)
+    worker = worker_latencies(records)
+    parts = frame_parts(
+        records.frame_arrival,
+        records.frame_ready,
+        records.batch_start[records.frame_batch],
+        records.batch_end[records.frame_batch],
+        records.frame_done,
+    )
+    pool = None
+    if scenario.cpu_pool:
+        sums = job_sums(
+            records.job_kind, records.job_ready, records.job_start, scenario.pre_ms,
+            scenario.post_ms, scenario.duration_ms,
+        )  # fmt: skip
+        waits = (records.job_kind, records.job_start - records.job_ready)
+        pool = cpu_pool(scenario.cpu_workers, scenario.duration_ms, [sums], [waits])
     return Results(
         scenario=scenario,
         sessions=sessions,
         latency=LatencySummary.of(records.frame_latency),
-        e2e_latency=LatencySummary.of(records.frame_latency + scenario.overhead_ms),
+        e2e_latency=LatencySummary.of(e2e_latencies(scenario, records)),
         overwritten_fraction=float(records.overwritten.sum()) / arrived,
         expired_fraction=float(records.expired.sum()) / arrived,
         gpu_busy_fraction=float(busy.sum()) / scenario.duration_ms,
         batch_histogram={int(s): int(c) for s, c in zip(sizes, counts, strict=True)},
         records=records,
+        stages=stages([parts], [worker], percentile, scenario.network_ms, scenario.overhead_ms),
+        cpu=pool,
     )

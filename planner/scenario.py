@@ -15,7 +15,7 @@ import numpy as np
 from planner import limits
 from planner.errors import BadInput
 from planner.policies import POLICIES, policy_params
-from planner.units import FramesPerSecond, Milliseconds, Seconds, is_finite
+from planner.units import FramesPerSecond, Megabytes, Milliseconds, Seconds, is_finite
 
 Phases = Literal["random", "even", "aligned"]
 PHASES: tuple[str, ...] = ("random", "even", "aligned")
@@ -27,6 +27,14 @@ MAX_FPS: FramesPerSecond = limits.FPS.high
 MAX_DURATION_S: Seconds = limits.DURATION_S.high
 MAX_ARRIVALS = 20_000_000  # keeps one run's frame records within a few hundred MB
 MAX_COTENANT_CHANGES = 2_000_000  # keeps one run's co-tenant activity within tens of MB
+MAX_STAGE_MS: Milliseconds = limits.STAGE_MS.high
+"""The longest network delay or CPU stage a scenario takes (a minute)."""
+MAX_CPU_WORKERS = int(limits.CPU_WORKERS.high)
+"""The most CPU threads a worker's pool may have (0 means unlimited: stages are delays)."""
+MAX_MEMORY_MB: Megabytes = limits.MEMORY_MB.high
+"""The largest memory figure taken anywhere (16 TiB in MB of 2^20 bytes): far above any
+card, low enough to catch a figure given in bytes."""
+MAX_COTENANTS = int(limits.COTENANTS.high)
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,11 @@ class Sharing:
       (profile ``mig_profile``), with ``mig_memory_gb`` of memory, of which one card holds
       at most ``mig_instances``. ``mig_derived`` is False when the curve was measured on
       that profile, so it is used as it is.
+
+    Memory (SPEC §5.1, used by ``planner.memory``): under time-slicing the co-tenants
+    declare ``cotenant_memory_mb`` (one value per co-tenant, or one for all; time-slicing
+    has no memory isolation, so their memory is not ours); under MPS ``mps_memory_mb`` is
+    our client's memory limit, if one is set.
     """
 
     mode: Mode = "exclusive"
@@ -54,6 +67,8 @@ class Sharing:
     mig_derived: bool = True
     mig_instances: int | None = None
     mig_memory_gb: float | None = None
+    cotenant_memory_mb: tuple[Megabytes, ...] = ()
+    mps_memory_mb: Megabytes | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -64,6 +79,7 @@ class Sharing:
                 problems.append(f"co-tenant duty cycle {duty!r} must be {limits.DUTY.words()}")
         if not limits.COTENANTS.holds(len(self.cotenants)):
             problems.append(f"at most {limits.COTENANTS.high:g} co-tenants")
+        problems.extend(_memory_problems(self))
         if not limits.BUSY_PERIOD_MS.holds(self.busy_period_ms):
             problems.append(f"the mean busy period must be {limits.BUSY_PERIOD_MS.words()} ms")
         if self.mode == "mps" and not limits.MPS_SHARE.holds(self.mps_share):
@@ -94,6 +110,35 @@ class Sharing:
         return "exclusive"
 
 
+def _memory_problems(sharing: Sharing) -> list[str]:
+    problems = []
+    memory = sharing.cotenant_memory_mb
+    if not isinstance(memory, tuple) or not all(
+        is_finite(v) and 0 <= v <= MAX_MEMORY_MB for v in memory
+    ):
+        problems.append(
+            f"co-tenant memory must be numbers of MB from 0 to {MAX_MEMORY_MB:g}, one per "
+            "co-tenant or one for all"
+        )
+    elif memory:
+        if sharing.mode != "time-slicing":
+            problems.append("co-tenant memory applies to time-slicing only")
+        elif len(memory) not in (1, len(sharing.cotenants)):
+            problems.append(
+                f"give one co-tenant memory figure for all or one per co-tenant "
+                f"({len(sharing.cotenants)}), not {len(memory)}"
+            )
+    limit = sharing.mps_memory_mb
+    if limit is not None:
+        if not (is_finite(limit) and 0 < limit <= MAX_MEMORY_MB):
+            problems.append(
+                f"the MPS memory limit must be above 0 and at most {MAX_MEMORY_MB:g} MB"
+            )
+        elif sharing.mode != "mps":
+            problems.append("an MPS memory limit applies to MPS only")
+    return problems
+
+
 EXCLUSIVE = Sharing()
 
 
@@ -109,6 +154,16 @@ class Scenario:
 
     Policy parameters left as None take the policy's default; parameters a policy does not
     use are dropped, so two scenarios that simulate the same thing compare equal.
+
+    The worker beyond the GPU (SPEC §5.1): a frame captured at t reaches the worker at
+    ``t + network_ms``, is decoded on the CPU for ``pre_ms``, waits for the GPU, is
+    post-processed for ``post_ms`` and sent back (``network_ms`` again); ``overhead_ms``
+    is a constant added to end-to-end latency that occupies nothing. ``cpu_workers`` is K,
+    the threads that run pre and post work from one FIFO queue; 0 means unlimited, so the
+    stages are pure delays. ``memory_batch_limit`` is the largest batch that fits in the
+    GPU's memory (``planner.memory``), which caps every policy's batch; None is no limit.
+    A limit that cannot bind (at least the session count, or a policy that runs one frame
+    at a time) is dropped, like unused policy parameters.
     """
 
     latency_ms: tuple[Milliseconds, ...]
@@ -124,6 +179,11 @@ class Scenario:
     max_queue_delay_us: float | None = None
     slo_ms: Milliseconds | None = None
     sharing: Sharing = field(default=EXCLUSIVE)
+    network_ms: Milliseconds = 0.0
+    pre_ms: Milliseconds = 0.0
+    post_ms: Milliseconds = 0.0
+    cpu_workers: int = 0
+    memory_batch_limit: int | None = None
 
     def __post_init__(self) -> None:
         problems = _problems(self)
@@ -136,6 +196,11 @@ class Scenario:
         for name in ("max_batch", "max_queue_delay_us", "slo_ms"):
             if name not in used:
                 object.__setattr__(self, name, None)
+        for name in ("network_ms", "pre_ms", "post_ms"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+        limit = self.memory_batch_limit
+        if limit is not None and (limit >= self.sessions or POLICIES[self.policy].one_at_a_time):
+            object.__setattr__(self, "memory_batch_limit", None)
 
     @property
     def session_fps(self) -> tuple[FramesPerSecond, ...]:
@@ -147,6 +212,17 @@ class Scenario:
         # Rounded to a nanosecond: 4.03 s * 1000 is 4030.0000000000005 in binary floating
         # point, which would let a frame arriving at exactly 4030 ms into the run.
         return round(self.duration_s * 1000.0, 6)
+
+    @property
+    def non_gpu_ms(self) -> Milliseconds:
+        """A frame's time outside the GPU when nothing waits for a CPU thread:
+        ``2 * network_ms + pre_ms + post_ms + overhead_ms`` (SPEC §5.1)."""
+        return 2.0 * self.network_ms + self.pre_ms + self.post_ms + self.overhead_ms
+
+    @property
+    def cpu_pool(self) -> bool:
+        """Whether CPU work queues for a finite pool of threads (K >= 1 and a stage > 0)."""
+        return self.cpu_workers > 0 and (self.pre_ms > 0 or self.post_ms > 0)
 
     def param(self, name: str) -> float:
         """A policy parameter's value, the policy's default where not set."""
@@ -164,6 +240,13 @@ class Scenario:
                 "max_queue_delay_us": self.max_queue_delay_us,
                 "slo_ms": self.slo_ms,
             },
+            batch_limit=self.memory_batch_limit,
+        )
+
+    def stages(self) -> np.ndarray:
+        """``[network_ms, pre_ms, post_ms, cpu_workers]``, as the engines take them."""
+        return np.array(
+            [self.network_ms, self.pre_ms, self.post_ms, float(self.cpu_workers)], np.float64
         )
 
     def with_(self, **changes: Any) -> Scenario:
@@ -213,6 +296,22 @@ def _problems(s: Scenario) -> list[str]:
         problems.append(f"jitter must be {limits.JITTER_MS.words()} ms")
     if not limits.OVERHEAD_MS.holds(s.overhead_ms):
         problems.append(f"overhead must be {limits.OVERHEAD_MS.words()} ms")
+    for name, what in (
+        ("network_ms", "the network delay (network_ms)"),
+        ("pre_ms", "the CPU work before the GPU (pre_ms)"),
+        ("post_ms", "the CPU work after the GPU (post_ms)"),
+    ):
+        value = getattr(s, name)
+        if not limits.STAGE_MS.holds(value):
+            problems.append(f"{what} must be {limits.STAGE_MS.words()} ms, not {value!r}")
+    if not (isinstance(s.cpu_workers, int) and limits.CPU_WORKERS.holds(s.cpu_workers)):
+        problems.append(
+            f"CPU threads (cpu_workers) must be {limits.CPU_WORKERS.words()} (0: unlimited), "
+            f"not {s.cpu_workers!r}"
+        )
+    limit = s.memory_batch_limit
+    if limit is not None and not (isinstance(limit, int) and limits.MAX_BATCH.holds(limit)):
+        problems.append(f"the memory batch limit must be {limits.MAX_BATCH.words()}")
     if s.max_batch is not None and not (
         isinstance(s.max_batch, int) and limits.MAX_BATCH.holds(s.max_batch)
     ):

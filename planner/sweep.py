@@ -11,13 +11,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from planner.ensemble import Outcome, run_many
 from planner.errors import BadInput
+from planner.pipeline import CpuPool, Stages, cpu_pool, stages
 from planner.policies import POLICIES
 from planner.scenario import Scenario
 from planner.units import FramesPerSecond, Milliseconds
@@ -29,9 +30,13 @@ class Pooled:
     """One (policy, mode, session count) over several seeds.
 
     ``latency_ms`` is the ``percentile``-th GPU-side latency over the delivered frames of
-    all seeds (None when nothing was delivered); end-to-end latency adds the scenario's
-    per-frame overhead. ``frames_beyond`` is how many frames lie beyond that percentile:
-    under 10 and the percentile is low-confidence.
+    all seeds (None when nothing was delivered); ``e2e_latency_ms`` the same percentile of
+    their end-to-end latencies (SPEC §5.1: the time at the worker plus the network both
+    ways and the overhead). ``frames_beyond`` is how many frames lie beyond that
+    percentile: under 10 and the percentile is low-confidence. ``stages`` breaks the
+    end-to-end latency down by part of the pipeline (means over all frames and over those
+    at or beyond the percentile; only for runs made in detail); ``cpu`` has the CPU pool's
+    figures (None when its threads are unlimited or no stage takes time).
     """
 
     policy: str
@@ -52,6 +57,10 @@ class Pooled:
     expired_fraction: float
     gpu_busy_fraction: float
     batch_sizes: tuple[int, ...]  # batch_sizes[b] = batches of b frames, all seeds
+    # Detail of the same runs (a row made in detail has the breakdown and the p99 waits):
+    # two rows of the same runs compare equal whatever detail they carry.
+    stages: Stages | None = field(default=None, compare=False)
+    cpu: CpuPool | None = field(default=None, compare=False)
 
     @property
     def min_fps(self) -> FramesPerSecond:
@@ -85,11 +94,16 @@ class Pooled:
             "overwritten_fraction": self.overwritten_fraction,
             "expired_fraction": self.expired_fraction,
             "gpu_busy_fraction": self.gpu_busy_fraction,
+            "cpu_busy_fraction": None if self.cpu is None else self.cpu.busy_fraction,
+            "cpu_wait_mean_ms": None if self.cpu is None else self.cpu.total.wait_mean_ms,
+            "cpu_wait_p99_ms": None if self.cpu is None else self.cpu.total.wait_p99_ms,
+            "stages_ms": None if self.stages is None else self.stages.as_dict(),
         }
 
 
 def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
-    """Pool the outcomes of one option at one session count (one outcome per seed)."""
+    """Pool the outcomes of one option at one session count (one outcome per seed); the
+    stage breakdown where the outcomes carry their frames' parts (``run_many(detail=)``)."""
     first = outcomes[0].scenario
     latencies = np.concatenate([o.latency_ms for o in outcomes])
     if latencies.size:
@@ -99,6 +113,25 @@ def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
         worst: float | None = float(latencies.max())
     else:
         p = p50 = p90 = p99 = worst = None  # type: ignore[assignment]
+    e2e = None
+    at_worker = None
+    if p is not None:
+        # Without stages the time at the worker is the GPU-side latency, to the last bit.
+        staged = first.network_ms or first.pre_ms or first.post_ms
+        at_worker = (
+            float(np.percentile(np.concatenate([o.worker_ms for o in outcomes]), percentile))
+            if staged
+            else p
+        )
+        e2e = at_worker + (2.0 * first.network_ms + first.overhead_ms)
+    cpu = None
+    if first.cpu_pool:
+        cpu = cpu_pool(
+            first.cpu_workers,
+            first.duration_ms,
+            [o.cpu_sums for o in outcomes if o.cpu_sums is not None],
+            [o.job_waits for o in outcomes if o.job_waits is not None] or None,
+        )
     arrived = max(sum(o.arrived for o in outcomes), 1)
     width = max(o.batch_sizes.size for o in outcomes)
     sizes = np.zeros(width, np.int64)
@@ -111,7 +144,7 @@ def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
         seeds=tuple(o.scenario.seed for o in outcomes),
         percentile=percentile,
         latency_ms=p,
-        e2e_latency_ms=None if p is None else p + first.overhead_ms,
+        e2e_latency_ms=e2e,
         p50_ms=p50,
         p90_ms=p90,
         p99_ms=p99,
@@ -123,6 +156,17 @@ def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
         expired_fraction=sum(o.expired for o in outcomes) / arrived,
         gpu_busy_fraction=float(np.mean([o.gpu_busy_fraction for o in outcomes])),
         batch_sizes=tuple(int(v) for v in sizes),
+        stages=None
+        if any(o.parts is None for o in outcomes)
+        else stages(
+            [o.parts for o in outcomes if o.parts is not None],
+            [o.worker_ms for o in outcomes],
+            percentile,
+            first.network_ms,
+            first.overhead_ms,
+            threshold=at_worker,
+        ),
+        cpu=cpu,
     )
 
 
@@ -165,27 +209,35 @@ def pooled_runs(
     percentile: float,
     cache: PoolCache | None = None,
     work: Work | None = None,
+    detail: bool = False,
 ) -> tuple[list[Pooled], int]:
     """Each template (seed 0) run on seeds 0..seeds-1 and pooled; with the number of runs
     simulated (those not found in ``cache``). The misses run in parallel batches: all at
     once, or under ``work`` in chunks that count against its budget, with a checkpoint
-    between chunks (``planner.work``)."""
+    between chunks (``planner.work``). ``detail`` adds the stage breakdown
+    (``Pooled.stages``); such rows bypass the cache."""
+    if detail:
+        cache = None
     keys = [(t.with_(seed=0) if t.seed else t, seeds, percentile) for t in templates]
     found = [cache.get(k) if cache is not None else None for k in keys]
-    missing = [i for i, hit in enumerate(found) if hit is None]
-    grid = [
-        keys[i][0] if s == 0 else keys[i][0].with_(seed=s) for i in missing for s in range(seeds)
-    ]
-    outcomes = run_many(grid) if work is None else run_within(grid, work)
-    for j, i in enumerate(missing):
+    # Templates that are the same scenario (a memory limit that cannot bind is dropped, for
+    # one) are simulated once.
+    missing = list(dict.fromkeys(keys[i] for i, hit in enumerate(found) if hit is None))
+    grid = [key[0] if s == 0 else key[0].with_(seed=s) for key in missing for s in range(seeds)]
+    if work is None:
+        outcomes = run_many(grid, detail=detail)
+    else:
+        outcomes = run_within(grid, work, detail=detail)
+    done = {}
+    for j, key in enumerate(missing):
         pooled = pool(outcomes[j * seeds : (j + 1) * seeds], percentile)
-        found[i] = pooled
+        done[key] = pooled
         if cache is not None:
-            cache.put(keys[i], pooled)
-    return [f for f in found if f is not None], len(grid)
+            cache.put(key, pooled)
+    return [f if f is not None else done[k] for f, k in zip(found, keys, strict=True)], len(grid)
 
 
-def run_within(scenarios: Sequence[Scenario], work: Work) -> list[Outcome]:
+def run_within(scenarios: Sequence[Scenario], work: Work, detail: bool = False) -> list[Outcome]:
     """``run_many`` in chunks of at most ``planner.work.CHUNK_FRAMES`` frames, each
     admitted against ``work``'s budget, run in its turn and checked in afterwards."""
     sizes = [frames_of(sum(s.session_fps), s.duration_s) for s in scenarios]
@@ -194,7 +246,7 @@ def run_within(scenarios: Sequence[Scenario], work: Work) -> list[Outcome]:
         frames = sum(sizes[i] for i in group)
         work.admit(frames)
         with work.turn():
-            outcomes += run_many([scenarios[i] for i in group])
+            outcomes += run_many([scenarios[i] for i in group], detail=detail)
         work.finished(frames)
     return outcomes
 

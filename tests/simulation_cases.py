@@ -67,18 +67,48 @@ def scenarios(draw: st.DrawFn, max_sessions: int = 48) -> Scenario:
                           max_size=sessions))
         )  # fmt: skip
     table_length = max(sessions, draw(st.integers(1, 64)))
+    table = draw(monotone_tables(table_length))
     return Scenario(
-        latency_ms=draw(monotone_tables(table_length)),
+        latency_ms=table,
         sessions=sessions,
         policy=policy,
         fps=fps,
         duration_s=draw(st.sampled_from([0.2, 0.5, 1.0, 2.0])),
         phases=draw(st.sampled_from(["random", "even", "aligned"])),
         seed=draw(st.integers(0, 2**32)),
-        jitter_ms=draw(st.sampled_from([0.0, 0.0, 1.0, 8.0])),
+        jitter_ms=draw(st.sampled_from([0.0, 0.0, 1.0, 8.0, 40.0])),  # 40: equal arrivals
         overhead_ms=draw(st.sampled_from([0.0, 5.0])),
         max_batch=draw(st.one_of(st.none(), st.integers(1, 12))),
         max_queue_delay_us=draw(st.one_of(st.none(), st.sampled_from([0.0, 500.0, 20000.0]))),
         slo_ms=draw(st.one_of(st.none(), st.floats(5.0, 200.0))),
         sharing=draw(sharings()),
+        **draw(worker_stages(table[0])),
     )
+
+
+@st.composite
+def stage_times(draw: st.DrawFn, batch_ms: float) -> float:
+    """A CPU stage of 0 to several GPU batch times, often 0, sometimes exactly one batch
+    time or a whole frame period (so events coincide)."""
+    return draw(
+        st.one_of(
+            st.just(0.0),
+            st.sampled_from([batch_ms, 2.0 * batch_ms, 1000.0 / 30.0, 1000.0 / 60.0]),
+            st.floats(0.05, 4.0 * batch_ms),
+        )
+    )
+
+
+@st.composite
+def worker_stages(draw: st.DrawFn, batch_ms: float) -> dict[str, object]:
+    """The worker beyond the GPU (SPEC §5.1): network, pre and post stages, CPU threads
+    (0 = unlimited), and a memory limit on the batch."""
+    if draw(st.integers(0, 4)) == 0:
+        return {}  # the first wave's scenario
+    return {
+        "network_ms": draw(st.sampled_from([0.0, 0.0, 1.5, 10.0, 50.0])),
+        "pre_ms": draw(stage_times(batch_ms)),
+        "post_ms": draw(stage_times(batch_ms)),
+        "cpu_workers": draw(st.sampled_from([0, 1, 1, 2, 3, 8])),
+        "memory_batch_limit": draw(st.one_of(st.none(), st.integers(1, 8))),
+    }

@@ -15,6 +15,8 @@ def test_bench_json_has_every_figure(cli) -> None:
                 "sweep_reference_s", "sweep_speedup", "warmup_s"):  # fmt: skip
         assert simulator[key] > 0, key
     assert simulator["sweep_runs"] == 7 * 32 * 4
+    assert simulator["sweep_cpu_stage_s"] > 0 and simulator["sweep_cpu_stage_ratio"] > 0
+    assert simulator["sweep_cpu_stage"] == "pre 3 ms and post 1 ms per frame on 4 CPU threads"
     assert "35 runs" in simulator["sweep_reference_sample"]
     recommend = doc["recommend"]
     assert recommend["wall_s"] > 0 and recommend["simulations"] > 0

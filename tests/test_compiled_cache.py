@@ -35,6 +35,8 @@ ORIGINAL = """    count = 0
         if pending[i] < math.inf:
             chosen[count] = i
             count += 1
+    if count > params[LIMIT]:  # more than fit in memory: the oldest that fit
+        return _take_oldest(pending, int(params[LIMIT]), chosen), _NO_WAKE
     return count, _NO_WAKE"""
 # batch-all that never runs more than one frame at a time
 EDITED = ORIGINAL.replace("    return count, _NO_WAKE", "    return min(count, 1), _NO_WAKE")

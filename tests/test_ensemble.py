@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.ensemble import run_many
+from planner.pipeline import job_sums
 from planner.scenario import Scenario
 from planner.simulate import simulate
 
@@ -32,6 +33,21 @@ def test_run_many_equals_simulating_each_scenario(batch: list[Scenario]) -> None
         assert outcome.gpu_busy_fraction == pytest.approx(alone.gpu_busy_fraction, rel=1e-12)
         hist = {b: int(c) for b, c in enumerate(outcome.batch_sizes) if c}
         assert hist == alone.batch_histogram
+        r = alone.records
+        assert np.array_equal(outcome.worker_ms, r.frame_done - r.frame_arrival)
+        if scenario.cpu_pool:
+            # Kept as sums inside the loop (the job records are not kept for many runs).
+            sums = job_sums(
+                r.job_kind,
+                r.job_ready,
+                r.job_start,
+                scenario.pre_ms,
+                scenario.post_ms,
+                scenario.duration_ms,
+            )
+            assert outcome.cpu_sums == pytest.approx(sums, rel=1e-9, abs=1e-9)
+        else:
+            assert outcome.cpu_sums is None
 
 
 def test_run_many_of_nothing_is_nothing() -> None:

@@ -11,6 +11,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from planner.measure import (
     MeasureOptions,
     MeasureProgress,
     ModelSpec,
+    device_memory_mb,
     measure_curves,
     parse_batches,
     parse_input_shape,
@@ -564,6 +566,19 @@ def test_bench_section_without_torch_reports_it(monkeypatch) -> None:
     assert timing_overhead(lambda _m: None) == {"skipped": "PyTorch is not installed; install it"}
 
 
+def test_memory_is_the_devices_used_memory_on_cuda_and_not_measured_elsewhere(clock) -> None:
+    free, total = 3 * 2**30, 8 * 2**30
+    fake = SimpleNamespace(cuda=SimpleNamespace(mem_get_info=lambda: (free, total)))
+    assert device_memory_mb(fake, "cuda") == 5 * 1024.0  # MB of 2^20 bytes
+    assert device_memory_mb(fake, "cpu") is None
+    result = measure_curves(options(), module=Double(clock), clock=clock)
+    (curve,) = result.curves
+    assert all(p.memory_mb is None for p in curve.points)
+    assert curve.environment["memory_basis"] == (
+        "not measured on cpu: the points carry no memory_mb"
+    )
+
+
 # -- on a real GPU ----------------------------------------------------------------------------
 
 
@@ -580,8 +595,11 @@ def test_cuda_sweep_at_the_study_resolution(cli, tmp_path) -> None:
     assert fp16["resolution"] == "512x288"
     for curve in (fp16, fp32):
         assert curve["batches"] == [1, 2, 4]
-        assert all(p["memory_mb"] > 0 for p in curve["points"])
+        memory = [p["memory_mb"] for p in curve["points"]]
+        # The device's used memory, CUDA context included: hundreds of MB even at batch 1.
+        assert memory[0] > 100 and memory == sorted(memory)
         env = curve["environment"]
+        assert env["memory_basis"].startswith("device memory in use")
         assert env["device"] == "cuda" and env["device_name"] and env["cuda"]
         assert "drift_check" in env
     assert cli("curves", "import", out).status == 0

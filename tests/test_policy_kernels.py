@@ -67,7 +67,7 @@ def test_deadline_expires_and_batches_as_specified(
             break
     chosen = np.zeros(len(pending), np.int64)
     expired = np.zeros(len(pending), np.bool_)
-    params = np.array([0.0, 0.0, slo])
+    params = np.array([0.0, 0.0, slo, math.inf])
     count, wake = _deadline(now, np.array(pending), latency, params, np.zeros(4), math.nan,
                             chosen, expired)  # fmt: skip
     assert np.flatnonzero(expired).tolist() == expired_expected
@@ -84,7 +84,8 @@ def _decision_inputs(rng: np.random.Generator) -> tuple[object, ...]:
     n = int(rng.integers(1, 9))
     pending = np.where(rng.random(n) < 0.7, rng.uniform(0, 40, n), math.inf)
     latency = np.r_[0.0, np.cumsum(rng.uniform(1, 15, n + 1))]
-    params = np.array([float(rng.integers(1, 6)), rng.uniform(0, 20), rng.uniform(5, 60)])
+    limit = math.inf if rng.random() < 0.5 else float(rng.integers(1, n + 1))
+    params = np.array([float(rng.integers(1, 6)), rng.uniform(0, 20), rng.uniform(5, 60), limit])
     state = np.array([float(rng.integers(0, n + 1)), float(rng.integers(0, n + 1)), 0.0, 0.0])
     feedback = math.nan if rng.random() < 0.3 else rng.uniform(0, 80)
     now = float(rng.uniform(0, 60))

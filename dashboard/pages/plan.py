@@ -11,7 +11,7 @@ import streamlit as st
 from dashboard import cache, handover, links
 from dashboard.charts import Fitted, fit_figure
 from dashboard.controls import Controls, chosen_card, load_curve, name_curve, pick_curve
-from dashboard.plan_charts import pareto_figure, sessions_figure
+from dashboard.plan_charts import pareto_figure, sessions_figure, stages_figure
 from dashboard.state import store
 from dashboard.tables import option_rows
 from dashboard.text import md, md_list
@@ -44,6 +44,8 @@ MODE_LABELS = {
 CRITERIA = ("budget_ms", "percentile", "min_fps", "overhead_ms", "max_overwritten")
 EFFORT = ("seeds", "duration_s", "max_sessions")
 FLEET = ("peak_sessions", "headroom", "price_per_hour", "other_jobs")
+WORKER = ("network_ms", "pre_ms", "post_ms", "cpu_workers")
+MODE_MEMORY = ("cotenant_memory_mb", "mps_memory_mb")
 TABLE_COLUMNS: dict[str, Any] = {
     "next seat fails because": st.column_config.TextColumn(width="large"),
     "latency at cap (ms)": st.column_config.NumberColumn(format="%.1f"),
@@ -143,7 +145,15 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
             step=10.0,
             help="Mean length of a co-tenant's busy period.",
         )
-        mode_fields += ["cotenants", "busy_period_ms"]
+        c.text(
+            bar,
+            "cotenant_memory_mb",
+            "Co-tenants' GPU memory (MB)",
+            placeholder="not declared",
+            help="GPU memory each co-tenant holds: one value for all, or one per co-tenant. "
+            "Time-slicing has no memory isolation, so ours is the card's memory less theirs.",
+        )
+        mode_fields += ["cotenants", "busy_period_ms", "cotenant_memory_mb"]
     if "mps" in modes:
         c.default("mps_share", 50.0)
         c.number(
@@ -154,7 +164,15 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
             placeholder="50",
             help="Our share of the card's compute (active thread percentage).",
         )
-        mode_fields.append("mps_share")
+        c.number(
+            bar,
+            "mps_memory_mb",
+            "MPS memory limit (MB)",
+            step=256.0,
+            placeholder="no limit",
+            help="Our client's GPU memory limit, if one is set; else the card's memory.",
+        )
+        mode_fields += ["mps_share", "mps_memory_mb"]
     if "mig" in modes and card is not None and card.mig:
         profiles = [p.name for p in card.mig_profiles]
         if c.get("mig_profile") not in profiles:
@@ -167,6 +185,39 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
             format_func=lambda p: _profile_label(card, p),
         )
         mode_fields.append("mig_profile")
+
+    bar.markdown("**The worker**")
+    left, right = bar.columns(2)
+    c.number(
+        left,
+        "network_ms",
+        "Network, each way (ms)",
+        step=1.0,
+        help="Camera to worker; a frame crosses it twice (there and back).",
+    )
+    c.number(
+        right,
+        "cpu_workers",
+        "CPU threads",
+        help="Threads that decode and post-process frames, from one queue. 0 = unlimited: "
+        "the CPU stages only delay frames.",
+    )
+    left, right = bar.columns(2)
+    c.number(
+        left,
+        "pre_ms",
+        "Decode per frame (ms)",
+        step=1.0,
+        help="CPU work per frame before the GPU: decode, resize, normalise. A hardware "
+        "decoder: 1000 / its frames per second per engine, with threads = engines.",
+    )
+    c.number(
+        right,
+        "post_ms",
+        "Post-process (ms)",
+        step=1.0,
+        help="CPU work per frame after the GPU.",
+    )
 
     bar.markdown("**Fleet and cost**")
     left, right = bar.columns(2)
@@ -221,15 +272,22 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
     c.number(effort, "duration_s", "Simulated seconds per draw", step=5.0)
     c.number(effort, "max_sessions", "Largest session count considered")
 
-    names = [*CRITERIA, "policies", *mode_fields, *FLEET, *EFFORT]
+    names = [*CRITERIA, "policies", *mode_fields, *WORKER, *FLEET, *EFFORT]
     values, problems = c.values(names)
     selected = tuple(modes)
-    defaults = {"cotenants": (), "mps_share": None, "mig_profile": None}
+    defaults = {
+        "cotenants": (),
+        "mps_share": None,
+        "mig_profile": None,
+        "cotenant_memory_mb": (),
+        "mps_memory_mb": None,
+    }
     values = {**defaults, **values}
     values["other_jobs"] = bool(values.get("other_jobs"))  # only asked with MIG or MPS
     if not selected:
         problems.append("Sharing modes: pick at least one")
-    derived = modes_of(PlanParams(**{k: values[k] for k in defaults}))
+    triggers = ("cotenants", "mps_share", "mig_profile", "mps_memory_mb")
+    derived = modes_of(PlanParams(**{k: values[k] for k in triggers}))
     values["modes"] = None if selected == derived else selected
     if problems:
         show_problems("These settings do not make a plan:", problems)
@@ -335,6 +393,33 @@ def headline(result: Recommendation, inputs: PlanInputs) -> None:
         )
 
 
+def stages_view(result: Recommendation) -> None:
+    """Where a frame's end-to-end time goes at the cap, stage by stage, and how busy the
+    CPU threads are there."""
+    best = result.recommended
+    at = best.at_cap if best is not None else None
+    if best is None or at is None or at.stages is None or at.stages.mean is None:
+        return
+    st.plotly_chart(stages_figure(at.stages, best.cap), width="stretch", key="plan_chart_stages")
+    notes = []
+    if at.cpu is not None:
+        threads = "thread" if at.cpu.workers == 1 else "threads"
+        wait = at.cpu.total.wait_mean_ms
+        notes.append(
+            f"{at.cpu.workers} CPU {threads} {at.cpu.busy_fraction:.0%} busy"
+            + ("" if wait is None else f", a job waits {wait:.1f} ms for one on average")
+        )
+    limit = result.request.memory(best.sharing).batch_limit
+    if limit is not None:
+        notes.append(f"no batch larger than {limit} fits in GPU memory")
+    st.caption(
+        f"At {best.cap} sessions under {md(best.label)}"
+        + (": " + "; ".join(notes) if notes else "")
+        + ". The tail bar is the mean over the frames at or beyond the "
+        f"p{at.stages.percentile:g} (percentiles of the parts would not add up)."
+    )
+
+
 def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
 
@@ -390,6 +475,9 @@ def charts(result: Recommendation, inputs: PlanInputs) -> None:
             view.info(
                 f"The charts for {sharing.label} are left out: drawing them {exc.problems[0]}."
             )
+            continue
+        except BadInput as exc:  # not even batch 1 fits in the memory this mode leaves
+            view.info(md("; ".join(exc.problems)), icon=":material/memory:")
             continue
         best = mine[0]
         with view:
@@ -479,6 +567,12 @@ def simulate_link(result: Recommendation, inputs: PlanInputs, params: PlanParams
         busy_period_ms=sharing.busy_period_ms,
         mps_share=sharing.mps_share if sharing.mode == "mps" else None,
         mig_profile=sharing.mig_profile,
+        network_ms=params.network_ms,
+        pre_ms=params.pre_ms,
+        post_ms=params.post_ms,
+        cpu_workers=params.cpu_workers,
+        cotenant_memory_mb=sharing.cotenant_memory_mb,
+        mps_memory_mb=sharing.mps_memory_mb,
     )
     st.page_link(
         "dashboard/pages/simulate.py",
@@ -500,8 +594,8 @@ link = links.opened(
 )
 if link is not None:
     load_curve(c, link.params, default.id)
-    c.load(link.params, [*CRITERIA, "policies", *FLEET, *EFFORT, "busy_period_ms"])
-    for name in ("cotenants", "mps_share", "mig_profile"):
+    c.load(link.params, [*CRITERIA, "policies", *WORKER, *FLEET, *EFFORT, "busy_period_ms"])
+    for name in ("cotenants", "mps_share", "mig_profile", *MODE_MEMORY):
         # Unset, they start from the widget's default when their mode is picked.
         if getattr(link.params, name):
             c.load(link.params, [name])
@@ -536,6 +630,7 @@ except OverBudget as exc:
     st.stop()
 
 headline(result, inputs)
+stages_view(result)
 simulate_link(result, inputs, params)
 charts(result, inputs)
 options_table(result)

@@ -33,7 +33,12 @@ RUN_FIELDS = (
     "overhead_ms",
     "mode",
     "busy_period_ms",
+    "network_ms",
+    "pre_ms",
+    "post_ms",
+    "cpu_workers",
 )
+MODE_MEMORY = ("cotenant_memory_mb", "mps_memory_mb")
 
 
 def controls() -> SimulateParams | None:
@@ -107,6 +112,19 @@ def controls() -> SimulateParams | None:
         help="Per-frame time outside the GPU (network, decode, post-processing).",
     )
 
+    worker = bar.expander("The worker (network, CPU stages)")
+    left, right = worker.columns(2)
+    c.number(left, "network_ms", "Network, each way (ms)", step=1.0)
+    c.number(
+        right,
+        "cpu_workers",
+        "CPU threads",
+        help="Threads for the pre and post work, from one queue; 0 = unlimited.",
+    )
+    left, right = worker.columns(2)
+    c.number(left, "pre_ms", "Decode per frame (ms)", step=1.0, help="CPU work before the GPU.")
+    c.number(right, "post_ms", "Post-process (ms)", step=1.0, help="CPU work after the GPU.")
+
     offered = [m for m in MODES if m != "mig" or (card is not None and card.mig)]
     if c.get("mode") not in offered:
         st.session_state[c.key("mode")] = "exclusive"
@@ -117,11 +135,19 @@ def controls() -> SimulateParams | None:
         left, right = bar.columns(2)
         c.text(left, "cotenants", "Co-tenants (duty cycles)", placeholder="e.g. 0.9,0.9")
         c.number(right, "busy_period_ms", "Busy period (ms)", step=10.0)
-        mode_fields += ["cotenants", "busy_period_ms"]
+        c.text(
+            bar,
+            "cotenant_memory_mb",
+            "Co-tenants' GPU memory (MB)",
+            placeholder="not declared",
+            help="One value for all co-tenants, or one per co-tenant.",
+        )
+        mode_fields += ["cotenants", "busy_period_ms", "cotenant_memory_mb"]
     elif mode == "mps":
         c.default("mps_share", 50.0)
         c.number(bar, "mps_share", "MPS compute share (%)", step=5.0, placeholder="50")
-        mode_fields.append("mps_share")
+        c.number(bar, "mps_memory_mb", "MPS memory limit (MB)", step=256.0, placeholder="no limit")
+        mode_fields += ["mps_share", "mps_memory_mb"]
     elif mode == "mig" and card is not None:
         profiles = [p.name for p in card.mig_profiles]
         if c.get("mig_profile") not in profiles:
@@ -151,6 +177,19 @@ def run_view(results: Results, index: int, wide: bool) -> None:
         "-" if e2e.p99 is None else f"{e2e.p99:.1f} ms",
     )
     cells[2].metric("GPU busy", f"{results.gpu_busy_fraction:.0%}")
+    if results.cpu is not None:
+        pool = results.cpu
+        cells = st.columns(3)
+        threads = "thread" if pool.workers == 1 else "threads"
+        cells[0].metric(f"CPU ({pool.workers} {threads}) busy", f"{pool.busy_fraction:.0%}")
+        for cell, name, stage in ((cells[1], "pre", pool.pre), (cells[2], "post", pool.post)):
+            if stage.wait_mean_ms is not None:
+                cell.metric(
+                    f"Queue wait, {name} (mean / p99)",
+                    f"{stage.wait_mean_ms:.1f} / {stage.wait_p99_ms or 0.0:.1f} ms",
+                )
+    if s.memory_batch_limit is not None:
+        st.caption(f"GPU memory holds batches of at most {s.memory_batch_limit} frames.")
     arrived = sum(x.arrived for x in results.sessions)
     overwritten = sum(x.overwritten for x in results.sessions)
     expired = sum(x.expired for x in results.sessions)
@@ -183,7 +222,7 @@ link = links.opened(SimulateParams, check=links.curve_check(db, simulation_input
 if link is not None:
     load_curve(c, link.params, default.id)
     c.load(link.params, [*RUN_FIELDS, *POLICY_FIELDS])
-    for name in ("cotenants", "mps_share", "mig_profile"):
+    for name in ("cotenants", "mps_share", "mig_profile", *MODE_MEMORY):
         if getattr(link.params, name):
             c.load(link.params, [name])
         else:
@@ -219,9 +258,9 @@ except OverBudget as exc:
     st.stop()
 table(run_rows(results), key="sim_summary")
 st.caption(
-    "Frame rates are delivered frames per second; latency percentiles are end to end (GPU "
-    "plus the per-frame overhead) over every delivered frame; a session is starved below "
-    "half the mean frame rate."
+    "Frame rates are delivered frames per second; latency percentiles are end to end "
+    "(network, CPU stages, GPU and the per-frame overhead) over every delivered frame; a "
+    "session is starved below half the mean frame rate."
 )
 if len(results) == 1:
     run_view(results[0], 0, wide=True)

@@ -320,6 +320,8 @@ def print_curve(curve: Curve) -> None:
     print(table(rows, ("batch", "latency_ms", "p10_ms", "p90_ms", "ms_per_frame", "memory_mb")))
     if "drift_check" in curve.environment:
         print(f"drift check: {curve.environment['drift_check']}")
+    if all(p.memory_mb is None for p in curve.points) and "memory_basis" in curve.environment:
+        print(f"memory: {curve.environment['memory_basis']}")
     print()
 
 

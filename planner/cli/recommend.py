@@ -20,6 +20,7 @@ from planner.curve import parse_points_option
 from planner.errors import BadInput
 from planner.fleet import plan_fleet
 from planner.links import PlanParams
+from planner.pipeline import PART_LABELS, PARTS
 from planner.plan import plan_inputs
 from planner.policies import POLICIES
 from planner.recommend import Recommendation, recommend
@@ -65,6 +66,7 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
     option(parser, "busy_period_ms", "co-tenants' mean busy period, ms")
     parser.add_argument("--mps-share", help="MPS: our compute share in percent, e.g. 50")
     parser.add_argument("--mig-profile", help="MIG: a profile of the card, e.g. 3g.40gb")
+    add_worker_options(parser)
     option(parser, "seeds", "phase seeds per session count")
     option(parser, "duration_s", "simulated seconds per run")
     option(parser, "max_sessions", "largest session count")
@@ -96,9 +98,28 @@ PLAN_OPTIONS = (
     "budget_ms", "percentile", "min_fps", "max_overwritten", "overhead_ms", "policies",
     "modes", "cotenants", "busy_period_ms", "mps_share", "mig_profile", "seeds",
     "duration_s", "max_sessions", "peak_sessions", "headroom", "price_per_hour", "profile",
-    "lead_time_min",
+    "lead_time_min", "network_ms", "pre_ms", "post_ms", "cpu_workers", "cotenant_memory_mb",
+    "mps_memory_mb",
 )  # fmt: skip
 """The options of ``add_plan_options`` that are plan parameters, read by their codecs."""
+
+
+def add_worker_options(parser: argparse.ArgumentParser) -> None:
+    """The worker beyond the GPU and the memory the card leaves it (SPEC §5.1), shared by
+    ``simulate``, ``recommend`` and ``link``."""
+    option(parser, "network_ms", "one-way network delay, ms; crossed both ways")
+    option(parser, "pre_ms", "CPU work per frame before the GPU (decode, resize), ms")
+    option(parser, "post_ms", "CPU work per frame after the GPU, ms")
+    option(
+        parser,
+        "cpu_workers",
+        "CPU threads doing the pre and post work (0 = unlimited: the stages only delay)",
+    )
+    parser.add_argument(
+        "--cotenant-memory-mb",
+        help="time-slicing: GPU memory each co-tenant uses, MB (one for all or one per co-tenant)",
+    )
+    parser.add_argument("--mps-memory-mb", help="MPS: our client's GPU memory limit, MB")
 
 
 def plan_params(args: argparse.Namespace) -> PlanParams:
@@ -171,6 +192,9 @@ def _print(result: Recommendation) -> None:
     print("why the next seat fails:")
     for o in result.options:
         print(f"  {o.policy}, {o.sharing.label}: {o.binding_constraint}")
+    best = result.recommended
+    if best is not None and best.at_cap is not None:
+        _print_stages(best.at_cap, best.cap)
     if result.measure_next is not None:
         print(f"measure batch {result.measure_next} next: it would narrow the range the most")
     if result.fleet is not None:
@@ -186,6 +210,26 @@ def _print(result: Recommendation) -> None:
     print("assumptions:")
     for sentence in result.assumptions:
         print(f"  - {sentence}")
+
+
+def _print_stages(at: Any, cap: int) -> None:
+    """Where the end-to-end latency goes at the cap, and how busy the CPU threads are."""
+    if at.cpu is not None:
+        pool = at.cpu
+        wait = "-" if pool.total.wait_mean_ms is None else f"{pool.total.wait_mean_ms:.1f} ms"
+        p99 = "" if pool.total.wait_p99_ms is None else f", p99 {pool.total.wait_p99_ms:.1f} ms"
+        print(
+            f"CPU threads at {cap} sessions: {pool.workers} busy {pool.busy_fraction:.0%}, "
+            f"queue wait mean {wait}{p99}"
+        )
+    stages = at.stages
+    if stages is None or stages.mean is None or stages.tail is None:
+        return
+    print(f"end-to-end latency at {cap} sessions by stage (mean / p{stages.percentile:g} tail):")
+    for part in PARTS:
+        mean, tail = getattr(stages.mean, part), getattr(stages.tail, part)
+        print(f"  {PART_LABELS[part]:<22} {mean:8.1f} ms {tail:8.1f} ms")
+    print(f"  {'total':<22} {stages.mean.total:8.1f} ms {stages.tail.total:8.1f} ms")
 
 
 def _isolation(option: Any) -> str:

@@ -19,9 +19,12 @@ from planner.cli.output import (
     print_json,
     read_curve_source,
 )
-from planner.errors import BadInput
+from planner.cli.recommend import add_worker_options
+from planner.errors import BadInput, NotFound
 from planner.fit import EDGES, fit_curve
-from planner.modes import parse_duties, sharing_for
+from planner.memory import MemoryLimit, available, memory_limit, memory_model
+from planner.modes import parse_duties, parse_memory, sharing_for
+from planner.pipeline import PART_LABELS, PARTS
 from planner.policies import POLICIES
 from planner.scenario import MODES, PHASES, Scenario
 from planner.simulate import simulate
@@ -77,7 +80,10 @@ def add_scenario_options(parser: argparse.ArgumentParser) -> None:
     option(parser, "busy_period_ms", "time-slicing: co-tenants' mean busy period, ms")
     parser.add_argument("--mps-share", help="mps: our compute share, percent (default 50)")
     parser.add_argument("--mig-profile", help="mig: the card's MIG profile, e.g. 3g.40gb")
-    parser.add_argument("--card", help="the card (for MIG; default: the stored curve's card)")
+    parser.add_argument(
+        "--card", help="the card (for MIG and memory; default: the stored curve's card)"
+    )
+    add_worker_options(parser)
 
 
 def scenario_from(
@@ -116,6 +122,11 @@ def scenario_from(
     seed = get(number, args.seed, "--seed", limits.SEED)
     jitter = get(number, args.jitter_ms, "--jitter-ms", limits.JITTER_MS)
     overhead = get(number, args.overhead_ms, "--overhead-ms", limits.OVERHEAD_MS)
+    stages = {
+        name: get(number, getattr(args, name), f"--{name.replace('_', '-')}", limits.STAGE_MS)
+        for name in ("network_ms", "pre_ms", "post_ms")
+    }
+    workers = get(number, args.cpu_workers, "--cpu-workers", limits.CPU_WORKERS)
     if problems:
         raise BadInput(problems)
     if len(fps) not in (1, int(sessions)):
@@ -135,6 +146,8 @@ def scenario_from(
         jitter_ms=jitter,
         overhead_ms=overhead,
         sharing=sharing,
+        cpu_workers=int(workers),
+        **stages,
         **params,
     )
 
@@ -153,6 +166,10 @@ def sharing_from(args: argparse.Namespace, curve: Any = None) -> Any:
         raise BadInput("--cotenants needs --mode time-slicing")
     if args.mps_share and args.mode != "mps":
         raise BadInput("--mps-share needs --mode mps")
+    if args.cotenant_memory_mb and args.mode != "time-slicing":
+        raise BadInput("--cotenant-memory-mb needs --mode time-slicing")
+    if args.mps_memory_mb and args.mode != "mps":
+        raise BadInput("--mps-memory-mb needs --mode mps")
     measured = bool(
         curve is not None and args.mig_profile and curve.mig_profile == args.mig_profile.strip()
     )
@@ -166,7 +183,31 @@ def sharing_from(args: argparse.Namespace, curve: Any = None) -> Any:
         mig_profile=args.mig_profile,
         card=card,
         measured_on_profile=measured,
+        cotenant_memory_mb=parse_memory(args.cotenant_memory_mb, "--cotenant-memory-mb")
+        if args.cotenant_memory_mb
+        else (),
+        mps_memory_mb=None
+        if args.mps_memory_mb is None
+        else number(args.mps_memory_mb, "--mps-memory-mb", MPS_MEMORY_MB),
     )
+
+
+MPS_MEMORY_MB = limits.Bound(1e-3, limits.MEMORY_MB.high)
+
+
+def memory_of(args: argparse.Namespace, points: Any, curve: Any, sharing: Any) -> MemoryLimit:
+    """The largest batch that fits in the memory the sharing mode leaves (SPEC §5.1), from
+    the points' memory figures and the card's memory (looked up only when needed)."""
+    model = memory_model(points)
+    memory_gb = None
+    name = args.card or (curve.card if curve is not None else None)
+    if model is not None and name and sharing.mode != "mig" and sharing.mps_memory_mb is None:
+        with open_store(args) as store:
+            try:
+                memory_gb = store.card(name).memory_gb
+            except NotFound:
+                memory_gb = None
+    return memory_limit(model, available(sharing, memory_gb))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -175,6 +216,10 @@ def run(args: argparse.Namespace) -> int:
     sessions = number(args.sessions, "--sessions", limits.SESSIONS)
     table = tuple(float(v) for v in fitted.table(max(64, int(sessions)), args.edge))
     scenario = scenario_from(args, table, curve)
+    memory = memory_of(args, points, curve, scenario.sharing)
+    if not memory.fits_one:
+        raise BadInput(f"{memory.needs(1)}: no batch fits, so no session can be served")
+    scenario = scenario.with_(memory_batch_limit=memory.batch_limit)
     results = simulate(scenario)
     if args.frames:
         _write_frames(args.frames, results.frame_table())
@@ -220,4 +265,21 @@ def _print(results: Any) -> None:
     print(f"batches (size x count): {hist}")
     if doc["starved_sessions"]:
         print(f"starved sessions (below half the mean fps): {doc['starved_sessions']}")
+    if s.memory_batch_limit is not None:
+        print(f"GPU memory: no batch holds more than {s.memory_batch_limit} frames")
+    if results.cpu is not None:
+        pool = results.cpu
+        for name, stage in (("pre", pool.pre), ("post", pool.post)):
+            if stage.jobs:
+                print(
+                    f"CPU {name} jobs: {stage.jobs}, threads busy {stage.busy_fraction:.0%}, "
+                    f"queue wait mean {stage.wait_mean_ms:.2f} ms, p99 {stage.wait_p99_ms:.2f} ms"
+                )
+        print(f"CPU threads ({pool.workers}) busy {pool.busy_fraction:.0%} in all")
+    stages = results.stages
+    if stages is not None and stages.mean is not None and stages.tail is not None:
+        print(f"end-to-end latency by stage (mean / p{stages.percentile:g} tail):")
+        for part in PARTS:
+            mean, tail = getattr(stages.mean, part), getattr(stages.tail, part)
+            print(f"  {PART_LABELS[part]:<22} {mean:8.2f} ms {tail:8.2f} ms")
     sys.stdout.flush()
