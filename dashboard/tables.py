@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from planner import display
 from planner.curve import OPTIONAL_POINT_FIELDS, Curve, Point, make_point, normalise_points
 from planner.errors import BadInput
 from planner.fit import FittedCurve
@@ -27,9 +28,16 @@ POINT_COLUMNS = ("batch", "latency_ms", *OPTIONAL_POINT_FIELDS)
 
 
 def curve_rows(curves: Iterable[Curve], stored: set[str] | None = None) -> list[dict[str, Any]]:
-    """One row per curve for the curves table; ``stored`` marks ids already in the store."""
+    """One row per curve for the curves table; ``stored`` marks ids already in the store.
+
+    A ``config`` column appears when some curve came from a model configuration (a Model
+    Analyzer table gives one curve per config), a ``flag`` column when some curve is
+    flagged (a failed drift check)."""
+    listed = list(curves)
+    configs = any(c.environment.get("model_config") for c in listed)
+    flags = any(c.flag for c in listed)
     rows = []
-    for curve in curves:
+    for curve in listed:
         row: dict[str, Any] = {
             "id": curve.id,
             "model": curve.model,
@@ -37,14 +45,53 @@ def curve_rows(curves: Iterable[Curve], stored: set[str] | None = None) -> list[
             "MIG profile": curve.mig_profile or MISSING,
             "precision": curve.precision or MISSING,
             "resolution": curve.resolution or MISSING,
-            "source": curve.source,
-            "points": len(curve.points),
-            "batches": ", ".join(str(b) for b in curve.batches),
         }
+        if configs:
+            row["config"] = str(curve.environment.get("model_config") or MISSING)
+        row.update(
+            {
+                "source": curve.source,
+                "points": len(curve.points),
+                "batches": ", ".join(str(b) for b in curve.batches),
+            }
+        )
+        if flags:
+            row["flag"] = flag_text(curve)
         if stored is not None:
             row["already stored"] = curve.id in stored
         rows.append(row)
     return rows
+
+
+def flag_text(curve: Curve) -> str:
+    """A short mark for a flagged curve (``⚠ drift check failed``), empty otherwise."""
+    if not curve.flag:
+        return ""
+    return "⚠ " + curve.flag.split(":")[0]
+
+
+def curve_name(curve: Curve) -> str:
+    """A curve's label with its flag, wherever a curve is named for choosing."""
+    mark = flag_text(curve)
+    return f"{curve.label} — {mark}" if mark else curve.label
+
+
+def preview_labels(curves: Sequence[Curve]) -> dict[str, str]:
+    """A label per curve id that tells curves of one import apart: the curve's label,
+    with its model configuration where it has one (a Model Analyzer table gives one curve
+    per config, all of one model on one card), else its id where labels repeat."""
+    base = {c.id: c.label for c in curves}
+    repeated = {label for label in base.values() if list(base.values()).count(label) > 1}
+    out = {}
+    for curve in curves:
+        config = curve.environment.get("model_config")
+        if config:
+            out[curve.id] = f"{curve.label}, config {config}"
+        elif curve.label in repeated:
+            out[curve.id] = f"{curve.label} ({curve.id})"
+        else:
+            out[curve.id] = curve.label
+    return out
 
 
 def metadata_rows(curve: Curve, *, longest: int = LONG_TEXT) -> list[dict[str, str]]:
@@ -60,6 +107,10 @@ def metadata_rows(curve: Curve, *, longest: int = LONG_TEXT) -> list[dict[str, s
         ("source", curve.source),
         ("stored", curve.created_at.strftime("%Y-%m-%d %H:%M UTC") if curve.created_at else ""),
     ]
+    if curve.renamed_from:
+        rows.append(("renamed from", curve.renamed_from))
+    if curve.flag:
+        rows.append(("flag", flag_text(curve)))
     rows += [(k, v) for k, v in _environment(curve) if len(v) <= longest]
     return [{"field": k, "value": v} for k, v in rows]
 
@@ -87,6 +138,36 @@ def point_rows(curve: Curve, columns: Sequence[str] | None = None) -> list[dict[
     """The curve's points as rows with the given columns (default: ``point_columns``)."""
     wanted = list(columns or point_columns(curve))
     return [{c: getattr(p, c) for c in wanted} for p in curve.points]
+
+
+POINT_HEADERS = {
+    "batch": "batch",
+    "latency_ms": "latency (ms)",
+    "p10_ms": "p10 (ms)",
+    "p50_ms": "p50 (ms)",
+    "p90_ms": "p90 (ms)",
+    "p99_ms": "p99 (ms)",
+    "std_ms": "std (ms)",
+    "n": "runs",
+    "memory_mb": "memory (MB)",
+}
+"""Column headers of a point table, by point field: a quantity and its unit."""
+
+
+def point_table(curve: Curve) -> list[dict[str, Any]]:
+    """The curve's points for reading (not editing): headers with units, times written
+    the one way the planner writes them (``38.5``, ``9.82``)."""
+    rows = []
+    for point in curve.points:
+        row: dict[str, Any] = {}
+        for column in point_columns(curve):
+            value = getattr(point, column)
+            if column == "batch" or column == "n":
+                row[POINT_HEADERS[column]] = value
+            else:
+                row[POINT_HEADERS[column]] = display.number(value)
+        rows.append(row)
+    return rows
 
 
 def points_from_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[Point, ...]:

@@ -70,6 +70,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imp.add_argument(
         "--config", help="Model Analyzer: import only this model config (e.g. add_sub_config_3)"
     )
+    imp.add_argument(
+        "--override",
+        metavar="FIELD[,FIELD]",
+        help="model and/or card: store the files under --model/--card in place of the "
+        "model or card column they state (the file's own name is kept in the environment)",
+    )
     imp.add_argument("--json", action="store_true", help="print the stored curves as JSON")
     imp.set_defaults(handler=import_curves)
 
@@ -164,6 +170,7 @@ def import_curves(args: argparse.Namespace) -> int:
         notes=args.notes,
         batch=batches,
         config=args.config,
+        override=frozenset(csv_list(args.override or "")),
     )
     result = read_files(files, options, args.format)
     with open_store(args) as store:
