@@ -21,6 +21,12 @@ from planner.curve import Curve, Point
 from planner.fit import FittedCurve, straight_line
 
 BATCH_AXIS = "batch size (frames per call)"
+MODEBAR = {"orientation": "v"}
+"""Every chart's toolbar stands on its right edge: across the top it covered the chart's
+title on a narrow screen."""
+LEGEND = {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0}
+"""Legends sit at the foot of the figure, below the axis title however many rows they
+wrap into on a narrow screen (the figure makes room for them)."""
 COLOURS = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#bf3989", "#0a3069")
 
 
@@ -93,7 +99,8 @@ def _points_figure(
         height=360,
         margin={"l": 60, "r": 20, "t": 50, "b": 55},
         showlegend=len(curves) > 1,
-        legend={"orientation": "h", "y": -0.25, "x": 0},
+        legend=LEGEND,
+        modebar=MODEBAR,
     )
     figure.update_xaxes(
         title_text=BATCH_AXIS,
@@ -288,7 +295,8 @@ def fit_figure(
         "title": {"text": title or name, "x": 0, "xanchor": "left"},
         "height": height,
         "margin": {"l": 60, "r": 20, "t": 50, "b": 55},
-        "legend": {"orientation": "h", "y": -0.22, "x": 0},
+        "legend": LEGEND,
+        "modebar": MODEBAR,
         "hovermode": "closest",
         "shapes": shapes,
         "annotations": annotations,
@@ -329,7 +337,8 @@ def loo_figure(fit: FittedCurve) -> go.Figure | None:
         height=320,
         barmode="group",
         margin={"l": 60, "r": 20, "t": 50, "b": 55},
-        legend={"orientation": "h", "y": -0.3, "x": 0},
+        legend=LEGEND,
+        modebar=MODEBAR,
     )
     figure.update_xaxes(title_text="batch size held out (frames per call)", type="category")
     figure.update_yaxes(title_text="relative error (%)", rangemode="tozero", tickformat=".2~f")

@@ -230,37 +230,43 @@ def option_rows(
     headroom: float = 0.2,
     price_per_hour: float | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per (policy, sharing mode), best first: seats, latency and slowest frame
-    rate at the cap, why the next seat fails, isolation, fleet and cost, and which option
-    dominates it. Numbers are rounded for reading."""
+    """One row per (policy, sharing mode), best first, as text to read: the option, its
+    seats per card, GPUs for the peak and cost per seat first (what a reader compares,
+    kept in view on a narrow screen), then latency and slowest frame rate at the cap, why
+    the next seat fails, isolation, and which option dominates it. Columns that would be
+    empty in every row are left out, so the table fits the page."""
+    known = next((o.at_cap.percentile for o in options if o.at_cap is not None), None)
+    latency = f"p{known:g} latency at cap (ms)" if known is not None else "latency at cap (ms)"
     rows = []
     for option, beaten in zip(options, dominated, strict=True):
         at = option.at_cap
         iso = ISOLATION[option.sharing.mode]
-        row: dict[str, Any] = {
-            "policy": option.policy,
-            "sharing": option.sharing.label + (" (derived)" if option.derived else ""),
-            "seats per card": option.seats,
-            "seats per instance": option.seats_per_instance if option.per_card > 1 else "",
-            "latency at cap (ms)": _round(at.e2e_latency_ms if at else None, 1),
-            "slowest fps at cap": _round(at.min_fps if at else None, 1),
-            "memory isolation": iso.memory,
-            "fault isolation": iso.fault,
-        }
+        row: dict[str, Any] = {"option": option.label, "seats per card": option.seats}
         sized = fleet(
             option, peak_sessions=peak_sessions, headroom=headroom, price_per_hour=price_per_hour
         )
         if peak_sessions is not None:
-            row["GPUs for peak"] = sized.gpus if sized is not None else None
+            row["GPUs for peak"] = str(sized.gpus) if sized is not None else MISSING
         if price_per_hour is not None:
-            row["USD per seat-hour"] = (
-                _round(sized.cost_per_seat_hour, 3) if sized is not None else None
+            row["cost per seat-hour"] = display.money(
+                sized.cost_per_seat_hour if sized is not None else None
             )
+        row[latency] = display.ms(at.e2e_latency_ms if at else None, unit=False)
+        row["slowest session at cap (fps)"] = display.fps(at.min_fps if at else None, unit=False)
+        # The row names the option already: its reason need not repeat the policy.
+        row["next seat fails because"] = option.binding_constraint.replace(
+            f" under {option.policy}", ""
+        )
+        row["seats per instance"] = option.seats_per_instance if option.per_card > 1 else ""
+        row["isolation (memory; faults)"] = (
+            iso.memory if iso.memory == iso.fault else f"{iso.memory}; {iso.fault}"
+        )
         row["dominated by"] = beaten.label if beaten is not None else ""
-        row["extrapolated"] = option.extrapolated
-        row["next seat fails because"] = option.binding_constraint
+        row["extrapolated"] = "yes" if option.extrapolated else ""
         rows.append(row)
-    return rows
+    empty = [k for k in ("seats per instance", "dominated by", "extrapolated")
+             if not any(r[k] for r in rows)]  # fmt: skip
+    return [{k: v for k, v in r.items() if k not in empty} for r in rows]
 
 
 def loo_rows(fit: FittedCurve) -> list[dict[str, Any]]:
@@ -285,12 +291,13 @@ def loo_rows(fit: FittedCurve) -> list[dict[str, Any]]:
 
 
 def session_rows(results: Results) -> list[dict[str, Any]]:
-    """Per-session accounting of one run: frame rate and what happened to every frame."""
+    """Per-session accounting of one run: frame rate and what happened to every frame
+    (frame rates to one decimal, as the planner writes them everywhere)."""
     return [
         {
             "session": s.session,
-            "offered fps": _round(s.offered_fps, 2),
-            "delivered fps": _round(s.fps, 2),
+            "offered (fps)": _round(s.offered_fps, 1),
+            "delivered (fps)": _round(s.fps, 1),
             "arrived": s.arrived,
             "delivered": s.delivered,
             "overwritten": s.overwritten,
@@ -307,23 +314,24 @@ def _round(value: float | None, digits: int) -> float | None:
 
 
 def run_rows(runs: Sequence[Results]) -> list[dict[str, Any]]:
-    """One row per simulated run: frame rates, latency and what happened to the frames."""
+    """One row per simulated run, as text to read: frame rates, latency and what happened
+    to the frames."""
     rows = []
     for results in runs:
         e2e = results.e2e_latency
         rows.append(
             {
                 "policy": results.scenario.policy,
-                "slowest fps": _round(results.min_fps, 2),
-                "mean fps": _round(results.mean_fps, 2),
-                "Jain fairness": _round(results.jain, 3),
-                "p50 (ms)": _round(e2e.p50, 1),
-                "p99 (ms)": _round(e2e.p99, 1),
-                "max (ms)": _round(e2e.max, 1),
-                "overwritten (%)": _round(100 * results.overwritten_fraction, 2),
-                "expired (%)": _round(100 * results.expired_fraction, 2),
-                "GPU busy (%)": _round(100 * results.gpu_busy_fraction, 1),
-                "starved sessions": len(results.starved_sessions),
+                "slowest session (fps)": display.fps(results.min_fps, unit=False),
+                "mean (fps)": display.fps(results.mean_fps, unit=False),
+                "p50 (ms)": display.ms(e2e.p50, unit=False),
+                "p99 (ms)": display.ms(e2e.p99, unit=False),
+                "max (ms)": display.ms(e2e.max, unit=False),
+                "overwritten": display.fraction(results.overwritten_fraction),
+                "expired": display.fraction(results.expired_fraction),
+                "GPU busy": display.fraction(results.gpu_busy_fraction),
+                "Jain fairness": f"{results.jain:.3f}",
+                "starved sessions": str(len(results.starved_sessions)),
             }
         )
     return rows

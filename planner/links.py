@@ -561,6 +561,13 @@ PARAMETERS: dict[str, Parameter] = {
     "mode": Parameter(Sharing.mode, Choice(MODES), "sharing mode"),
     # Comparing cards.
     "cards": Parameter((), Texts(Text("card", commas=False), 16), "cards (unset: all)"),
+    # Which curves are offered.
+    "flagged": Parameter(
+        False,
+        Bool(),
+        "include curves whose measurement was flagged (a failed drift check); they are left "
+        "out of comparisons and of the curve choices otherwise",
+    ),
 }
 
 _CURVE_LABEL_FIELDS = ("model", "card", "precision", "resolution")
@@ -687,6 +694,7 @@ class PlanParams(LinkParams):
     headroom: float = param("headroom")
     price_per_hour: UsdPerHour | None = param("price_per_hour")
     other_jobs: bool = param("other_jobs")
+    flagged: bool = param("flagged")
 
 
 @dataclass(frozen=True)
@@ -695,7 +703,9 @@ class SimulateParams(LinkParams):
 
     ``max_batch``, ``max_queue_delay_us`` and ``slo_ms`` left unset mean the policy's own
     defaults. ``compare_policy`` is a second policy shown side by side on the same
-    scenario. ``fps`` has one value for every session or one per session.
+    scenario. ``fps`` has one value for every session or one per session. ``budget_ms``
+    (at ``percentile``) and ``min_fps`` are a plan's criteria, drawn on the charts to judge
+    the run by; they change nothing simulated.
     """
 
     page_path: ClassVar[str] = "simulate"
@@ -723,6 +733,9 @@ class SimulateParams(LinkParams):
     busy_period_ms: Milliseconds = param("busy_period_ms")
     mps_share: float | None = param("mps_share")
     mig_profile: str | None = param("mig_profile")
+    budget_ms: Milliseconds = param("budget_ms")
+    percentile: float = param("percentile")
+    min_fps: FramesPerSecond = param("min_fps")
 
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
@@ -770,6 +783,7 @@ class CompareParams(LinkParams):
     max_sessions: int = param("max_sessions")
     peak_sessions: int | None = param("peak_sessions")
     headroom: float = param("headroom")
+    flagged: bool = param("flagged")
 
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:

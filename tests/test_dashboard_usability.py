@@ -217,3 +217,164 @@ def test_a_flagged_curve_says_so_wherever_it_is_named(app: AppTest) -> None:
     assert any("Flagged: drift check failed" in plain(w) for w in texts(app.warning))
     flags = {r["id"]: r["flag"] for r in rows(app, "curves_table")}
     assert flags[drifted.id] == "⚠ drift check failed" and list(flags.values()).count("") == 5
+
+
+# ---------------------------------------------------------------------------------------
+# Plan
+
+QUICK = {"seeds": "2", "duration_s": "5"}
+
+
+def headline_why(at: AppTest) -> str:
+    (why,) = [plain(m) for m in texts(at.markdown) if m.startswith("**Why")]
+    return why
+
+
+def test_the_simulate_link_opens_the_draw_behind_the_headline(app: AppTest) -> None:
+    open_page(app, "plan.py", QUICK)
+    why = headline_why(app)
+    claimed = why.split(" gets ")[1].split(" under ")[0]  # "12.2 fps"
+    (link,) = [x for x in app.get("page_link") if x.proto.page == "simulate"]
+    query = dict(part.split("=", 1) for part in link.proto.query_string.split("&"))
+    (said,) = [c for c in texts(app.caption) if c.startswith("The link opens seed")]
+    assert said.startswith(f"The link opens seed {query['seed']}, the random phase draw where ")
+    assert f"gets {claimed}: the plan judges" in said
+    assert f"**{claimed.removesuffix(' fps')}** (seed {query['seed']}, the worst)" in said
+
+    other = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    open_page(other, "simulate.py", query)
+    slowest = next(m for m in other.metric if m.label == "Slowest session")
+    assert slowest.value == claimed  # the headline's figure, on the page it links to
+    assert slowest.delta == "below the floor" and "28.5 fps" in slowest.help
+
+
+def test_a_range_is_explained_edge_by_edge(app: AppTest) -> None:
+    server = db().curves(card="server-24gb")[0]
+    open_page(app, "plan.py", {"curve": server.id, **QUICK})
+    why = headline_why(app)
+    assert why.startswith("**Why 4–5?**") and "Why not" not in why
+    assert "- If the card is as slow as the band's pessimistic edge, 4 sessions hold: at 5 " in (
+        why
+    )
+    assert "- On the fitted curve, 5 sessions hold: at 6 sessions" in why
+
+
+def test_a_rerun_from_the_cache_says_so_and_one_point_is_not_a_range(app: AppTest) -> None:
+    open_page(app, "plan.py", {"points": "1:8", **QUICK})
+    assert any("options simulated (" in c for c in texts(app.caption))
+    assert any("beyond the measured batch 1," in w for w in texts(app.warning))
+    assert not any("1–1" in w for w in texts(app.warning) + texts(app.markdown))
+    run(app)  # the same plan again: nothing new is simulated
+    assert any("answered from the cache" in c for c in texts(app.caption))
+    assert not any("(0 runs)" in c for c in texts(app.caption))
+
+
+def test_grouped_options_on_the_seats_chart_are_explained(app: AppTest) -> None:
+    open_page(app, "plan.py", QUICK)
+    labels = [t for trace in spec(app, "plan_chart_pareto")["data"] for t in trace.get("text", [])]
+    assert labels and not any("+" in label for label in labels)
+    grouped = [label for label in labels if " more" in label]
+    assert grouped, labels
+    assert any("“oldest-first and 5 more”" in c for c in texts(app.caption))
+
+
+def test_plans_are_saved_under_a_name_and_listed(app: AppTest) -> None:
+    open_page(app, "plan.py", QUICK)
+    app.text_input(key="plan_save_name").set_value("spring peak")
+    app.button(key="plan_save").click()
+    run(app)
+    (saved,) = rows(app, "plan_saved_list")
+    assert plain(saved["name"]) == "spring peak"
+    assert plain(saved["headline then"]) == texts(app.title)[0]
+    assert plain(saved["short link"]).startswith("http://localhost:8501/?plan=")
+    assert db().plans()[0].name == "spring peak"
+
+
+def test_options_table_puts_what_a_reader_compares_first(app: AppTest) -> None:
+    open_page(app, "plan.py", {"peak_sessions": "100", "price_per_hour": "2.5", **QUICK})
+    table = [{plain(k): plain(v) for k, v in r.items()} for r in rows(app, "plan_options")]
+    assert list(table[0])[:4] == ["option", "seats per card", "GPUs for peak", "cost per seat-hour"]
+    costs = [r["cost per seat-hour"] for r in table if r["cost per seat-hour"] != "-"]
+    assert costs and all(c.startswith("$") and len(c.split(".")[1]) in (2, 3) for c in costs)
+    assert not any(c.endswith("0") and len(c.split(".")[1]) == 3 for c in costs)  # no "$2.500"
+    assert len(table) == 7  # every option, no scrolling box
+
+
+# ---------------------------------------------------------------------------------------
+# Flagged curves are kept out of Compare and of the Plan's default choices
+
+
+def flagged_curve() -> Any:
+    return make_curve(
+        model="ball-detector", card="busy-gpu", precision="fp16", resolution="512x288",
+        points=[Point(1, 38.5), Point(2, 70.0)], source="measured",
+        environment={"drift_warning": "batch 1 moved +6178.2% (38.50 -> 2417.00 ms)"},
+    )  # fmt: skip
+
+
+def test_flagged_curves_are_offered_only_when_included(app: AppTest) -> None:
+    run(app)
+    (drifted,) = db().add_curves([flagged_curve()])
+    open_page(app, "plan.py", QUICK)
+    assert drifted.id not in app.selectbox(key="plan_curve").options
+    app.checkbox(key="plan_flagged").check()
+    run(app)
+    picker = app.selectbox(key="plan_curve")
+    (offered,) = [o for o in picker.options if "busy-gpu" in o]
+    assert "⚠ drift check failed" in offered
+
+    compare = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    open_page(compare, "compare.py", {"precision": "fp16", "resolution": "512x288", **QUICK})
+    assert "busy-gpu" not in {plain(r["card"]) for r in rows(compare, "cmp_table")}
+    assert any("1 flagged curve(s) left out" in plain(w) for w in texts(compare.warning))
+    compare.checkbox(key="cmp_flagged").check()
+    run(compare)
+    assert "busy-gpu" in {plain(r["card"]) for r in rows(compare, "cmp_table")}
+    assert compare.query_params["flagged"] in ("1", ["1"])
+
+
+def test_compare_with_one_card_says_what_to_add(app: AppTest) -> None:
+    open_page(app, "compare.py", {"cards": "server-24gb", **QUICK})
+    (hint,) = [i for i in texts(app.info) if "Add" in i]
+    assert "laptop\\-8gb" in hint and "Cards" in hint
+
+
+# ---------------------------------------------------------------------------------------
+# Measure
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(("found", "says"), [("cpu", "No CUDA GPU here"), ("cuda", "CUDA device")])
+def test_measure_says_what_it_would_measure_on_before_the_button(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch, found: str, says: str
+) -> None:
+    import planner.devices
+
+    monkeypatch.setattr(planner.devices, "local_device", lambda: found)
+    open_page(app, "measure.py")
+    shown = texts(app.warning) + texts(app.caption)
+    assert any(says in plain(t) for t in shown), shown
+    if found == "cpu":
+        assert any("a CPU measurement plans CPU serving, not a GPU" in w for w in texts(
+            app.warning))  # fmt: skip
+
+
+def test_measured_points_read_as_the_planner_writes_them(app: AppTest) -> None:
+    run(app)
+    laptop = next(c for c in db().curves() if c.precision == "fp16" and c.card == "laptop-8gb"
+                  and c.resolution == "512x288")  # fmt: skip
+    app.session_state["measure_last"] = [laptop.id]
+    open_page(app, "measure.py")
+    table = rows(app, f"measure_points_{laptop.id}")
+    assert list(table[0]) == ["batch", "latency (ms)"]
+    assert [r["latency (ms)"] for r in table][:2] == ["9.82", "20.4"]
+
+
+def test_each_page_names_itself_in_the_browser_title() -> None:
+    from dashboard.main import page_title
+    from dashboard.navigation import PAGES
+
+    assert [page_title(p.title) for p in PAGES][:2] == [
+        "Plan — GPU Seat Planner",
+        "Curves — GPU Seat Planner",
+    ]
