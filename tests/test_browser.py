@@ -371,6 +371,12 @@ def test_simulate_measure_and_compare_pages(server: str, page: Page) -> None:
 
     page.goto(page_url(server, "measure.py"))
     expect(page.get_by_role("heading", name="Measure a batch curve")).to_be_visible()
+    expect(page).to_have_title("Measure — GPU Seat Planner")
+    # Before any button: what a measurement here would run on (no GPU on a test machine).
+    expect(
+        page.get_by_text(re.compile("No CUDA GPU here|Measures on this machine's CUDA device"))
+    ).to_be_visible()
+    screenshot(page, "measure-here")
     page.get_by_role("tab", name="Command for the card's machine").click()
     expect(page.get_by_text("planner measure", exact=False).first).to_be_visible()
     screenshot(page, "measure")

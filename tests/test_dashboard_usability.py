@@ -329,7 +329,14 @@ def test_flagged_curves_are_offered_only_when_included(app: AppTest) -> None:
     assert any("1 flagged curve(s) left out" in plain(w) for w in texts(compare.warning))
     compare.checkbox(key="cmp_flagged").check()
     run(compare)
-    assert "busy-gpu" in {plain(r["card"]) for r in rows(compare, "cmp_table")}
+    assert "busy-gpu (⚠ drift check failed)" in {
+        plain(r["card"]) for r in rows(compare, "cmp_table")
+    }
+
+    simulate = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    open_page(simulate, "simulate.py", {"curve": drifted.id, "duration_s": "2"})
+    assert any("This curve is flagged: drift check failed" in plain(w) for w in texts(
+        simulate.warning))  # fmt: skip
     assert compare.query_params["flagged"] in ("1", ["1"])
 
 

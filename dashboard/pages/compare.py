@@ -12,6 +12,7 @@ from dashboard.charts import Fitted, fit_figure
 from dashboard.controls import Controls
 from dashboard.plan_charts import caps_figure, cost_figure
 from dashboard.state import store
+from dashboard.tables import flag_text
 from dashboard.text import md
 from dashboard.ui import default_curve_or_stop, flash, show_flash, show_problems, static_table
 from planner import display
@@ -145,7 +146,7 @@ def rows(plans: list[CardPlan], params: CompareParams) -> list[dict[str, Any]]:
     for plan in plans:
         doc = plan.as_dict()
         row: dict[str, Any] = {
-            "card": doc["card"],
+            "card": doc["card"] + (f" ({flag_text(plan.curve)})" if plan.curve.flag else ""),
             "option": doc["option"] or "nothing fits",
             "seats per card": doc["seats_per_card"],
         }

@@ -235,6 +235,12 @@ st.caption(
     "frame: one that arrives while an older frame of the same session still waits "
     "replaces it."
 )
+if inputs.curve.flag:
+    st.warning(
+        f"**This curve is flagged: {md(inputs.curve.flag)}.** Its points may not be what the "
+        "card does on an idle device.",
+        icon=":material/warning:",
+    )
 runs = [scenario] if inputs.compare is None else [scenario, inputs.compare]
 try:
     with st.spinner("Simulating…"), cache.working("Simulating") as account:
