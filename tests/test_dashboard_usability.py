@@ -322,6 +322,10 @@ def test_flagged_curves_are_offered_only_when_included(app: AppTest) -> None:
     picker = app.selectbox(key="plan_curve")
     (offered,) = [o for o in picker.options if "busy-gpu" in o]
     assert "⚠ drift check failed" in offered
+    assert app.query_params["flagged"] in ("1", ["1"])
+    again = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
+    open_page(again, "plan.py", {"flagged": "1", **QUICK})  # the link keeps the choice
+    assert again.checkbox(key="plan_flagged").value
 
     compare = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     open_page(compare, "compare.py", {"precision": "fp16", "resolution": "512x288", **QUICK})

@@ -610,7 +610,7 @@ curves = db.curves()
 link = links.opened(PlanParams, load_plan=db.plan, check=links.curve_check(db, plan_inputs, "plan"))
 if link is not None:
     load_curve(c, link.params, default.id)
-    c.load(link.params, [*CRITERIA, "policies", *FLEET, *EFFORT, "busy_period_ms"])
+    c.load(link.params, [*CRITERIA, "policies", *FLEET, *EFFORT, "busy_period_ms", "flagged"])
     for name in ("cotenants", "mps_share", "mig_profile"):
         # Unset, they start from the widget's default when their mode is picked.
         if getattr(link.params, name):
