@@ -523,8 +523,8 @@ def charts(result: Recommendation, inputs: PlanInputs) -> None:
         "(optimistic to pessimistic), dotted where it is extrapolated. Right: every option's "
         "seats against its latency at the cap; a hollow grey option is dominated (another "
         "holds as many seats or more at no higher latency). Options with the same seats and "
-        "latency share a marker: “oldest-first and 5 more” is oldest-first and five other "
-        "options at that point (hover over it for the list)."
+        "latency share a marker: a label such as “oldest-first and 5 more” stands for "
+        "oldest-first and five other options at that point (hover over it for the list)."
     )
 
 
