@@ -1,4 +1,4 @@
-"""``planner curves``: list, show, import, export and delete stored batch curves."""
+"""``planner curves``: list, show, import, rename, export and delete stored batch curves."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from planner.imports.native import to_csv
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("curves", help="list, show, import, export, delete curves")
+    parser = subparsers.add_parser(
+        "curves", help="list, show, import, rename, export, delete curves"
+    )
     commands = parser.add_subparsers(dest="curves_command", metavar="ACTION", required=True)
 
     listing = commands.add_parser("list", help="list stored curves")
