@@ -228,10 +228,9 @@ class Problems:
         self.more: Counter[str] = Counter()
 
     def append(self, problem: str) -> None:
-        if problem in self.kept:
-            return  # two checks that found the same thing say it once
         if len(self.kept) < self.limit:
-            self.kept.append(problem)
+            if problem not in self.kept:  # two checks that found the same thing say it once
+                self.kept.append(problem)
         else:
             self.more[problem_kind(problem)] += 1
 
