@@ -21,13 +21,21 @@ from planner.curve import Curve, Point
 from planner.fit import FittedCurve, straight_line
 
 BATCH_AXIS = "batch size (frames per call)"
+MODEBAR = {"orientation": "v"}
+"""Every chart's toolbar stands on its right edge: across the top it covered the chart's
+title on a narrow screen."""
+LEGEND = {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0}
+"""Legends sit at the foot of the figure, below the axis title however many rows they
+wrap into on a narrow screen (the figure makes room for them)."""
 COLOURS = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#bf3989", "#0a3069")
 
 
-def latency_figure(curves: Sequence[Curve]) -> go.Figure:
-    """Latency of one batched call against batch size, one trace per curve."""
+def latency_figure(curves: Sequence[Curve], labels: Sequence[str] | None = None) -> go.Figure:
+    """Latency of one batched call against batch size, one trace per curve (named by
+    ``labels``, default the curves' own labels)."""
     return _points_figure(
         curves,
+        labels,
         lambda p, v: v,
         title="Latency per batched call",
         y_title="latency per call (ms)",
@@ -35,10 +43,11 @@ def latency_figure(curves: Sequence[Curve]) -> go.Figure:
     )
 
 
-def per_frame_figure(curves: Sequence[Curve]) -> go.Figure:
+def per_frame_figure(curves: Sequence[Curve], labels: Sequence[str] | None = None) -> go.Figure:
     """Time per frame (latency / batch) against batch size: below batch 1 means batching pays."""
     return _points_figure(
         curves,
+        labels,
         lambda p, v: v / p.batch,
         title="Time per frame",
         y_title="time per frame (ms)",
@@ -48,6 +57,7 @@ def per_frame_figure(curves: Sequence[Curve]) -> go.Figure:
 
 def _points_figure(
     curves: Sequence[Curve],
+    labels: Sequence[str] | None,
     value: Callable[[Point, float], float],
     *,
     title: str,
@@ -77,7 +87,7 @@ def _points_figure(
                 x=[p.batch for p in points],
                 y=y,
                 mode="markers",
-                name=trace_name(curve.label),
+                name=trace_name(labels[index] if labels else curve.label),
                 marker={"size": 10, "color": COLOURS[index % len(COLOURS)]},
                 error_y=error_y,
                 hovertemplate=hover + "<extra>%{fullData.name}</extra>",
@@ -89,7 +99,8 @@ def _points_figure(
         height=360,
         margin={"l": 60, "r": 20, "t": 50, "b": 55},
         showlegend=len(curves) > 1,
-        legend={"orientation": "h", "y": -0.25, "x": 0},
+        legend=LEGEND,
+        modebar=MODEBAR,
     )
     figure.update_xaxes(
         title_text=BATCH_AXIS,
@@ -97,12 +108,27 @@ def _points_figure(
         rangemode="tozero",
         tickformat="d",
         zeroline=False,
+        # Batch sizes are whole numbers: ticks at whole steps only (Plotly would put
+        # ticks at 0.5 and print them rounded, "0 1 1 2 2", on a short axis).
+        **({} if wide or not batches else {"dtick": batch_step(max(batches)), "tick0": 0}),
     )
     figure.update_yaxes(title_text=y_title, rangemode="tozero", tickformat=".3~g")
     if figure.data and any(len(c.points) == 1 for c in curves) and not wide:
         # One point alone would sit on an axis squeezed around it.
         figure.update_xaxes(range=[0, max(batches) + 1])
     return figure
+
+
+def batch_step(largest: int, ticks: int = 8) -> int:
+    """A whole tick step for a batch axis from 0 to ``largest``: 1, 2 or 5 times a power of
+    ten, giving at most about ``ticks`` ticks."""
+    step = 1
+    while largest / step > ticks:
+        for factor in (2, 5, 10):
+            if largest / (step * factor) <= ticks or factor == 10:
+                step *= factor
+                break
+    return step
 
 
 def trace_name(label: str, limit: int = 60) -> str:
@@ -269,7 +295,8 @@ def fit_figure(
         "title": {"text": title or name, "x": 0, "xanchor": "left"},
         "height": height,
         "margin": {"l": 60, "r": 20, "t": 50, "b": 55},
-        "legend": {"orientation": "h", "y": -0.22, "x": 0},
+        "legend": LEGEND,
+        "modebar": MODEBAR,
         "hovermode": "closest",
         "shapes": shapes,
         "annotations": annotations,
@@ -310,7 +337,8 @@ def loo_figure(fit: FittedCurve) -> go.Figure | None:
         height=320,
         barmode="group",
         margin={"l": 60, "r": 20, "t": 50, "b": 55},
-        legend={"orientation": "h", "y": -0.3, "x": 0},
+        legend=LEGEND,
+        modebar=MODEBAR,
     )
     figure.update_xaxes(title_text="batch size held out (frames per call)", type="category")
     figure.update_yaxes(title_text="relative error (%)", rangemode="tozero", tickformat=".2~f")

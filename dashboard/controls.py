@@ -15,6 +15,7 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from dashboard.tables import curve_name
 from planner.cards import Card
 from planner.curve import Curve
 from planner.errors import BadInput, NotFound
@@ -225,7 +226,7 @@ def pick_curve(
     just ``/``. A curve from a link stays embedded until another is picked.
     """
     linked = st.session_state.get(c.key("linked"))
-    labels = {curve.id: curve.label for curve in curves}
+    labels = {curve.id: curve_name(curve) for curve in curves}
     options = list(labels)
     if linked is not None:
         options.insert(0, LINKED)

@@ -476,9 +476,8 @@ def deploy_section(result: Recommendation, inputs: PlanInputs, params: PlanParam
 def compare_section(params: PlanParams, db: Store) -> None:
     """This plan beside a saved one: the inputs that differ, then what each gives."""
     st.subheader("Compare with a saved plan")
-    saved = db.saved_plan_ids()
-    ids = [plan_id for plan_id, _ in saved]
-    when = {plan_id: at for plan_id, at in saved}
+    saved = {plan.id: plan for plan in db.plans()}
+    ids = list(saved)
     if st.session_state.get(COMPARE_KEY) not in [None, *ids]:
         st.session_state[COMPARE_KEY] = None
     st.selectbox(
@@ -486,7 +485,9 @@ def compare_section(params: PlanParams, db: Store) -> None:
         [None, *ids],
         key=COMPARE_KEY,
         format_func=lambda i: (
-            "none" if i is None else f"{i} (saved {when[i].strftime('%Y-%m-%d %H:%M')})"
+            "none"
+            if i is None
+            else f"{saved[i].name or i} (saved {saved[i].created_at.strftime('%Y-%m-%d %H:%M')})"
         ),
         help="Save plans with Save plan under Share this plan; open one (?plan=ID) and pick "
         "another here to compare two saved plans.",

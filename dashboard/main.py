@@ -16,6 +16,12 @@ from dashboard.text import md_list
 from planner.errors import PlannerError
 
 WORDMARK = Path(__file__).resolve().parent / "assets" / "wordmark.svg"
+PRODUCT = "GPU Seat Planner"
+
+
+def page_title(page: str) -> str:
+    """The browser's title of a page: ``Plan — GPU Seat Planner``."""
+    return f"{page} — {PRODUCT}"
 
 
 def prepare() -> None:
@@ -33,9 +39,11 @@ def prepare() -> None:
 
 def main() -> None:
     """Lay out the page frame and run the page the visitor is on."""
-    st.set_page_config(page_title="GPU Seat Planner", page_icon=":material/memory:", layout="wide")
+    st.set_page_config(page_title=PRODUCT, page_icon=":material/memory:", layout="wide")
     st.logo(str(WORDMARK), size="large")
     page = st.navigation(pages())
+    # The browser's title names the page, so that tabs and history tell pages apart.
+    st.set_page_config(page_title=page_title(page.title))
     with st.sidebar:
         st.caption("How many live camera sessions can one GPU hold?")
 

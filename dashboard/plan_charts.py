@@ -10,7 +10,8 @@ from typing import Any, Literal
 
 import plotly.graph_objects as go
 
-from dashboard.charts import COLOURS, trace_name
+from dashboard.charts import COLOURS, LEGEND, MODEBAR, trace_name
+from planner import display
 from planner.pipeline import PART_LABELS, PARTS, Stages
 from planner.policies import POLICIES
 from planner.recommend import Option
@@ -21,7 +22,8 @@ SESSIONS_AXIS = "concurrent sessions"
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "star")
 _LAYOUT = {
     "margin": {"l": 60, "r": 20, "t": 50, "b": 55},
-    "legend": {"orientation": "h", "y": -0.25, "x": 0},
+    "legend": LEGEND,
+    "modebar": MODEBAR,
     "hovermode": "closest",
 }
 
@@ -190,7 +192,9 @@ def pareto_figure(
 def _group_label(group: Sequence[Option]) -> str:
     first = group[0]
     name = first.policy if first.sharing.mode == "exclusive" else f"{first.policy}, {first.mode}"
-    return trace_name(name if len(group) == 1 else f"{name} +{len(group) - 1}", 40)
+    more = len(group) - 1
+    # Options at the same point share one marker: say how many more it stands for.
+    return trace_name(name if not more else f"{name} and {more} more", 40)
 
 
 def _group_hover(group: Sequence[Option]) -> str:
@@ -234,6 +238,7 @@ def caps_figure(labels: Sequence[str], options: Sequence[Option | None]) -> go.F
         height=380,
         showlegend=False,
         margin={"l": 60, "r": 20, "t": 50, "b": 120},
+        modebar=MODEBAR,
     )
     figure.update_xaxes(title_text="curve (card, resolution, precision)")
     figure.update_yaxes(title_text="seats per card", tickformat="d", rangemode="tozero")
@@ -247,7 +252,7 @@ def cost_figure(labels: Sequence[str], costs: Sequence[float | None]) -> go.Figu
             x=[trace_name(label, 50) for label in labels],
             y=costs,
             marker_color=[COLOURS[i % len(COLOURS)] for i in range(len(labels))],
-            text=["no price" if c is None else f"${c:.3f}" for c in costs],
+            text=["no price" if c is None else display.money(c) for c in costs],
             textposition="outside",
             hovertemplate="%{x}: %{text} per seat-hour<extra></extra>",
         )
@@ -258,6 +263,7 @@ def cost_figure(labels: Sequence[str], costs: Sequence[float | None]) -> go.Figu
         height=380,
         showlegend=False,
         margin={"l": 60, "r": 20, "t": 50, "b": 120},
+        modebar=MODEBAR,
     )
     figure.update_xaxes(title_text="curve (card, resolution, precision)")
     figure.update_yaxes(

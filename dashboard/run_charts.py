@@ -7,16 +7,23 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from dashboard.charts import COLOURS, rgba
+from dashboard.charts import COLOURS, LEGEND, MODEBAR, rgba
+from planner import display
 from planner.results import Results
 
 TIMELINE_MS = 400.0
 """The timeline opens on the first 0.4 s; the first ``TIMELINE_DATA_MS`` can be panned."""
 TIMELINE_DATA_MS = 3000.0
 CPU_COLOURS = ("#8250df", "#bf8700")  # post jobs, pre jobs (``Records.job_kind``)
+BATCH_SHADES = (COLOURS[0], "#0a3069")
+"""Neighbouring batches alternate between two shades of one colour (never red, which
+marks what fails: a starved session, a budget)."""
+CRITERIA = "#d1242f"
+"""The colour of a plan's criteria (budget, floor) and of what fails them."""
 _LAYOUT = {
     "margin": {"l": 70, "r": 20, "t": 50, "b": 55},
-    "legend": {"orientation": "h", "y": -0.25, "x": 0},
+    "legend": LEGEND,
+    "modebar": MODEBAR,
 }
 
 
@@ -88,9 +95,8 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
                 x=xs,
                 y=ys,
                 mode="lines",
-                line={"color": COLOURS[parity], "width": 9},
+                line={"color": BATCH_SHADES[parity], "width": 9},
                 name="on the GPU" if parity == 0 else "on the GPU (next batch)",
-                showlegend=parity == 0,
                 hoverinfo="skip",
             )
         )
@@ -119,9 +125,9 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
                 x=xs,
                 y=ys,
                 mode="lines",
-                line={"color": rgba(COLOURS[parity], 0.85), "width": 14},
-                name="batch",
-                showlegend=False,
+                line={"color": rgba(BATCH_SHADES[parity], 0.85), "width": 14},
+                name="batch, with its frames (top lane)",
+                showlegend=parity == 0,
                 hoverinfo="skip",
             )
         )
@@ -166,8 +172,10 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
             )  # fmt: skip
     lanes = [cpu_lane, gpu_lane] if pool else [gpu_lane]
     labels = [*(["CPU"] if pool else []), "GPU", *(str(i) for i in range(n))]
-    height = max(280, 110 + 26 * (n + len(lanes)))
-    top, bottom = 50, 100
+    # Room for the plot, one lane per session and per shared resource, and the legend's
+    # rows below it.
+    height = max(280, 110 + 26 * (n + len(lanes))) + 90
+    top, bottom = 50, 55
     figure.update_layout(
         title={
             "text": f"What the GPU ran, first {min(window_ms, horizon):g} ms (drag to pan)",
@@ -175,17 +183,7 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
             "xanchor": "left",
         },
         height=height,
-        **{
-            **_LAYOUT,
-            # Below the axis title: 60 px under the plot area, in the plot's own units.
-            "legend": {
-                "orientation": "h",
-                "y": -60 / (height - top - bottom),
-                "yanchor": "top",
-                "x": 0,
-            },
-            "margin": {"l": 70, "r": 20, "t": top, "b": bottom},
-        },
+        **{**_LAYOUT, "margin": {"l": 70, "r": 20, "t": top, "b": bottom}},
     )
     figure.update_xaxes(
         title_text="time since the start (ms)", range=[0, min(window_ms, horizon)], zeroline=False
@@ -193,9 +191,7 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
     figure.update_yaxes(
         tickvals=[*lanes, *range(n)] if n <= 40 else None,
         ticktext=labels if n <= 40 else None,
-        title_text="session (top: the CPU threads' jobs and the GPU's batches)"
-        if pool
-        else "session (top: the GPU's batches)",
+        title_text="session",
         autorange="reversed",
         range=None,
         zeroline=False,
@@ -204,16 +200,19 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
     return figure
 
 
-def fps_figure(results: Results) -> go.Figure:
-    """Each session's delivered frame rate, with what it sent and the starvation line
-    (half the mean); starved sessions in red."""
+def fps_figure(results: Results, floor: float | None = None) -> go.Figure:
+    """Each session's delivered frame rate, with what it sent, the plan's frame-rate
+    ``floor`` (sessions below it in red) and the starvation line (half the mean)."""
     sessions = results.sessions
     mean = results.mean_fps
     figure = go.Figure(
         go.Bar(
             x=[s.session for s in sessions],
             y=[s.fps for s in sessions],
-            marker_color=["#d1242f" if s.starved else COLOURS[0] for s in sessions],
+            marker_color=[
+                CRITERIA if s.starved or (floor is not None and s.fps < floor) else COLOURS[0]
+                for s in sessions
+            ],
             name="delivered",
             showlegend=False,
             hovertemplate="session %{x}: %{y:.2f} fps<extra></extra>",
@@ -232,13 +231,24 @@ def fps_figure(results: Results) -> go.Figure:
             hoverinfo="skip",
         )
     )
+    if floor is not None:
+        figure.add_trace(
+            go.Scatter(
+                x=span,
+                y=[floor, floor],
+                mode="lines",
+                line={"color": CRITERIA, "dash": "dash", "width": 1.5},
+                name=f"the plan's floor ({display.fps(floor)}; a red bar is below it)",
+                hoverinfo="skip",
+            )
+        )
     figure.add_trace(
         go.Scatter(
             x=span,
             y=[0.5 * mean, 0.5 * mean],
             mode="lines",
-            line={"color": "#d1242f", "dash": "dash", "width": 1.5},
-            name=f"starving below {0.5 * mean:.1f} fps (half the mean)",
+            line={"color": "#9a6700", "dash": "dot", "width": 1.5},
+            name=f"starving below {display.fps(0.5 * mean)} (half the mean)",
             hoverinfo="skip",
         )
     )
@@ -256,9 +266,11 @@ def fps_figure(results: Results) -> go.Figure:
     return figure
 
 
-def latency_histogram(results: Results) -> go.Figure:
+def latency_histogram(
+    results: Results, budget_ms: float | None = None, percentile: float = 99.0
+) -> go.Figure:
     """How delivered frames' latency is distributed, GPU side and end to end, with the
-    p50 and p99 marked."""
+    p50 and the ``percentile`` marked, and the plan's budget for that percentile."""
     records = results.records
     overhead = results.scenario.overhead_ms
     figure = go.Figure()
@@ -285,14 +297,33 @@ def latency_histogram(results: Results) -> go.Figure:
             )
         )
     summary = results.e2e_latency
-    for name, value, side in (("p50", summary.p50, "top left"), ("p99", summary.p99, "top right")):
+    ends = gpu + overhead
+    judged = float(np.percentile(ends, percentile)) if ends.size else None
+    marks = (("p50", summary.p50, "top left"), (f"p{percentile:g}", judged, "top right"))
+    for name, value, side in marks:
         if value is not None:
             figure.add_vline(
                 x=value,
                 line={"color": "#1f2328", "dash": "dot", "width": 1},
-                annotation_text=f"{name} {value:.1f} ms",
+                annotation_text=f"{name} {display.ms(value)}",
                 annotation_position=side,
             )
+    if budget_ms is not None:
+        # A trace rather than a line shape, so that the legend names it.
+        figure.add_trace(
+            go.Scatter(
+                x=[budget_ms, budget_ms],
+                y=[0, 1],
+                yaxis="y2",
+                mode="lines",
+                line={"color": CRITERIA, "dash": "dash", "width": 1.5},
+                name=f"the plan's budget for p{percentile:g} ({display.ms(budget_ms)})",
+                hoverinfo="skip",
+            )
+        )
+        figure.update_layout(
+            yaxis2={"overlaying": "y", "range": [0, 1], "visible": False, "fixedrange": True}
+        )
     figure.update_layout(
         title={"text": "Latency of delivered frames", "x": 0, "xanchor": "left"},
         height=340,

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from planner import display
 from planner.curve import OPTIONAL_POINT_FIELDS, Curve, Point, make_point, normalise_points
 from planner.errors import BadInput
 from planner.fit import FittedCurve
@@ -27,9 +28,16 @@ POINT_COLUMNS = ("batch", "latency_ms", *OPTIONAL_POINT_FIELDS)
 
 
 def curve_rows(curves: Iterable[Curve], stored: set[str] | None = None) -> list[dict[str, Any]]:
-    """One row per curve for the curves table; ``stored`` marks ids already in the store."""
+    """One row per curve for the curves table; ``stored`` marks ids already in the store.
+
+    A ``config`` column appears when some curve came from a model configuration (a Model
+    Analyzer table gives one curve per config), a ``flag`` column when some curve is
+    flagged (a failed drift check)."""
+    listed = list(curves)
+    configs = any(c.environment.get("model_config") for c in listed)
+    flags = any(c.flag for c in listed)
     rows = []
-    for curve in curves:
+    for curve in listed:
         row: dict[str, Any] = {
             "id": curve.id,
             "model": curve.model,
@@ -37,14 +45,53 @@ def curve_rows(curves: Iterable[Curve], stored: set[str] | None = None) -> list[
             "MIG profile": curve.mig_profile or MISSING,
             "precision": curve.precision or MISSING,
             "resolution": curve.resolution or MISSING,
-            "source": curve.source,
-            "points": len(curve.points),
-            "batches": ", ".join(str(b) for b in curve.batches),
         }
+        if configs:
+            row["config"] = str(curve.environment.get("model_config") or MISSING)
+        row.update(
+            {
+                "source": curve.source,
+                "points": len(curve.points),
+                "batches": ", ".join(str(b) for b in curve.batches),
+            }
+        )
+        if flags:
+            row["flag"] = flag_text(curve)
         if stored is not None:
             row["already stored"] = curve.id in stored
         rows.append(row)
     return rows
+
+
+def flag_text(curve: Curve) -> str:
+    """A short mark for a flagged curve (``⚠ drift check failed``), empty otherwise."""
+    if not curve.flag:
+        return ""
+    return "⚠ " + curve.flag.split(":")[0]
+
+
+def curve_name(curve: Curve) -> str:
+    """A curve's label with its flag, wherever a curve is named for choosing."""
+    mark = flag_text(curve)
+    return f"{curve.label} — {mark}" if mark else curve.label
+
+
+def preview_labels(curves: Sequence[Curve]) -> dict[str, str]:
+    """A label per curve id that tells curves of one import apart: the curve's label,
+    with its model configuration where it has one (a Model Analyzer table gives one curve
+    per config, all of one model on one card), else its id where labels repeat."""
+    base = {c.id: c.label for c in curves}
+    repeated = {label for label in base.values() if list(base.values()).count(label) > 1}
+    out = {}
+    for curve in curves:
+        config = curve.environment.get("model_config")
+        if config:
+            out[curve.id] = f"{curve.label}, config {config}"
+        elif curve.label in repeated:
+            out[curve.id] = f"{curve.label} ({curve.id})"
+        else:
+            out[curve.id] = curve.label
+    return out
 
 
 def metadata_rows(curve: Curve, *, longest: int = LONG_TEXT) -> list[dict[str, str]]:
@@ -60,6 +107,10 @@ def metadata_rows(curve: Curve, *, longest: int = LONG_TEXT) -> list[dict[str, s
         ("source", curve.source),
         ("stored", curve.created_at.strftime("%Y-%m-%d %H:%M UTC") if curve.created_at else ""),
     ]
+    if curve.renamed_from:
+        rows.append(("renamed from", curve.renamed_from))
+    if curve.flag:
+        rows.append(("flag", flag_text(curve)))
     rows += [(k, v) for k, v in _environment(curve) if len(v) <= longest]
     return [{"field": k, "value": v} for k, v in rows]
 
@@ -87,6 +138,36 @@ def point_rows(curve: Curve, columns: Sequence[str] | None = None) -> list[dict[
     """The curve's points as rows with the given columns (default: ``point_columns``)."""
     wanted = list(columns or point_columns(curve))
     return [{c: getattr(p, c) for c in wanted} for p in curve.points]
+
+
+POINT_HEADERS = {
+    "batch": "batch",
+    "latency_ms": "latency (ms)",
+    "p10_ms": "p10 (ms)",
+    "p50_ms": "p50 (ms)",
+    "p90_ms": "p90 (ms)",
+    "p99_ms": "p99 (ms)",
+    "std_ms": "std (ms)",
+    "n": "runs",
+    "memory_mb": "memory (MB)",
+}
+"""Column headers of a point table, by point field: a quantity and its unit."""
+
+
+def point_table(curve: Curve) -> list[dict[str, Any]]:
+    """The curve's points for reading (not editing): headers with units, times written
+    the one way the planner writes them (``38.5``, ``9.82``)."""
+    rows = []
+    for point in curve.points:
+        row: dict[str, Any] = {}
+        for column in point_columns(curve):
+            value = getattr(point, column)
+            if column == "batch" or column == "n":
+                row[POINT_HEADERS[column]] = value
+            else:
+                row[POINT_HEADERS[column]] = display.number(value)
+        rows.append(row)
+    return rows
 
 
 def points_from_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[Point, ...]:
@@ -149,37 +230,43 @@ def option_rows(
     headroom: float = 0.2,
     price_per_hour: float | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per (policy, sharing mode), best first: seats, latency and slowest frame
-    rate at the cap, why the next seat fails, isolation, fleet and cost, and which option
-    dominates it. Numbers are rounded for reading."""
+    """One row per (policy, sharing mode), best first, as text to read: the option, its
+    seats per card, GPUs for the peak and cost per seat first (what a reader compares,
+    kept in view on a narrow screen), then latency and slowest frame rate at the cap, why
+    the next seat fails, isolation, and which option dominates it. Columns that would be
+    empty in every row are left out, so the table fits the page."""
+    known = next((o.at_cap.percentile for o in options if o.at_cap is not None), None)
+    latency = f"p{known:g} latency at cap (ms)" if known is not None else "latency at cap (ms)"
     rows = []
     for option, beaten in zip(options, dominated, strict=True):
         at = option.at_cap
         iso = ISOLATION[option.sharing.mode]
-        row: dict[str, Any] = {
-            "policy": option.policy,
-            "sharing": option.sharing.label + (" (derived)" if option.derived else ""),
-            "seats per card": option.seats,
-            "seats per instance": option.seats_per_instance if option.per_card > 1 else "",
-            "latency at cap (ms)": _round(at.e2e_latency_ms if at else None, 1),
-            "slowest fps at cap": _round(at.min_fps if at else None, 1),
-            "memory isolation": iso.memory,
-            "fault isolation": iso.fault,
-        }
+        row: dict[str, Any] = {"option": option.label, "seats per card": option.seats}
         sized = fleet(
             option, peak_sessions=peak_sessions, headroom=headroom, price_per_hour=price_per_hour
         )
         if peak_sessions is not None:
-            row["GPUs for peak"] = sized.gpus if sized is not None else None
+            row["GPUs for peak"] = str(sized.gpus) if sized is not None else MISSING
         if price_per_hour is not None:
-            row["USD per seat-hour"] = (
-                _round(sized.cost_per_seat_hour, 3) if sized is not None else None
+            row["cost per seat-hour"] = display.money(
+                sized.cost_per_seat_hour if sized is not None else None
             )
+        row[latency] = display.ms(at.e2e_latency_ms if at else None, unit=False)
+        row["slowest session at cap (fps)"] = display.fps(at.min_fps if at else None, unit=False)
+        # The row names the option already: its reason need not repeat the policy.
+        row["next seat fails because"] = option.binding_constraint.replace(
+            f" under {option.policy}", ""
+        )
+        row["seats per instance"] = option.seats_per_instance if option.per_card > 1 else ""
+        row["isolation (memory; faults)"] = (
+            iso.memory if iso.memory == iso.fault else f"{iso.memory}; {iso.fault}"
+        )
         row["dominated by"] = beaten.label if beaten is not None else ""
-        row["extrapolated"] = option.extrapolated
-        row["next seat fails because"] = option.binding_constraint
+        row["extrapolated"] = "yes" if option.extrapolated else ""
         rows.append(row)
-    return rows
+    empty = [k for k in ("seats per instance", "dominated by", "extrapolated")
+             if not any(r[k] for r in rows)]  # fmt: skip
+    return [{k: v for k, v in r.items() if k not in empty} for r in rows]
 
 
 def loo_rows(fit: FittedCurve) -> list[dict[str, Any]]:
@@ -204,12 +291,13 @@ def loo_rows(fit: FittedCurve) -> list[dict[str, Any]]:
 
 
 def session_rows(results: Results) -> list[dict[str, Any]]:
-    """Per-session accounting of one run: frame rate and what happened to every frame."""
+    """Per-session accounting of one run: frame rate and what happened to every frame
+    (frame rates to one decimal, as the planner writes them everywhere)."""
     return [
         {
             "session": s.session,
-            "offered fps": _round(s.offered_fps, 2),
-            "delivered fps": _round(s.fps, 2),
+            "offered (fps)": _round(s.offered_fps, 1),
+            "delivered (fps)": _round(s.fps, 1),
             "arrived": s.arrived,
             "delivered": s.delivered,
             "overwritten": s.overwritten,
@@ -226,23 +314,24 @@ def _round(value: float | None, digits: int) -> float | None:
 
 
 def run_rows(runs: Sequence[Results]) -> list[dict[str, Any]]:
-    """One row per simulated run: frame rates, latency and what happened to the frames."""
+    """One row per simulated run, as text to read: frame rates, latency and what happened
+    to the frames."""
     rows = []
     for results in runs:
         e2e = results.e2e_latency
         rows.append(
             {
                 "policy": results.scenario.policy,
-                "slowest fps": _round(results.min_fps, 2),
-                "mean fps": _round(results.mean_fps, 2),
-                "Jain fairness": _round(results.jain, 3),
-                "p50 (ms)": _round(e2e.p50, 1),
-                "p99 (ms)": _round(e2e.p99, 1),
-                "max (ms)": _round(e2e.max, 1),
-                "overwritten (%)": _round(100 * results.overwritten_fraction, 2),
-                "expired (%)": _round(100 * results.expired_fraction, 2),
-                "GPU busy (%)": _round(100 * results.gpu_busy_fraction, 1),
-                "starved sessions": len(results.starved_sessions),
+                "slowest session (fps)": display.fps(results.min_fps, unit=False),
+                "mean (fps)": display.fps(results.mean_fps, unit=False),
+                "p50 (ms)": display.ms(e2e.p50, unit=False),
+                "p99 (ms)": display.ms(e2e.p99, unit=False),
+                "max (ms)": display.ms(e2e.max, unit=False),
+                "overwritten": display.fraction(results.overwritten_fraction),
+                "expired": display.fraction(results.expired_fraction),
+                "GPU busy": display.fraction(results.gpu_busy_fraction),
+                "Jain fairness": f"{results.jain:.3f}",
+                "starved sessions": str(len(results.starved_sessions)),
             }
         )
     return rows

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import streamlit as st
 
-from dashboard.text import md_list
+from dashboard.text import md, md_list
 from planner.curve import Curve
 from planner.errors import NotFound
 from planner.plan import default_curve
@@ -70,6 +70,18 @@ def table(rows: Sequence[Mapping[str, Any]], *, key: str, **options: Any) -> Non
     (a read-only ``st.dataframe`` does not carry its own key)."""
     with st.container(key=key):
         st.dataframe(rows, hide_index=True, **options)
+
+
+def static_table(rows: Sequence[Mapping[str, Any]], *, key: str) -> None:
+    """A table that fits the page: every row shown (no scrolling box), long text wrapped
+    inside its cell, the first columns first on a narrow screen. For tables a reader
+    reads across rather than sorts. ``st.table`` renders its cells as Markdown, so every
+    cell and header goes through ``md`` and is shown literally."""
+    if not rows:
+        return
+    shown = [{md(k): md("" if v is None else v) for k, v in row.items()} for row in rows]
+    with st.container(key=key):
+        st.table(shown, hide_index=True, border="horizontal")
 
 
 def default_curve_or_stop(db: Store, title: str, doing: str) -> Curve:

@@ -24,7 +24,7 @@ from planner.work import OverBudget
 SHARED = tuple(
     n
     for n in schema(CompareParams)
-    if n in schema(PlanParams) and n not in ("model", "precision", "resolution")
+    if n in schema(PlanParams) and n not in ("model", "precision", "resolution", "flagged")
 )
 """The plan parameters a comparison gives every curve."""
 
@@ -67,7 +67,17 @@ def model_of(store: Store, params: CompareParams) -> str:
 
 
 def comparable_curves(store: Store, params: CompareParams) -> list[Curve]:
-    """The model's whole-card curves on the chosen cards, precision and resolution."""
+    """The model's whole-card curves on the chosen cards, precision and resolution; a
+    flagged curve (a failed drift check) only when ``params.flagged`` includes them."""
+    return [c for c in _candidates(store, params) if params.flagged or not c.flag]
+
+
+def flagged_left_out(store: Store, params: CompareParams) -> list[Curve]:
+    """The flagged curves a comparison leaves out (none when it includes them)."""
+    return [] if params.flagged else [c for c in _candidates(store, params) if c.flag]
+
+
+def _candidates(store: Store, params: CompareParams) -> list[Curve]:
     wanted = {card.lower() for card in params.cards}
     return [
         curve

@@ -77,6 +77,12 @@ class Curve:
     ``environment`` holds free-form metadata (driver and framework versions, device name,
     notes); it is not part of the id. ``id`` is derived from the identifying fields and
     the sorted (batch, latency) pairs, so the same measurement stored twice is one curve.
+
+    ``flag`` says why the curve should not be trusted like the others (a measurement whose
+    drift check failed: the device was busy or its clocks changed); flagged curves are
+    shown with the flag and left out of comparisons and default choices. ``renamed_from``
+    is the id of the curve this one renames (same points, another model or card name).
+    Neither is part of the id.
     """
 
     model: str
@@ -88,6 +94,8 @@ class Curve:
     source: Source = "uploaded"
     created_at: datetime | None = None
     environment: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    flag: str | None = field(default=None, compare=False)
+    renamed_from: str | None = field(default=None, compare=False)
 
     @cached_property
     def id(self) -> str:
@@ -113,13 +121,34 @@ class Curve:
         return tuple(p.latency_ms for p in self.points)
 
     def with_points(self, points: Iterable[Point], source: Source | None = None) -> Curve:
-        """A new curve (new id) with other points; the rest of the metadata is kept."""
+        """A new curve (new id) with other points; the rest of the metadata is kept (the
+        flag too: editing a point does not make a drifting measurement sound)."""
         return replace(
             self,
             points=normalise_points(points),
             source=source or self.source,
             created_at=None,
+            renamed_from=None,
         )
+
+    def renamed(self, *, model: object = None, card: object = None) -> Curve:
+        """The same points under another model or card name: a new curve (new id) that
+        records ``renamed_from``; BadInput for a name that is not valid or no change."""
+        problems: list[str] = []
+        names: dict[str, str] = {}
+        for what, value in (("model", model), ("card", card)):
+            if value is None or (isinstance(value, str) and not value.strip()):
+                continue
+            try:
+                names[what] = clean_text(value, what) or ""
+            except BadInput as exc:
+                problems.extend(exc.problems)
+        if problems:
+            raise BadInput(problems)
+        renamed = replace(self, **names, created_at=None, renamed_from=self.id)  # type: ignore[arg-type]
+        if renamed.id == self.id:
+            raise BadInput("the new names are the curve's own; there is nothing to rename")
+        return renamed
 
     def summary(self) -> dict[str, Any]:
         """The fields ``planner curves list --json`` prints for one curve."""
@@ -134,6 +163,8 @@ class Curve:
             "created_at": self.created_at.isoformat() if self.created_at else None,
             "n_points": len(self.points),
             "batches": list(self.batches),
+            "flag": self.flag,
+            "renamed_from": self.renamed_from,
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -357,8 +388,10 @@ def make_curve(
     source: Source = "uploaded",
     created_at: datetime | None = None,
     environment: Mapping[str, Any] | None = None,
+    flag: str | None = None,
 ) -> Curve:
-    """A validated curve; every problem found is reported at once."""
+    """A validated curve; every problem found is reported at once. Without a ``flag``, a
+    drift warning in the environment (``planner measure``'s) flags the curve."""
     problems: list[str] = []
 
     def attempt(fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -388,7 +421,14 @@ def make_curve(
         source=source,
         created_at=created_at,
         environment=dict(environment or {}),
+        flag=flag if flag is not None else flag_of(environment or {}),
     )
+
+
+def flag_of(environment: Mapping[str, Any]) -> str | None:
+    """The flag an environment implies: a failed drift check (``drift_warning``)."""
+    warning = environment.get("drift_warning")
+    return f"drift check failed: {warning}" if isinstance(warning, str) and warning else None
 
 
 def parse_points_option(text: str) -> tuple[Point, ...]:

@@ -82,6 +82,12 @@ def resolve_device(requested: str | None) -> str:
     return device
 
 
+def local_device() -> str:
+    """The device a measurement here would run on when none is asked for (``cuda``,
+    ``mps`` or ``cpu``); BadInput when PyTorch is not installed."""
+    return resolve_device(None)
+
+
 def _mps_available(torch: Any) -> bool:
     backend = getattr(torch.backends, "mps", None)
     return bool(backend is not None and backend.is_available())

@@ -611,6 +611,13 @@ PARAMETERS: dict[str, Parameter] = {
         Float.of(limits.LEAD_TIME_MIN),
         "autoscaling lead time: minutes from asking for a GPU to it serving",
     ),
+    # Which curves are offered.
+    "flagged": Parameter(
+        False,
+        Bool(),
+        "include curves whose measurement was flagged (a failed drift check); they are left "
+        "out of comparisons and of the curve choices otherwise",
+    ),
 }
 
 _CURVE_LABEL_FIELDS = ("model", "card", "precision", "resolution")
@@ -776,6 +783,7 @@ class PlanParams(LinkParams):
     cpu_workers: int = param("cpu_workers")
     cotenant_memory_mb: tuple[float, ...] = param("cotenant_memory_mb")
     mps_memory_mb: float | None = param("mps_memory_mb")
+    flagged: bool = param("flagged")
 
 
 @dataclass(frozen=True)
@@ -784,7 +792,9 @@ class SimulateParams(LinkParams):
 
     ``max_batch``, ``max_queue_delay_us`` and ``slo_ms`` left unset mean the policy's own
     defaults. ``compare_policy`` is a second policy shown side by side on the same
-    scenario. ``fps`` has one value for every session or one per session.
+    scenario. ``fps`` has one value for every session or one per session. ``budget_ms``
+    (at ``percentile``) and ``min_fps`` are a plan's criteria, drawn on the charts to judge
+    the run by; they change nothing simulated.
     """
 
     page_path: ClassVar[str] = "simulate"
@@ -818,6 +828,9 @@ class SimulateParams(LinkParams):
     cpu_workers: int = param("cpu_workers")
     cotenant_memory_mb: tuple[float, ...] = param("cotenant_memory_mb")
     mps_memory_mb: float | None = param("mps_memory_mb")
+    budget_ms: Milliseconds = param("budget_ms")
+    percentile: float = param("percentile")
+    min_fps: FramesPerSecond = param("min_fps")
 
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
@@ -865,6 +878,7 @@ class CompareParams(LinkParams):
     max_sessions: int = param("max_sessions")
     peak_sessions: int | None = param("peak_sessions")
     headroom: float = param("headroom")
+    flagged: bool = param("flagged")
 
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:

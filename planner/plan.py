@@ -30,7 +30,8 @@ class PlanInputs:
 
 def default_curve(store: Store) -> Curve:
     """The curve a plan opens with: the laptop 512x288 FP16 reference curve if present,
-    else the first stored curve."""
+    else the first stored curve that is not flagged (a failed drift check), else the
+    first."""
     curves = store.curves()
     if not curves:
         raise NotFound("the store holds no curves; import one first")
@@ -39,7 +40,7 @@ def default_curve(store: Store) -> Curve:
             "laptop-8gb", "fp16", "512x288", "built-in"
         ):  # fmt: skip
             return curve
-    return curves[0]
+    return next((c for c in curves if not c.flag), curves[0])
 
 
 def plan_curve(params: PlanParams | SimulateParams, store: Store | None) -> Curve:
@@ -242,6 +243,13 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
     )
 
 
+LINK_ONLY = ("compare_policy", "flagged")
+"""Link parameters that are the page's, not the command's: a second policy to show side
+by side, and whether flagged curves are offered."""
+DRAWN_ONLY = ("budget_ms", "percentile", "min_fps")
+"""A simulation's criteria: drawn on the Simulate page's charts, not simulated."""
+
+
 def command_line(command: str, params: PlanParams | SimulateParams) -> list[str]:
     """The ``planner recommend`` (or ``planner simulate``) command line that runs what
     ``params`` describe, options at their default left out (join with ``shlex.join``):
@@ -262,7 +270,7 @@ def command_line(command: str, params: PlanParams | SimulateParams) -> list[str]
     for name, value in given.items():
         if name in ("curve", "points", "model", "card", "precision", "resolution"):
             continue
-        if name == "compare_policy":
+        if name in LINK_ONLY or (command == "simulate" and name in DRAWN_ONLY):
             continue
         if name == "other_jobs":
             argv.append("--other-jobs")

@@ -29,7 +29,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from planner import limits, measure_next
+from planner import display, limits, measure_next
 from planner.errors import BadInput
 from planner.fit import EDGES, Edge, FittedCurve
 from planner.measure_next import Advice
@@ -283,6 +283,13 @@ class Option:
     deciding_batches: tuple[int, ...] = ()  # frames per batch size in the deciding runs
     per_card: int = 1
     card_share: float = 1.0
+    edge_constraints: tuple[tuple[Edge, str], ...] = ()  # (edge, why its next seat fails)
+
+    def edge_constraint(self, edge: Edge) -> str | None:
+        """Why the next seat fails on one edge of the band (``pessimistic`` at
+        ``cap_low + 1``, ``optimistic`` at ``cap_high + 1``), in the words of
+        ``binding_constraint``; None where that edge's cap equals the central one."""
+        return dict(self.edge_constraints).get(edge)
 
     @property
     def mode(self) -> str:
@@ -358,6 +365,7 @@ class Option:
             "min_fps_at_cap": at.min_fps if at else None,
             "cpu_busy_fraction_at_cap": at.cpu.busy_fraction if at and at.cpu else None,
             "stages_ms_at_cap": at.stages.as_dict() if at and at.stages else None,
+            "edge_constraints": dict(self.edge_constraints),
         }
 
 
@@ -670,15 +678,17 @@ def _option(
         rest = [f.detail for f in stops[1:]] + [f.detail for f in fails[said:]]
         binding = stops[0].sentence + ("; also " + "; ".join(rest) if rest else "")
         fails = (*stops, *fails)
-    elif fails:
-        binding = fails[0].sentence
-        if len(fails) > 1:
-            binding += "; also " + "; ".join(f.detail for f in fails[1:])
     else:
-        binding = (
-            f"meets every criterion up to {request.max_sessions} sessions, "
-            "the largest count considered"
+        binding = _binding(fails) if fails else _limit_reached(request)
+    edges: list[tuple[Edge, str]] = []
+    for edge in ("pessimistic", "optimistic"):
+        edge_cap, edge_rows = caps[(option, edge)], history[(option, edge)]
+        if edge_cap == cap:
+            continue
+        edge_fails = (
+            failures(edge_rows[edge_cap], request.criteria) if edge_cap < len(edge_rows) else ()
         )
+        edges.append((edge, _binding(edge_fails) if edge_fails else _limit_reached(request)))
     # What decided the cap: the runs at the cap and at the first failing count.
     deciding = rows[max(cap - 1, 0) : cap + 1]
     width = max(len(r.batch_sizes) for r in deciding)
@@ -711,6 +721,21 @@ def _option(
         deciding_batches=tuple(int(v) for v in frames),
         per_card=1 if request.other_jobs else instances_per_card(sharing),
         card_share=card_fraction(sharing) if request.other_jobs else 1.0,
+        edge_constraints=tuple(edges),
+    )
+
+
+def _binding(fails: Sequence[Failure]) -> str:
+    """The first failure in words, and the others after "also"."""
+    text = fails[0].sentence
+    if len(fails) > 1:
+        text += "; also " + "; ".join(f.detail for f in fails[1:])
+    return text
+
+
+def _limit_reached(request: Request) -> str:
+    return (
+        f"meets every criterion up to {request.max_sessions} sessions, the largest count considered"
     )
 
 
@@ -829,11 +854,8 @@ def _summary(request: Request, best: Option, recommended: bool, measure: int | N
     else:
         text += f"; {best.binding_constraint}"
     if best.extrapolated:
-        measured = request.curve_for(best.sharing).points
-        text += (
-            f". It rests on batch sizes beyond the measured {measured[0].batch}–"
-            f"{measured[-1].batch}"
-        )
+        measured = [p.batch for p in request.curve_for(best.sharing).points]
+        text += f". It rests on batch sizes beyond the measured {display.batches(measured)}"
     if measure is not None:
         text += f"; measuring batch {measure} next would settle it best"
     return text + "."

@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -39,14 +39,27 @@ from typing import Any
 import duckdb
 
 from planner.cards import Card, MigProfile, builtin_catalogue, card_from_dict, clean_price
-from planner.curve import OPTIONAL_POINT_FIELDS, Curve, Point, clean_text
+from planner.curve import MAX_TEXT, OPTIONAL_POINT_FIELDS, Curve, Point, clean_text
 from planner.demand import SHAPES, DemandProfile, clean_profile_name
 from planner.errors import BadInput, NotFound, StoreError, StoreLocked
 from planner.paths import default_store_path, measurements_dir
 
 SCHEMA_VERSION = 4
-"""Schema versions: 2 added MIG profiles' memory and instance counts; 3 belongs to another
-change (curve flags and names of saved plans); 4 added demand profiles."""
+"""Schema versions: 2 added MIG profiles' memory and instance counts; 3 curve flags,
+renames and the names of saved plans; 4 demand profiles."""
+
+
+@dataclass(frozen=True)
+class SavedPlan:
+    """A saved plan: its short id, the name it was saved under (if any), when, the
+    headline it had then, and its parameters as stored (link parameter texts)."""
+
+    id: str
+    name: str | None
+    created_at: datetime
+    headline: str | None
+    params: Mapping[str, Any]
+
 
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS schema_version (
@@ -81,7 +94,9 @@ _SCHEMA = [
         mig_profile VARCHAR,
         source VARCHAR NOT NULL,
         created_at TIMESTAMP NOT NULL,
-        environment VARCHAR NOT NULL DEFAULT '{}'
+        environment VARCHAR NOT NULL DEFAULT '{}',
+        flag VARCHAR,
+        renamed_from VARCHAR
     )""",
     """CREATE TABLE IF NOT EXISTS points (
         curve_id VARCHAR NOT NULL,
@@ -99,7 +114,9 @@ _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS plans (
         id VARCHAR PRIMARY KEY,
         params VARCHAR NOT NULL,
-        created_at TIMESTAMP NOT NULL
+        created_at TIMESTAMP NOT NULL,
+        name VARCHAR,
+        headline VARCHAR
     )""",
 ]
 
@@ -118,15 +135,16 @@ _SCHEMA.append(_DEMAND_PROFILES)
 
 _POINT_COLUMNS = ("batch", "latency_ms", *OPTIONAL_POINT_FIELDS)
 _SELECT_CURVES = (
-    "SELECT id, model, card, precision, resolution, mig_profile, source, created_at, environment "
-    "FROM curves"
+    "SELECT id, model, card, precision, resolution, mig_profile, source, created_at, environment, "
+    "flag, renamed_from FROM curves"
 )
 _INSERT_CURVES = (
     "INSERT INTO curves (id, model, card, precision, resolution, mig_profile, source, "
-    "created_at, environment) SELECT unnest($1::VARCHAR[]), unnest($2::VARCHAR[]), "
-    "unnest($3::VARCHAR[]), unnest($4::VARCHAR[]), unnest($5::VARCHAR[]), "
-    "unnest($6::VARCHAR[]), unnest($7::VARCHAR[]), unnest($8::TIMESTAMP[]), "
-    "unnest($9::VARCHAR[])"
+    "created_at, environment, flag, renamed_from) SELECT unnest($1::VARCHAR[]), "
+    "unnest($2::VARCHAR[]), unnest($3::VARCHAR[]), unnest($4::VARCHAR[]), "
+    "unnest($5::VARCHAR[]), unnest($6::VARCHAR[]), unnest($7::VARCHAR[]), "
+    "unnest($8::TIMESTAMP[]), unnest($9::VARCHAR[]), unnest($10::VARCHAR[]), "
+    "unnest($11::VARCHAR[])"
 )
 # Columns in the order of _POINT_COLUMNS (the order of Point's fields).
 _INSERT_POINTS = (
@@ -445,16 +463,19 @@ class Store:
             row = cur.execute("SELECT max(version) FROM schema_version").fetchone()
             if row is None or row[0] is None:
                 cur.execute("INSERT INTO schema_version VALUES (?, ?)", [SCHEMA_VERSION, _now()])
-            else:
-                # Each step is idempotent and runs for every version below its own, so a
-                # file of any earlier version ends at SCHEMA_VERSION.
-                if row[0] < 2:
-                    self._add_mig_profile_memory(cur)
-                if row[0] < 4:
-                    self._add_demand_profiles(cur)
-                cur.execute("INSERT INTO schema_version VALUES (?, ?)", [SCHEMA_VERSION, _now()])
-                return False
-        return True
+                return True
+            # Each step takes the schema from the version before it to its own; a step is
+            # idempotent, so a file that reached part of the way is finished safely.
+            steps = (
+                (2, self._add_mig_profile_memory),
+                (3, self._add_flags_and_plan_names),
+                (4, self._add_demand_profiles),
+            )
+            for version, step in steps:
+                if row[0] < version:
+                    step(cur)
+                    cur.execute("INSERT INTO schema_version VALUES (?, ?)", [version, _now()])
+        return False
 
     @staticmethod
     def _add_demand_profiles(cur: duckdb.DuckDBPyConnection) -> None:
@@ -474,6 +495,22 @@ class Store:
                     "WHERE card = ? AND name = ?",
                     [profile.memory_gb, profile.max_instances, card.name, profile.name],
                 )
+
+    @staticmethod
+    def _add_flags_and_plan_names(cur: duckdb.DuckDBPyConnection) -> None:
+        """Schema 3: a curve's flag (a failed drift check) and the curve it renames; a
+        saved plan's name and the headline it had when it was saved."""
+        cur.execute("ALTER TABLE curves ADD COLUMN IF NOT EXISTS flag VARCHAR")
+        cur.execute("ALTER TABLE curves ADD COLUMN IF NOT EXISTS renamed_from VARCHAR")
+        cur.execute("ALTER TABLE plans ADD COLUMN IF NOT EXISTS name VARCHAR")
+        cur.execute("ALTER TABLE plans ADD COLUMN IF NOT EXISTS headline VARCHAR")
+        # Curves measured before the flag existed carry their drift warning in the
+        # environment: flag them as a new measurement would be.
+        cur.execute(
+            "UPDATE curves SET flag = 'drift check failed: ' || "
+            "json_extract_string(environment, '$.drift_warning') "
+            "WHERE flag IS NULL AND json_extract_string(environment, '$.drift_warning') <> ''"
+        )
 
     def _load_builtins(self) -> None:
         """Load the card catalogue and the built-in curves, once per store file."""
@@ -634,6 +671,8 @@ class Store:
                 [c.source for c in new.values()],
                 created,
                 environments,
+                [c.flag for c in new.values()],
+                [c.renamed_from for c in new.values()],
             ],
         )
         owners = [i for i, c in new.items() for _ in c.points]
@@ -705,7 +744,8 @@ class Store:
 
     @staticmethod
     def _curve_from_row(row: Sequence[Any], points: tuple[Point, ...]) -> Curve:
-        _id, model, card, precision, resolution, mig, source, created, environment = row
+        _id, model, card, precision, resolution, mig, source, created, environment = row[:9]
+        flag, renamed_from = row[9:11]
         return Curve(
             model=model,
             card=card,
@@ -716,7 +756,19 @@ class Store:
             source=source,
             created_at=created.replace(tzinfo=UTC) if created else None,
             environment=json.loads(environment or "{}"),
+            flag=flag,
+            renamed_from=renamed_from,
         )
+
+    def rename_curve(
+        self, curve_id: str, *, model: str | None = None, card: str | None = None
+    ) -> Curve:
+        """Store the curve's points under another model or card name, as a new curve (new
+        id, ``renamed_from`` the old one); the old curve stays for the saved plans that
+        use it, as an edit leaves it. Returns the stored new curve."""
+        with self.batch():
+            renamed = self.curve(curve_id).renamed(model=model, card=card)
+            return self.add_curves([renamed])[0]
 
     def plans_using(self, curve_id: str) -> list[str]:
         """Ids of saved plans whose parameters name this curve."""
@@ -744,15 +796,43 @@ class Store:
 
     # -- plans --------------------------------------------------------------------------
 
-    def save_plan(self, params: Mapping[str, Any]) -> str:
-        """Store plan parameters under a short id derived from them (saving twice is one plan)."""
+    def save_plan(
+        self, params: Mapping[str, Any], *, name: str | None = None, headline: str | None = None
+    ) -> str:
+        """Store plan parameters under a short id derived from them (saving twice is one
+        plan), with an optional ``name`` and the ``headline`` the plan had; saving again
+        with a name or headline sets them."""
         text = json.dumps(dict(params), sort_keys=True, separators=(",", ":"))
         plan_id = hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
+        label = clean_text(name, "plan name", required=False)
+        said = clean_text(headline[:MAX_TEXT] if headline else None, "headline", required=False)
         with self._write() as cur:
             cur.execute(
-                "INSERT INTO plans VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [plan_id, text, _now()]
+                "INSERT INTO plans (id, params, created_at, name, headline) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                "name = coalesce(excluded.name, plans.name), "
+                "headline = coalesce(excluded.headline, plans.headline)",
+                [plan_id, text, _now(), label, said],
             )
         return plan_id
+
+    def plans(self) -> list[SavedPlan]:
+        """Every saved plan, newest first."""
+        with self._read() as cur:
+            rows = cur.execute(
+                "SELECT id, name, created_at, headline, params FROM plans "
+                "ORDER BY created_at DESC, id"
+            ).fetchall()
+        return [
+            SavedPlan(
+                id=plan_id,
+                name=name,
+                created_at=created.replace(tzinfo=UTC),
+                headline=headline,
+                params=json.loads(params),
+            )
+            for plan_id, name, created, headline, params in rows
+        ]
 
     def plan(self, plan_id: str) -> dict[str, Any]:
         """The parameters saved under ``plan_id``, or NotFound."""
@@ -762,12 +842,6 @@ class Store:
             raise NotFound(f"no saved plan with id {plan_id!r}")
         loaded: dict[str, Any] = json.loads(row[0])
         return loaded
-
-    def saved_plan_ids(self) -> list[tuple[str, datetime]]:
-        """Every saved plan's id and when it was saved, newest first."""
-        with self._read() as cur:
-            rows = cur.execute("SELECT id, created_at FROM plans ORDER BY created_at DESC, id")
-            return [(r[0], r[1]) for r in rows.fetchall()]
 
     # -- demand profiles ----------------------------------------------------------------
 

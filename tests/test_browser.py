@@ -62,6 +62,14 @@ NEW_CURVE_CSV = (
     "8,37.2,36.1,38.8,ball-detector,l4,fp16,512x288\n"
 )
 BAD_CSV = "batch,latency_ms,model,card\n1,6.1,m,l4\ntwo,10.4,m,l4\n4,-1,m,l4\n"
+PERF_CSV = (
+    "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,"
+    "Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,"
+    "p50 latency,p90 latency,p95 latency,p99 latency\n"
+    "1,500.0,10,100,20,5,1860,5,0,2000,2100,2105,2200\n"
+)
+KEY_COLUMNS = ("option", "seats per card", "GPUs for peak", "cost per seat-hour")
+"""The columns of the Plan and Compare tables a reader compares: in view on any screen."""
 
 
 def _free_port() -> int:
@@ -212,6 +220,33 @@ def test_curves_page_upload_journey(server: str, page: Page, tmp_path: Path) -> 
     page.get_by_role("button", name="Remove bad.csv").click()
     settle(page)
 
+    # Five files at once: every file's problems in one report, in the form's words.
+    five = []
+    files = {
+        "good.csv": NEW_CURVE_CSV,
+        "rows.csv": BAD_CSV,
+        "notes.txt": "my notes about the run\n",
+        "b1.csv": PERF_CSV,
+        "also.csv": "batch,latency_ms,model,card\n16,70,ball-detector,l4\n",
+    }
+    for name, text in files.items():
+        path = tmp_path / name
+        path.write_text(text)
+        five.append(path)
+    page.locator("input[type=file]").set_input_files(five)
+    report = page.get_by_test_id("stAlertContentError")
+    expect(report).to_contain_text("in 3 of 5 files; nothing was stored")
+    for fragment in ("rows.csv line 3", "rows.csv line 4", "not a format the planner reads",
+                     "b1.csv: a perf_analyzer CSV does not name the model; fill in “Model”",
+                     "fill in “Batch size of this run” with the run's -b"):  # fmt: skip
+        expect(report).to_contain_text(fragment)
+    expect(report).not_to_contain_text("--")
+    expect(page.get_by_label("Model *")).to_be_visible()  # the field the perf file needs
+    screenshot(page, "upload-five-files")
+    for path in five:
+        page.get_by_role("button", name=f"Remove {path.name}").click()
+        settle(page)
+
     # A good file: preview first, stored only on Save, then shown in the list.
     good = tmp_path / "l4.csv"
     good.write_text(NEW_CURVE_CSV)
@@ -336,6 +371,12 @@ def test_simulate_measure_and_compare_pages(server: str, page: Page) -> None:
 
     page.goto(page_url(server, "measure.py"))
     expect(page.get_by_role("heading", name="Measure a batch curve")).to_be_visible()
+    expect(page).to_have_title("Measure — GPU Seat Planner")
+    # Before any button: what a measurement here would run on (no GPU on a test machine).
+    expect(
+        page.get_by_text(re.compile("No CUDA GPU here|Measures on this machine's CUDA device"))
+    ).to_be_visible()
+    screenshot(page, "measure-here")
     page.get_by_role("tab", name="Command for the card's machine").click()
     expect(page.get_by_text("planner measure", exact=False).first).to_be_visible()
     screenshot(page, "measure")
@@ -347,3 +388,78 @@ def test_simulate_measure_and_compare_pages(server: str, page: Page) -> None:
     expect(page.get_by_text("Seats per card").first).to_be_visible()
     expect(page.get_by_test_id("stException")).to_have_count(0)
     screenshot(page, "compare")
+
+
+def test_the_simulate_link_shows_the_headlines_frame_rate(server: str, page: Page) -> None:
+    page.goto(f"{server}/?seeds=2&duration_s=5")
+    expect(page.locator(".st-key-headline h1")).to_have_text(HEADLINE, timeout=FIRST_RUN_MS)
+    expect(page).to_have_title("Plan — GPU Seat Planner")
+    why = page.locator(".st-key-headline p").filter(has_text="Why not").first.inner_text()
+    claimed = re.search(r"gets (\d+\.\d) fps", why)
+    assert claimed, why
+    page.get_by_role("link", name=re.compile(r"^See \d+ sessions under .+ in detail$")).click()
+    expect(page.get_by_role("heading", name="Simulate one scenario")).to_be_visible()
+    expect(page).to_have_title("Simulate — GPU Seat Planner")
+    slowest = page.get_by_test_id("stMetric").filter(has_text="Slowest session").first
+    expect(slowest).to_contain_text(f"{claimed[1]} fps")
+    expect(slowest).to_contain_text("below the floor")
+    screenshot(page, "simulate-from-plan")
+
+
+def key_columns_in_view(page: Page, table_key: str, width: int) -> None:
+    """The key columns' headers and first cells lie inside the viewport, with no
+    sideways scrolling of the page or of the table."""
+    table = page.locator(f".st-key-{table_key} table")
+    expect(table).to_be_visible()
+    headers = [h.strip() for h in table.locator("thead th").all_inner_texts()]
+    first_row = table.locator("tbody tr").first.locator("td, th")
+    for name in KEY_COLUMNS:
+        if name not in headers:
+            continue
+        index = headers.index(name)
+        for cell in (table.locator("thead th").nth(index), first_row.nth(index)):
+            box = cell.bounding_box()
+            assert box is not None, name
+            assert box["x"] >= 0 and box["x"] + box["width"] <= width, (name, box, width)
+    scrolled = page.evaluate(
+        """key => {
+            const table = document.querySelector(`.st-key-${key} table`);
+            let node = table, left = 0;
+            while (node) { left += node.scrollLeft || 0; node = node.parentElement; }
+            return {left, page: document.documentElement.scrollWidth};
+        }""",
+        table_key,
+    )
+    assert scrolled["left"] == 0 and scrolled["page"] <= width, scrolled
+
+
+@pytest.mark.parametrize(("width", "height"), [(1400, 1000), (400, 900)])
+def test_key_columns_of_plan_and_compare_fit_the_screen(
+    server: str, chromium: Browser, width: int, height: int
+) -> None:
+    context = chromium.new_context(viewport={"width": width, "height": height})
+    context.set_default_timeout(UI_TIMEOUT_MS)
+    try:
+        page = context.new_page()
+        page.goto(f"{server}/?peak_sessions=100&price_per_hour=2.5&seeds=2&duration_s=5")
+        expect(page.locator(".st-key-headline h1")).to_have_text(HEADLINE, timeout=FIRST_RUN_MS)
+        settle(page)
+        page.locator(".st-key-plan_options").scroll_into_view_if_needed()
+        key_columns_in_view(page, "plan_options", width)
+        page.screenshot(path=str(_artifact(f"plan-table-{width}")))
+
+        page.goto(f"{server}/compare?peak_sessions=100&seeds=2&duration_s=5")
+        expect(page.get_by_role("heading", name="Compare cards: ball-detector")).to_be_visible(
+            timeout=FIRST_RUN_MS
+        )
+        settle(page)
+        page.locator(".st-key-cmp_table").scroll_into_view_if_needed()
+        key_columns_in_view(page, "cmp_table", width)
+        page.screenshot(path=str(_artifact(f"compare-table-{width}")))
+    finally:
+        context.close()
+
+
+def _artifact(name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS / f"{name}.png"

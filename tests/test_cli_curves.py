@@ -215,3 +215,16 @@ def test_json_output_is_only_json(cli) -> None:
     run = cli("curves", "list", "--json")
     json.loads(run.out)
     assert run.err == ""
+
+
+def test_rename_stores_a_new_curve_that_records_the_old_one(cli) -> None:
+    old = cli("curves", "list", "--json").json[0]
+    run = cli("curves", "rename", old["id"], "--model", "ball-detector-v2", "--json")
+    assert run.status == 0, run.err
+    renamed = run.json
+    assert renamed["model"] == "ball-detector-v2" and renamed["renamed_from"] == old["id"]
+    assert renamed["id"] != old["id"] and old["id"] in ids(cli)  # the old one stays
+    shown = cli("curves", "show", renamed["id"]).out
+    assert f"renamed from: {old['id']}" in shown
+    nothing = cli("curves", "rename", old["id"])
+    assert nothing.status == 2 and "give --model or --card" in nothing.err

@@ -33,6 +33,7 @@ from dashboard.tables import (
 )
 from dashboard.text import md
 from dashboard.uploads import UploadForm, preview
+from planner import display
 from planner.curve import Curve, Point, make_curve
 from planner.errors import BadInput
 from planner.fit import fit_curve
@@ -238,14 +239,17 @@ def test_plan_figures_and_option_rows() -> None:
     table = option_rows(result.options, dominated(result.options), peak_sessions=40,
                         price_per_hour=3.0)  # fmt: skip
     best = result.options[0]
-    assert table[0]["seats per card"] == best.seats and table[0]["memory isolation"] == "whole card"
-    assert table[0]["GPUs for peak"] == fleet_size(40, 0.2, best.cap)
-    assert table[0]["USD per seat-hour"] == round(3.0 / best.cap, 3)
-    assert list(table[0])[-1] == "next seat fails because"
+    assert table[0]["seats per card"] == best.seats
+    assert table[0]["isolation (memory; faults)"] == "whole card"
+    assert table[0]["GPUs for peak"] == str(fleet_size(40, 0.2, best.cap))
+    assert table[0]["cost per seat-hour"] == display.money(3.0 / best.cap)
+    assert list(table[0])[:4] == ["option", "seats per card", "GPUs for peak",
+                                  "cost per seat-hour"]  # fmt: skip
+    assert best.policy not in table[0]["next seat fails because"]  # the row names it
     caps = _spec(caps_figure(["a", "b"], [best, None]))
     assert _axes(caps)[1] == "seats per card" and caps["data"][0]["text"] == [best.seats, "0"]
     cost = _spec(cost_figure(["a", "b"], [0.5, None]))
-    assert cost["data"][0]["text"] == ["$0.500", "no price"]
+    assert cost["data"][0]["text"] == ["$0.50", "no price"]
 
 
 def test_run_figures_and_rows_describe_one_simulation() -> None:
@@ -264,7 +268,8 @@ def test_run_figures_and_rows_describe_one_simulation() -> None:
     assert _axes(histogram) == ("latency (ms)", "frames")
     assert [t["name"] for t in histogram["data"]] == ["GPU side", "end to end (+3 ms)"]
     (row,) = run_rows([results])
-    assert row["slowest fps"] == round(results.min_fps, 2)
+    assert row["slowest session (fps)"] == display.fps(results.min_fps, unit=False)
+    assert row["overwritten"] == display.fraction(results.overwritten_fraction)
     assert len(session_rows(results)) == 4
 
 

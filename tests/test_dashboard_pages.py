@@ -5,6 +5,7 @@ restore. Expected figures come from the library, called directly on the same inp
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ from streamlit.testing.v1.element_tree import Widget
 
 from dashboard.navigation import PAGES
 from dashboard.state import store
+from planner import display
 from planner.cli import build_parser
 from planner.cli.measure import options_from_args
 from planner.links import (
@@ -68,9 +70,25 @@ def texts(elements: Any) -> list[str]:
     return [e.value for e in elements]
 
 
+def plain(markdown: str) -> str:
+    """What a reader sees of Markdown made by ``dashboard.text.md``: no escapes."""
+    return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
+
+
+def hex_of(colour: str) -> str:
+    """``rgba(10, 48, 105, 0.85)`` as ``#0a3069``; ``#rrggbb`` as it is."""
+    found = re.match(r"rgba?\((\d+), (\d+), (\d+)", colour)
+    return colour if found is None else "#" + "".join(f"{int(v):02x}" for v in found.groups())
+
+
 def rows(at: AppTest, key: str) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = at.get_by_key(key).dataframe[0].value.to_dict("records")
-    return records
+    """A table's rows by key: a dataframe's values, or a static table's cells as read."""
+    node = at.get_by_key(key)
+    if len(node.dataframe):
+        records: list[dict[str, Any]] = node.dataframe[0].value.to_dict("records")
+        return records
+    frame = node.table[0].value
+    return [{plain(str(k)): plain(str(v)) for k, v in r.items()} for r in frame.to_dict("records")]
 
 
 def charts(at: AppTest) -> dict[str, dict[str, Any]]:
@@ -135,10 +153,14 @@ def test_plan_is_the_landing_page_and_answers_without_touching_anything(app: App
     assert axes(specs["plan_chart_pareto"])[1] == "seats per card"
 
     options = rows(app, "plan_options")
-    assert [(r["policy"], r["seats per card"]) for r in options] == [
-        (o.policy, o.seats) for o in result.options
+    assert [(r["option"], r["seats per card"]) for r in options] == [
+        (o.label, o.seats) for o in result.options
     ]
-    assert {"memory isolation", "fault isolation", "dominated by"} <= set(options[0])
+    assert list(options[0])[:2] == ["option", "seats per card"]  # what a reader compares
+    assert {"isolation (memory; faults)", "dominated by"} <= set(options[0])
+    at = result.options[0].at_cap
+    assert at is not None and at.e2e_latency_ms is not None
+    assert options[0]["p99 latency at cap (ms)"] == display.ms(at.e2e_latency_ms, unit=False)
     assert any("random phase draws" in m for m in texts(app.markdown))  # the assumptions
 
 
@@ -161,10 +183,15 @@ def test_fleet_and_cost_follow_peak_and_price_without_new_simulations(app: AppTe
     assert best is not None
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["GPUs for 100 at peak"].startswith(str(fleet_size(100, 0.2, best.cap)))
-    assert any(f"${3.0 / best.cap:.3f} per seat-hour" in m for m in texts(app.markdown))
+    cost = display.money(3.0 / best.cap)
+    assert any(f"{cost} per seat-hour" in plain(m) for m in texts(app.markdown))
     assert query(app) == {"peak_sessions": "100", "price_per_hour": "3"}
     table = rows(app, "plan_options")
-    assert "GPUs for peak" in table[0] and "USD per seat-hour" in table[0]
+    assert list(table[0])[:4] == ["option", "seats per card", "GPUs for peak",
+                                  "cost per seat-hour"]  # fmt: skip
+    assert table[0]["cost per seat-hour"] == cost and table[0]["GPUs for peak"] == str(
+        fleet_size(100, 0.2, best.cap)
+    )
 
 
 def test_a_link_restores_every_control_and_the_same_numbers(app: AppTest) -> None:
@@ -186,7 +213,7 @@ def test_a_link_restores_every_control_and_the_same_numbers(app: AppTest) -> Non
     assert app.number_input(key="plan_seeds").value == 2
     assert texts(app.title) == [headline_of(expected(params))]
     assert query(app) == encode(params)  # the address bar keeps the same link
-    modes = {r["sharing"] for r in rows(app, "plan_options")}
+    modes = {r["option"].split(", ", 1)[1] for r in rows(app, "plan_options")}
     assert modes == {"exclusive", "time-slicing (co-tenants busy 0.5)"}
 
 
@@ -280,17 +307,25 @@ def test_simulate_shows_one_run_in_detail(app: AppTest) -> None:
     results = simulate(simulation_inputs(SimulateParams(), db()).scenario)
     (summary,) = rows(app, "sim_summary")
     assert summary["policy"] == "batch-all"
-    assert summary["slowest fps"] == round(results.min_fps, 2)
-    assert summary["p99 (ms)"] == round(results.e2e_latency.p99 or 0, 1)
+    assert summary["slowest session (fps)"] == display.fps(results.min_fps, unit=False)
+    assert summary["p99 (ms)"] == display.ms(results.e2e_latency.p99, unit=False)
     specs = charts(app)
-    assert axes(specs["sim_chart_timeline_0"]) == (
-        "time since the start (ms)",
-        "session (top: the GPU's batches)",
-    )
+    assert axes(specs["sim_chart_timeline_0"]) == ("time since the start (ms)", "session")
     assert axes(specs["sim_chart_fps_0"]) == ("session", "delivered frames/s")
     assert axes(specs["sim_chart_latency_0"]) == ("latency (ms)", "frames")
-    names = {t.get("name") for t in specs["sim_chart_timeline_0"]["data"]}
+    timeline = specs["sim_chart_timeline_0"]["data"]
+    names = {t.get("name") for t in timeline}
     assert {"waiting", "on the GPU", "delivered"} <= names
+    # Every colour the timeline draws has a legend entry (a shade of it, in the GPU lane).
+    colours = {hex_of(t["line"]["color"]) for t in timeline if t.get("mode") == "lines"}
+    named = {hex_of(t["line"]["color"]) for t in timeline
+             if t.get("mode") == "lines" and t.get("showlegend", True)}  # fmt: skip
+    assert colours == named and "#d1242f" not in colours  # red marks failures only
+    # The plan's criteria on the charts: the floor (default 28.5 fps) and the budget.
+    fps_names = {t.get("name") for t in specs["sim_chart_fps_0"]["data"]}
+    assert any("floor (28.5 fps" in str(n) for n in fps_names)
+    latency_names = {t.get("name") for t in specs["sim_chart_latency_0"]["data"]}
+    assert any("budget for p99 (50.0 ms)" in str(n) for n in latency_names)
     assert len(rows(app, "sim_sessions_0")) == 3
     assert any("were overwritten" in m for m in texts(app.markdown))
 
@@ -307,7 +342,7 @@ def test_simulate_two_policies_side_by_side_from_a_link(app: AppTest) -> None:
     table = rows(app, "sim_summary")
     assert [r["policy"] for r in table] == ["oldest-first", "batch-all"]
     for row, scenario in zip(table, (inputs.scenario, inputs.compare), strict=True):
-        assert row["slowest fps"] == round(simulate(scenario).min_fps, 2)
+        assert row["slowest session (fps)"] == display.fps(simulate(scenario).min_fps, unit=False)
     assert {"sim_chart_timeline_0", "sim_chart_timeline_1"} <= set(charts(app))
     assert query(app) == encode(params)
 
@@ -388,8 +423,12 @@ def test_compare_plans_every_curve_of_the_model_under_the_same_criteria(app: App
         curve = next(c for c in db().curves(card=row["card"]) if c.precision == "fp16"
                      and c.resolution == "512x288")  # fmt: skip
         result = expected(PlanParams(curve=curve.id, **QUICK))
-        assert result.recommended is not None and row["seats"] == result.recommended.seats
-        assert row["cost per seat-hour"] == "not set"
+        best = result.recommended
+        assert best is not None and row["seats per card"] == best.seats
+        assert row["option"] == best.label and row["cost per seat-hour"] == "not set"
+        assert best.at_cap is not None
+        assert row["slowest session at cap (fps)"] == display.fps(best.at_cap.min_fps, unit=False)
+    assert list(table[0])[:4] == ["card", "option", "seats per card", "cost per seat-hour"]
     specs = charts(app)
     assert axes(specs["cmp_chart_latency"]) == (
         "batch size (frames per call)",
@@ -412,8 +451,8 @@ def test_setting_a_price_on_compare_shows_cost_per_seat(app: AppTest) -> None:
     # The server curve's two points leave the cap a range ("4–5"): the row shows that
     # range, and the cost rests on the central cap.
     assert best is not None and "–" in best.seats
-    assert row["seats"] == best.seats
-    assert row["cost per seat-hour"] == f"${2.0 / best.cap:.3f}"
+    assert row["seats per card"] == best.seats
+    assert row["cost per seat-hour"] == display.money(2.0 / best.cap)
     assert any(
         "server-24gb now costs $2.00 per hour" in s.replace("\\", "") for s in texts(app.success)
     )

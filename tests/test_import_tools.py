@@ -12,7 +12,17 @@ from pathlib import Path
 import pytest
 
 from planner.errors import BadInput
-from planner.imports import FORMATS, ImportOptions, ImportResult, detect_format, read_files
+from planner.imports import (
+    FORMATS,
+    ImportOptions,
+    ImportProblems,
+    ImportResult,
+    Wording,
+    detect_format,
+    fields_needed,
+    read_files,
+)
+from planner.imports.native import template_csv
 from tests.conftest import SAMPLES, needs_samples
 
 PERF_HEADER = (
@@ -505,3 +515,121 @@ def test_help_lists_every_format(cli) -> None:
     assert run.status == 0
     for fmt in FORMATS:
         assert fmt in run.out
+
+
+# -- every problem of every file at once, in the words of the command line or the form --
+
+FORM_WORDING = Wording(
+    {"model": "“Model”", "card": "“Card”", "batch": "“Batch size of this run”",
+     "config": "“Model Analyzer config”", "format": "“Format”",
+     "override_model": "“Use this model name instead of the file's”",
+     "override_card": "“Use this card name instead of the file's”"},
+    form=True,
+)  # fmt: skip
+
+
+def test_five_files_report_every_problem_of_every_file_at_once() -> None:
+    files = [
+        ("good.csv", b"batch,latency_ms,model,card\n1,5,m,t4\n2,9,m,t4\n"),
+        ("rows.csv", b"batch,latency_ms,model,card\n1,5,m,t4\n0,9,m,t4\n4,x,m,t4\n"),
+        ("prose.txt", b"these are my notes about the benchmark\n"),
+        ("perf.csv", PERF_OK.encode()),
+        ("also-good.csv", b"batch,latency_ms,model,card\n4,16,m,t4\n"),
+    ]
+    with pytest.raises(ImportProblems) as raised:
+        read_files(files)
+    report = raised.value
+    assert [f.name for f in report.files] == ["rows.csv", "prose.txt", "perf.csv"]
+    by_name = {f.name: f for f in report.files}
+    assert by_name["rows.csv"].format == "csv" and by_name["prose.txt"].format is None
+    rows = by_name["rows.csv"].lines
+    assert any("rows.csv line 3: batch" in line for line in rows)
+    assert any("rows.csv line 4: latency_ms 'x'" in line for line in rows)
+    assert "not a format the planner reads" in by_name["prose.txt"].lines[0]
+    # The perf_analyzer file asks for everything it lacks, model first, in one pass.
+    assert [line.split("; ")[1] for line in by_name["perf.csv"].lines] == [
+        "give --model", "give --card", "give the run's -b with --batch B (one value, or one "
+        "per perf_analyzer file)",
+    ]  # fmt: skip
+    assert report.count == 2 + 1 + 3
+    assert report.problems == [line for f in report.files for line in f.lines]
+
+
+def test_the_form_phrases_the_same_checks_in_its_own_fields() -> None:
+    options = ImportOptions(wording=FORM_WORDING)
+    with pytest.raises(ImportProblems) as raised:
+        read_files([("perf.csv", PERF_OK.encode()), ("bare.csv", b"batch,latency_ms\n1,5\n")],
+                   options)  # fmt: skip
+    lines = raised.value.problems
+    assert "perf.csv: a perf_analyzer CSV does not name the model; fill in “Model”" in lines
+    assert (
+        "perf.csv: a perf_analyzer CSV does not record the batch size; fill in “Batch size of "
+        "this run” with the run's -b (one value, or one per perf_analyzer file)"
+    ) in lines
+    assert "bare.csv: model is missing (fill in “Model” or add a model column to the file)" in lines
+    assert not any("--" in line for line in lines)
+    with pytest.raises(BadInput) as refused:
+        read_files([("x.txt", b"hello\n")], options)
+    assert "choose one under “Format”" in refused.value.problems[0]
+
+
+def test_a_name_that_disagrees_is_reported_once_per_file_with_its_lines() -> None:
+    text = "batch,latency_ms,model,card\n" + "".join(
+        f"{b},{b * 5},ball_detector_v2,t4\n" for b in (1, 2, 4, 8, 16, 32)
+    )
+    with pytest.raises(ImportProblems) as raised:
+        read_files([("bd.csv", text.encode())], ImportOptions(model="ball-detector"))
+    (line,) = raised.value.problems
+    assert line == (
+        "bd.csv lines 2–7: model is 'ball_detector_v2' in the file but 'ball-detector' was "
+        "given (--model); add --override model to store it as 'ball-detector'"
+    )
+    form = ImportOptions(model="ball-detector", wording=FORM_WORDING)
+    with pytest.raises(ImportProblems) as raised:
+        read_files([("bd.csv", text.encode())], form)
+    assert raised.value.problems == [
+        "bd.csv lines 2–7: model is 'ball_detector_v2' in the file but “Model” says "
+        "'ball-detector'; tick “Use this model name instead of the file's” to store it as "
+        "'ball-detector'"
+    ]
+
+
+def test_an_explicit_override_stores_the_file_under_the_given_name() -> None:
+    text = b"batch,latency_ms,model,card\n1,5,ball_detector_v2,t4\n2,9,ball_detector_v2,t4\n"
+    options = ImportOptions(model="ball-detector", override=frozenset({"model"}))
+    result = read_files([("bd.csv", text)], options)
+    (curve,) = result.curves
+    assert (curve.model, curve.card) == ("ball-detector", "t4")
+    assert curve.environment["file_model"] == "ball_detector_v2"
+    assert result.notes == [
+        "bd.csv: model 'ball_detector_v2' in the file stored as 'ball-detector' (--model)"
+    ]
+    with pytest.raises(BadInput, match="--override model needs the name to use: give --model"):
+        ImportOptions(override=frozenset({"model"}))
+    with pytest.raises(BadInput, match="takes model and card"):
+        ImportOptions(model="m", override=frozenset({"precision"}))
+
+
+def test_cli_override_stores_the_given_name(cli, tmp_path: Path) -> None:
+    path = write(tmp_path, "bd.csv", "batch,latency_ms,model,card\n1,5,bd_v2,t4\n")
+    refused = cli("curves", "import", path, "--model", "ball-detector")
+    assert refused.status == 2 and "add --override model to store it as" in refused.err
+    run = cli("curves", "import", path, "--model", "ball-detector", "--override", "model",
+              "--json")  # fmt: skip
+    assert run.status == 0, run.err
+    assert run.json[0]["model"] == "ball-detector"
+
+
+def test_what_each_format_needs_from_the_user() -> None:
+    assert fields_needed("perf-analyzer", PERF_OK) == ("model", "card", "batch")
+    assert fields_needed("model-analyzer", ADD_SUB) == ("card",)
+    assert fields_needed("nexus", NEXUS_2019) == ()
+    assert fields_needed("csv", "batch,latency_ms\n1,5\n") == ("model", "card")
+    assert fields_needed("csv", "batch,latency_ms,model\n1,5,m\n") == ("card",)
+    assert fields_needed("csv", "batch,latency_ms,model,card\n1,5,m,c\n") == ()
+
+
+def test_the_csv_template_reads_back_as_a_curve() -> None:
+    result = read_files([("template.csv", template_csv().encode())])
+    (curve,) = result.curves
+    assert curve.batches == (1, 2, 4) and curve.label == "ball-detector on laptop-8gb, 512x288 FP16"

@@ -276,6 +276,9 @@ def test_drift_of_batch_one_is_reported(clock) -> None:
     assert curve.environment["drift_warning"] in warning
     assert "11.00 ms against 10.00 ms (+10.0%)" in curve.environment["drift_check"]
     assert "moved +10.0%" in curve.environment["notes"]
+    # Flagged, so that it does not become a curve like any other.
+    assert curve.flag is not None and "drift check failed" in curve.flag
+    assert "10.00 -> 11.00 ms" in curve.flag
 
 
 def test_small_drift_is_recorded_without_a_warning(clock) -> None:
@@ -291,6 +294,7 @@ def test_small_drift_is_recorded_without_a_warning(clock) -> None:
     assert result.warnings == ()
     assert "9.77 ms against 9.82 ms (-0.5%)" in result.curves[0].environment["drift_check"]
     assert "drift_warning" not in result.curves[0].environment
+    assert result.curves[0].flag is None
 
 
 def test_ctrl_c_keeps_the_completed_points(clock) -> None:

@@ -59,8 +59,8 @@ def test_plan_and_compare_give_the_same_batch_for_the_same_plan(app: AppTest) ->
     other = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     compare = open_page(other, "compare.py", {"cards": "server-24gb", "precision": "fp16",
                                               "resolution": "512x288", **QUICK})  # fmt: skip
-    (row,) = compare.get_by_key("cmp_table").dataframe[0].value.to_dict("records")
-    assert row["measure next"] == result.measure_next
+    (row,) = compare.get_by_key("cmp_table").table[0].value.to_dict("records")
+    assert row["measure next"] == f"batch {result.measure_next}"
 
 
 def test_the_curves_page_says_its_advice_is_relative_to_no_plan(app: AppTest) -> None:

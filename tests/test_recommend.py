@@ -49,7 +49,7 @@ def test_server_two_points_batch_all_may_hold_more_but_rests_on_extrapolation() 
     assert by_policy["batch-all"].extrapolated
     assert result.recommended is not None and result.recommended.extrapolated
     assert result.measure_next is not None and result.measure_next > 3
-    assert "beyond the measured 1–3" in result.summary
+    assert "beyond the measured batches 1–3" in result.summary
     assert f"measuring batch {result.measure_next}" in result.summary
 
 
@@ -276,3 +276,22 @@ def test_requests_refuse_repeated_modes_and_missing_profile_curves() -> None:
                        mig_derived=False)  # fmt: skip
     with pytest.raises(BadInput, match=r"no curve measured on MIG profile 3g\.40gb"):
         Request(curve=curve(LAPTOP), sharings=(measured,))
+
+
+def test_a_range_names_why_each_edge_of_the_band_fails() -> None:
+    result = recommend(Request(curve=curve(SERVER), seeds=2, duration_s=5.0))
+    ranged = next(o for o in result.options if o.cap_low != o.cap or o.cap_high != o.cap)
+    for edge, cap in (("pessimistic", ranged.cap_low), ("optimistic", ranged.cap_high)):
+        reason = ranged.edge_constraint(edge)  # type: ignore[arg-type]
+        if cap == ranged.cap:
+            assert reason is None
+        else:
+            assert reason is not None and reason.startswith(f"at {cap + 1} session")
+    assert ranged.as_dict()["edge_constraints"] == dict(ranged.edge_constraints)
+
+
+def test_one_measured_point_is_not_called_a_range() -> None:
+    result = recommend(Request(curve=fit_curve((Point(1, 8.0),)), seeds=2, duration_s=5.0))
+    assert "1–1" not in result.summary
+    assert result.recommended is not None and result.recommended.extrapolated
+    assert "beyond the measured batch 1;" in result.summary

@@ -327,6 +327,64 @@ def test_a_schema_1_store_gains_each_mig_profiles_memory_and_instance_count(
     assert row is not None and row[0] == SCHEMA_VERSION
 
 
+def test_a_schema_2_store_gains_curve_flags_renames_and_plan_names(tmp_path: Path) -> None:
+    path = tmp_path / "old.duckdb"
+    with Store(path) as fresh:
+        drifted = make_curve(
+            model="m", card="t4", points=[Point(1, 38.5), Point(2, 70.0)],
+            environment={"drift_warning": "batch 1 moved +6178.2% (38.50 -> 2417.00 ms)"},
+        )  # fmt: skip
+        fresh.add_curves([drifted, curve(model="steady")])
+        plan_id = fresh.save_plan({"budget_ms": "40"})
+    # Turn it into what schema 2 wrote: no flag, rename or plan name columns.
+    with duckdb.connect(str(path)) as raw:
+        for table, column in (("curves", "flag"), ("curves", "renamed_from"),
+                              ("plans", "name"), ("plans", "headline")):  # fmt: skip
+            raw.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+        raw.execute("DELETE FROM schema_version")
+        raw.execute("INSERT INTO schema_version VALUES (2, now())")
+    with Store(path) as reopened:
+        flagged = reopened.curve(drifted.id)
+        assert flagged.flag is not None and "2417.00 ms" in flagged.flag
+        assert reopened.curves(model="steady")[0].flag is None
+        renamed = reopened.rename_curve(flagged.id, model="ball-detector")
+        assert renamed.renamed_from == flagged.id and reopened.curve(flagged.id) == flagged
+        (old,) = reopened.plans()
+        assert (old.id, old.name, old.headline) == (plan_id, None, None)
+        reopened.save_plan({"budget_ms": "40"}, name="spring peak")
+        assert reopened.plans()[0].name == "spring peak"
+    with duckdb.connect(str(path)) as raw:
+        row = raw.execute("SELECT max(version) FROM schema_version").fetchone()
+    assert row is not None and row[0] == SCHEMA_VERSION == 4
+
+
+def test_renaming_a_curve_makes_a_new_one_and_keeps_the_old(store: Store) -> None:
+    old = store.curves(card="server-24gb")[0]
+    renamed = store.rename_curve(old.id, model="ball-detector-v2", card="l4")
+    assert (renamed.model, renamed.card, renamed.points) == ("ball-detector-v2", "l4", old.points)
+    assert renamed.id != old.id and renamed.renamed_from == old.id
+    assert store.curve(old.id) == old and store.curve(renamed.id).renamed_from == old.id
+    with pytest.raises(BadInput, match="nothing to rename"):
+        store.rename_curve(old.id, model=old.model)
+    with pytest.raises(BadInput, match="model"):
+        store.rename_curve(old.id, model="two\nlines")
+
+
+def test_saved_plans_are_listed_newest_first_with_name_and_headline(store: Store) -> None:
+    first = store.save_plan({"budget_ms": "40"}, name="tight", headline="2 seats per card")
+    second = store.save_plan({"budget_ms": "60"})
+    listed = store.plans()
+    assert {p.id for p in listed} == {first, second}
+    named = next(p for p in listed if p.id == first)
+    assert (named.name, named.headline, dict(named.params)) == (
+        "tight", "2 seats per card", {"budget_ms": "40"},
+    )  # fmt: skip
+    assert store.save_plan({"budget_ms": "40"}) == first  # saving again keeps the name
+    assert next(p for p in store.plans() if p.id == first).name == "tight"
+    with pytest.raises(BadInput, match="plan name"):
+        store.save_plan({"budget_ms": "40"}, name="x" * 500)
+
+
 def test_the_catalogue_gives_every_mig_profile_its_memory_and_instance_count(store) -> None:
     for card in store.cards():
         for profile in card.mig_profiles:

@@ -56,8 +56,7 @@ def test_deleting_a_profile_that_saved_plans_name_asks_first(store: Store) -> No
 
 def test_saved_plans_are_listed_newest_first(store: Store) -> None:
     first = store.save_plan({"budget_ms": "40"})
-    ids = [plan_id for plan_id, _ in store.saved_plan_ids()]
-    assert ids == [first]
+    assert [plan.id for plan in store.plans()] == [first]
 
 
 @pytest.mark.parametrize("version", [2, 3])

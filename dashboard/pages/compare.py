@@ -12,10 +12,19 @@ from dashboard.charts import Fitted, fit_figure
 from dashboard.controls import Controls
 from dashboard.plan_charts import caps_figure, cost_figure
 from dashboard.state import store
+from dashboard.tables import flag_text
 from dashboard.text import md
-from dashboard.ui import default_curve_or_stop, flash, show_flash, show_problems, table
+from dashboard.ui import default_curve_or_stop, flash, show_flash, show_problems, static_table
+from planner import display
 from planner.cards import Card
-from planner.compare import CardPlan, comparable_curves, compare_cards, model_of, settle
+from planner.compare import (
+    CardPlan,
+    comparable_curves,
+    compare_cards,
+    flagged_left_out,
+    model_of,
+    settle,
+)
 from planner.curve import PRECISIONS
 from planner.errors import BadInput, NotFound
 from planner.fit import fit_curve
@@ -26,10 +35,6 @@ c = Controls("cmp_")
 CRITERIA = ("budget_ms", "percentile", "min_fps", "overhead_ms", "max_overwritten", "policies")
 REST = ("peak_sessions", "headroom", "seeds", "duration_s", "max_sessions")
 SHARED = tuple(n for n in (*CRITERIA, *REST) if n in PlanParams.__dataclass_fields__)
-TABLE_COLUMNS: dict[str, Any] = {
-    "latency at cap (ms)": st.column_config.NumberColumn(format="%.1f"),
-    "slowest fps at cap": st.column_config.NumberColumn(format="%.1f"),
-}
 
 
 def check(params: CompareParams) -> tuple[CompareParams, list[str]]:
@@ -79,6 +84,13 @@ def controls() -> CompareParams | None:
     c.number(effort, "seeds", "Random phase draws per count")
     c.number(effort, "duration_s", "Simulated seconds per draw", step=5.0)
     c.number(effort, "max_sessions", "Largest session count considered")
+    c.check(
+        bar,
+        "flagged",
+        "Include flagged curves",
+        help="Curves whose measurement failed its drift check (the device was busy or its "
+        "clocks changed) are left out of the comparison unless you include them.",
+    )
 
     values, problems = c.values()
     if values.get("model") == default.model:
@@ -120,34 +132,74 @@ def price_form(cards: list[Card], compared: list[str]) -> None:
         except (BadInput, NotFound) as exc:
             show_problems("The price was not set:", exc.problems)
         else:
-            flash("success", f"{md(card.name)} now costs ${card.price_per_hour:.2f} per hour.")
+            flash(
+                "success",
+                f"{md(card.name)} now costs {md(display.money(card.price_per_hour))} per hour.",
+            )
             st.rerun()
 
 
 def rows(plans: list[CardPlan], params: CompareParams) -> list[dict[str, Any]]:
+    """One row per curve, as text to read: the card and the option, seats, GPUs for the
+    peak and cost per seat first (kept in view on a narrow screen), then the rest."""
     out = []
     for plan in plans:
         doc = plan.as_dict()
         row: dict[str, Any] = {
-            "card": doc["card"],
-            "precision": doc["precision"] or "-",
-            "resolution": doc["resolution"] or "-",
-            "seats": doc["seats_per_card"],
-            "with": doc["option"] or "nothing fits",
-            "latency at cap (ms)": doc["latency_ms_at_cap"],
-            "slowest fps at cap": doc["min_fps_at_cap"],
-            "price per card-hour": _usd(doc["price_per_hour"], 2),
-            "cost per seat-hour": _usd(doc["cost_per_seat_hour"], 3),
+            "card": doc["card"] + (f" ({flag_text(plan.curve)})" if plan.curve.flag else ""),
+            "option": doc["option"] or "nothing fits",
+            "seats per card": doc["seats_per_card"],
         }
         if params.peak_sessions is not None:
-            row["GPUs for peak"] = doc["gpus_for_peak"]
-        row["measure next"] = doc["measure_next"]
+            gpus = doc["gpus_for_peak"]
+            row["GPUs for peak"] = "-" if gpus is None else str(gpus)
+        row["cost per seat-hour"] = _usd(doc["cost_per_seat_hour"])
+        row.update(
+            {
+                "precision": doc["precision"] or "-",
+                "resolution": doc["resolution"] or "-",
+                f"p{params.percentile:g} latency at cap (ms)": display.ms(
+                    doc["latency_ms_at_cap"], unit=False
+                ),
+                "slowest session at cap (fps)": display.fps(doc["min_fps_at_cap"], unit=False),
+                "price per card-hour": _usd(doc["price_per_hour"]),
+                "measure next": "-"
+                if doc["measure_next"] is None
+                else f"batch {doc['measure_next']}",
+            }
+        )
         out.append(row)
     return out
 
 
-def _usd(value: float | None, digits: int) -> str:
-    return "not set" if value is None else f"${value:.{digits}f}"
+def _usd(value: float | None) -> str:
+    return "not set" if value is None else display.money(value)
+
+
+def what_to_add(plans: list[CardPlan], params: CompareParams, model: str) -> None:
+    """A comparison of one card is no comparison: say what would make it one."""
+    cards = {p.curve.card for p in plans}
+    if len(cards) > 1:
+        return
+    others = sorted({x.card for x in db.curves(model=model)} - cards)
+    if params.cards and others:
+        st.info(
+            f"Only {md(', '.join(sorted(cards)))} is compared. Add "
+            f"{md(', '.join(others))} under **Cards** in the sidebar, or measure "
+            f"{md(model)} on another card.",
+            icon=":material/add_circle:",
+        )
+    else:
+        st.info(
+            f"{md(model)} has curves on one card only ({md(', '.join(sorted(cards)))}). To "
+            "compare cards, add a curve of it on another card: upload a benchmark on the "
+            "Curves page, or measure one on the Measure page.",
+            icon=":material/add_circle:",
+        )
+    left, right = st.columns(2)
+    left.page_link("dashboard/pages/curves.py", label="Upload a curve",
+                   icon=":material/upload:", query_params={"tab": "Upload"})  # fmt: skip
+    right.page_link("dashboard/pages/measure.py", label="Measure a card", icon=":material/speed:")
 
 
 # ---------------------------------------------------------------------------------------
@@ -168,6 +220,14 @@ if params is None:
 links.publish(params)
 model = model_of(db, params)
 st.title(f"Compare cards: {md(model)}", anchor=False)  # no in-page link of user text
+left_out = flagged_left_out(db, params)
+if left_out:
+    st.warning(
+        f"{len(left_out)} flagged curve(s) left out (their measurement failed its drift "
+        f"check): {md('; '.join(f'{x.label} ({x.id})' for x in left_out))}. Tick **Include "
+        "flagged curves** in the sidebar to compare them anyway.",
+        icon=":material/warning:",
+    )
 if not comparable_curves(db, params):
     st.info("No stored curve of this model matches; widen the choice in the sidebar.")
     st.stop()
@@ -199,7 +259,8 @@ st.caption(
     "more, the card to itself (exclusive). Seats are a range when the fit's band makes the "
     "cap uncertain."
 )
-table(rows(planned, params), key="cmp_table", column_config=TABLE_COLUMNS)
+static_table(rows(planned, params), key="cmp_table")
+what_to_add(planned, params, model)
 labels = [f"{x.card}, {x.resolution or '-'} {(x.precision or '').upper()}" for x, _, _ in entries]
 left, right = st.columns(2)
 fitted = [

@@ -10,10 +10,10 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard.state import store
-from dashboard.tables import point_rows
+from dashboard.tables import curve_name, point_table
 from dashboard.text import md, md_list
 from dashboard.ui import flash, show_flash, show_problems, table
-from planner.devices import DEVICES, INSTALL_HINT
+from planner.devices import DEVICES, INSTALL_HINT, local_device
 from planner.errors import BadInput, PlannerError
 from planner.measure import (
     DEFAULT_BATCHES,
@@ -158,12 +158,17 @@ def here() -> None:
     options = form("measure_here_", HERE, model_file=False)
     if options is None:
         return
+    device_notice(options.device)
     st.caption(
         f"{len(options.batches)} batch sizes x {options.calls_per_point} calls each, "
         "plus a drift check at the end."
     )
-    if not st.button(
-        "Measure and store", key="measure_run", type="primary", icon=":material/play_arrow:"
+    again = remeasure_offer()
+    if not (
+        st.button(
+            "Measure and store", key="measure_run", type="primary", icon=":material/play_arrow:"
+        )
+        or again
     ):
         return
     bar = st.progress(0.0, text="Loading PyTorch and building the model…")
@@ -188,8 +193,64 @@ def here() -> None:
     )
     if result.warnings:
         flash("warning", "**Warnings from the measurement**\n\n" + md_list(result.warnings))
+    if any(c.flag for c in saved):
+        flash(
+            "error",
+            "**A measurement is flagged**: its drift check failed (batch 1 took a different "
+            "time at the end than at the start: the device was busy, or its clocks changed). "
+            "The curve is stored with the flag, shown wherever it appears, and kept out of "
+            "Compare cards and the Plan page's default choices. Measure again on an idle "
+            "device.",
+        )
     st.session_state["measure_last"] = [c.id for c in saved]
     st.rerun()
+
+
+def device_notice(requested: str | None) -> None:
+    """Say plainly, before anything runs, when there is no GPU to measure here."""
+    try:
+        found = local_device()
+    except BadInput:
+        return  # PyTorch is missing: said above
+    if requested == "cpu" or (requested is None and found == "cpu"):
+        st.warning(
+            "**No CUDA GPU here: a CPU measurement plans CPU serving, not a GPU.** To plan a "
+            "GPU, run the command from the other tab on the machine that has the card."
+            if found == "cpu"
+            else "**The CPU is chosen**: a CPU measurement plans CPU serving, not a GPU.",
+            icon=":material/memory:",
+        )
+    elif requested == "cuda" and found != "cuda":
+        st.error(
+            "**No CUDA GPU here**, so a CUDA measurement cannot run. Run the command from the "
+            "other tab on the machine that has the card.",
+            icon=":material/memory:",
+        )
+    else:
+        st.caption(f"Measures on this machine's {md(found.upper())} device.")
+
+
+def remeasure_offer() -> bool:
+    """After a flagged measurement: say so and offer to measure again (the same options).
+    True when the user asks to."""
+    last = st.session_state.get("measure_last") or []
+    flagged = []
+    for curve_id in last:
+        try:
+            curve = store().curve(curve_id)
+        except PlannerError:
+            continue
+        if curve.flag:
+            flagged.append(curve)
+    if not flagged:
+        return False
+    st.warning(
+        "The last measurement is flagged: "
+        + "; ".join(f"{md(c.label)}: {md(c.flag)}" for c in flagged)
+        + ". Close other work on the device and measure again.",
+        icon=":material/warning:",
+    )
+    return st.button("Measure again", key="measure_again", icon=":material/replay:")
 
 
 def there() -> None:
@@ -232,8 +293,8 @@ if last:
             curve = db.curve(curve_id)
         except PlannerError:
             continue
-        st.markdown(f"**{md(curve.label)}** ({curve.id})")
-        table(point_rows(curve), key=f"measure_points_{curve.id}")
+        st.markdown(f"**{md(curve_name(curve))}** ({curve.id})")
+        table(point_table(curve), key=f"measure_points_{curve.id}", height="content")
         st.page_link(
             "dashboard/pages/curves.py",
             label="Open it on the Curves page",

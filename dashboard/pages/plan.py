@@ -15,8 +15,10 @@ from dashboard.plan_charts import pareto_figure, sessions_figure, stages_figure
 from dashboard.state import store
 from dashboard.tables import option_rows
 from dashboard.text import md, md_list
-from dashboard.ui import default_curve_or_stop, show_over_budget, show_problems, table
+from dashboard.ui import default_curve_or_stop, show_over_budget, show_problems, static_table
+from planner import display
 from planner.cards import Card
+from planner.curve import MAX_TEXT, Curve
 from planner.errors import BadInput, NotFound
 from planner.links import (
     PlanParams,
@@ -46,12 +48,6 @@ EFFORT = ("seeds", "duration_s", "max_sessions")
 FLEET = ("peak_sessions", "headroom", "price_per_hour", "other_jobs")
 WORKER = ("network_ms", "pre_ms", "post_ms", "cpu_workers")
 MODE_MEMORY = ("cotenant_memory_mb", "mps_memory_mb")
-TABLE_COLUMNS: dict[str, Any] = {
-    "next seat fails because": st.column_config.TextColumn(width="large"),
-    "latency at cap (ms)": st.column_config.NumberColumn(format="%.1f"),
-    "slowest fps at cap": st.column_config.NumberColumn(format="%.1f"),
-    "USD per seat-hour": st.column_config.NumberColumn(format="$%.3f"),
-}
 
 
 def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
@@ -59,7 +55,15 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
     values do not make a plan."""
     bar = st.sidebar
     bar.markdown("### What to plan")
-    chosen = pick_curve(c, bar, curves, default_id)
+    chosen = pick_curve(c, bar, offered_curves(curves), default_id)
+    if any(x.flag for x in curves):
+        c.check(
+            bar,
+            "flagged",
+            "Offer flagged curves",
+            help="Curves whose measurement failed its drift check (the device was busy or "
+            "its clocks changed) are left out of the choices unless you include them.",
+        )
     card = chosen_card(db, chosen, default)
 
     bar.markdown("**What every seat must get**")
@@ -272,8 +276,9 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
     c.number(effort, "duration_s", "Simulated seconds per draw", step=5.0)
     c.number(effort, "max_sessions", "Largest session count considered")
 
-    names = [*CRITERIA, "policies", *mode_fields, *WORKER, *FLEET, *EFFORT]
+    names = [*CRITERIA, "policies", *mode_fields, *WORKER, *FLEET, *EFFORT, "flagged"]
     values, problems = c.values(names)
+    values["flagged"] = bool(values.get("flagged"))  # only asked when a curve is flagged
     selected = tuple(modes)
     defaults = {
         "cotenants": (),
@@ -299,6 +304,14 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
         return None
 
 
+def offered_curves(everything: list[Curve]) -> list[Curve]:
+    """The curves the picker offers: flagged ones only when the user includes them, or
+    when the plan already runs on one (a link to it)."""
+    include = bool(c.get("flagged"))
+    current = c.get("curve")
+    return [x for x in everything if include or not x.flag or x.id == current]
+
+
 def _profile_label(card: Card, name: str) -> str:
     """``1g.10gb (1 of 7 slices, up to 7 per card)``."""
     profile = card.profile(name)
@@ -306,35 +319,44 @@ def _profile_label(card: Card, name: str) -> str:
     return f"{name} ({profile.slices} of {card.mig_slices} slices{fits})"
 
 
-def headline(result: Recommendation, inputs: PlanInputs) -> None:
+def title(result: Recommendation) -> str:
+    """The headline's title: ``3 seats per card — oldest-first, exclusive``."""
+    best = result.recommended
+    if best is None:
+        return "No seat fits these criteria"
+    return f"{best.seats} {'seat' if best.seats == '1' else 'seats'} per card — {best.label}"
+
+
+def headline(result: Recommendation, inputs: PlanInputs, simulated: bool) -> None:
     best = result.recommended
     with st.container(key="headline"):
         if best is None:
             closest = result.options[0]
-            st.title("No seat fits these criteria")
+            st.title(title(result))
             st.markdown(
                 f"Not even one session meets them. The closest is **{closest.label}**: "
                 f"{closest.binding_constraint}."
             )
         else:
-            plural = "seat" if best.seats == "1" else "seats"
-            st.title(f"{best.seats} {plural} per card — {best.label}")
+            st.title(title(result))
             if best.instances_note:
                 st.markdown(
                     f"**{best.instances_note}** (the card's other instances run the same "
                     "worker; say otherwise under *Fleet and cost*)."
                 )
-            unit = "" if best.per_card == 1 else " per instance"
-            why = (
-                f"**Why not {best.cap + 1}{unit}?** {_sentence(best.binding_constraint)}"
-                if best.failures
-                else f"**No limit found:** it {best.binding_constraint}."
-            )
-            st.markdown(why)
-    st.caption(
-        f"{md(inputs.curve.label)} · {len(result.options)} options simulated "
-        f"({result.simulations:,} runs)"
+            st.markdown(why(best))
+    runs = (
+        f"simulated ({result.simulations:,} runs)"
+        if simulated
+        else "answered from the cache (nothing new to simulate)"
     )
+    st.caption(f"{md(inputs.curve.label)} · {len(result.options)} options {runs}")
+    if inputs.curve.flag:
+        st.warning(
+            f"**This curve is flagged: {md(inputs.curve.flag)}.** Its points may not be what "
+            "the card does on an idle device; measure it again before relying on this plan.",
+            icon=":material/warning:",
+        )
     if best is None:
         return
     at = best.at_cap
@@ -347,8 +369,8 @@ def headline(result: Recommendation, inputs: PlanInputs) -> None:
     )
     where = str(best.cap) if best.per_card == 1 else f"{best.cap} per instance"
     if at is not None and at.e2e_latency_ms is not None:
-        cells[1].metric(f"p{at.percentile:g} latency at {where}", f"{at.e2e_latency_ms:.1f} ms")
-        cells[2].metric(f"Slowest session at {where}", f"{at.min_fps:.1f} fps")
+        cells[1].metric(f"p{at.percentile:g} latency at {where}", display.ms(at.e2e_latency_ms))
+        cells[2].metric(f"Slowest session at {where}", display.fps(at.min_fps))
     fleet = result.fleet
     if fleet is not None and fleet.gpus is not None:
         gpus = str(fleet.gpus)
@@ -360,24 +382,26 @@ def headline(result: Recommendation, inputs: PlanInputs) -> None:
             help=f"ceil(peak × (1 + {fleet.headroom:g}) / seats per card)",
         )
     if fleet is not None and fleet.cost_per_seat_hour is not None:
-        price = f"${fleet.price_per_hour:.2f} per card-hour"
+        price = f"{display.money(fleet.price_per_hour)} per card-hour"
         if fleet.card_share < 1:
-            price += f" × our {fleet.card_share:.0%} of the card"
+            price += f" × our {display.fraction(fleet.card_share)} of the card"
+        hourly = (
+            fleet.gpus * fleet.price_per_hour * fleet.card_share
+            if fleet.gpus is not None and fleet.price_per_hour is not None
+            else None
+        )
         st.markdown(
-            f"**Cost:** ${fleet.cost_per_seat_hour:.3f} per seat-hour "
-            f"({price} ÷ {fleet.seats_per_card} seats)"
-            + (
-                f"; the fleet costs ${fleet.gpus * fleet.price_per_hour * fleet.card_share:,.2f}"
-                " per hour."
-                if fleet.gpus is not None and fleet.price_per_hour is not None
-                else "."
+            md(
+                f"Cost: {display.money(fleet.cost_per_seat_hour)} per seat-hour "
+                f"({price} ÷ {fleet.seats_per_card} seats)"
+                + (f"; the fleet costs {display.money(hourly)} per hour." if hourly else ".")
             )
         )
     if best.extrapolated:
-        measured = inputs.fitted.points
+        measured = [p.batch for p in inputs.fitted.points]
         st.warning(
-            f"This cap rests on batch sizes beyond the measured {measured[0].batch}–"
-            f"{measured[-1].batch}, where the curve is extrapolated.",
+            f"This cap rests on batch sizes beyond the measured {display.batches(measured)}, "
+            "where the curve is extrapolated.",
             icon=":material/warning:",
         )
     if result.measure_next is not None:
@@ -420,26 +444,66 @@ def stages_view(result: Recommendation) -> None:
     )
 
 
+def why(best: Option) -> str:
+    """Why the cap is what it is: the next seat's failure, or for a range, the failure at
+    each end of it (the fitted curve and the band's edges each fail somewhere else)."""
+    unit = "" if best.per_card == 1 else " per instance"
+    if best.cap_low == best.cap == best.cap_high:
+        if best.failures:
+            return f"**Why not {best.cap + 1}{unit}?** {_sentence(best.binding_constraint)}"
+        return f"**No limit found:** it {best.binding_constraint}."
+    lines = [
+        f"**Why {best.seats_per_instance}{unit}?** The measured points leave the curve "
+        "uncertain, so the cap depends on how fast the card really is inside the fit's band:"
+    ]
+    ends = (
+        ("pessimistic", best.cap_low, "If the card is as slow as the band's pessimistic edge"),
+        ("central", best.cap, "On the fitted curve"),
+        ("optimistic", best.cap_high, "If it is as fast as the band's optimistic edge"),
+    )
+    for edge, cap, where in ends:
+        reason = (
+            best.binding_constraint if edge == "central" else best.edge_constraint(edge)  # type: ignore[arg-type]
+        )
+        if reason is None:
+            continue
+        holds = f"{cap} session{'s' if cap != 1 else ''} hold{'' if cap != 1 else 's'}"
+        lines.append(f"- {where}, {holds}{unit}: {reason}.")
+    return "\n".join(lines)
+
+
 def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
 
 
-def share(params: PlanParams, inputs: PlanInputs) -> None:
+def share(params: PlanParams, inputs: PlanInputs, result: Recommendation) -> None:
     st.subheader("Share this plan")
     base = links.base_url()
     left, right = st.columns(2)
     with left:
         st.markdown("**Short link** (opens on this server)")
         current = params
+        name = st.text_input(
+            "Name of the plan (optional)",
+            key="plan_save_name",
+            placeholder="e.g. spring peak on L4",
+            max_chars=MAX_TEXT,
+        )
         if st.button("Save plan", key="plan_save", icon=":material/bookmark_add:"):
             # A saved plan names its curve, so that it keeps its meaning if the default
             # changes, and so that deleting the curve asks first.
             if params.curve is None and params.points is None:
                 current = replace(params, curve=plan_curve(params, db).id)
                 name_curve(c)
-            plan_id = db.save_plan(saved_params(current))
-            links.remember_plan(PlanParams, plan_id, current)
-            links.publish(current)
+            try:
+                plan_id = db.save_plan(
+                    saved_params(current), name=name or None, headline=title(result)
+                )
+            except BadInput as exc:
+                show_problems("The plan was not saved:", exc.problems)
+            else:
+                links.remember_plan(PlanParams, plan_id, current)
+                links.publish(current)
         saved = links.saved_plan(PlanParams)
         if saved is not None and saved[1] == current:
             with st.container(key="plan_short_link"):
@@ -455,6 +519,32 @@ def share(params: PlanParams, inputs: PlanInputs) -> None:
         else:
             with st.container(key="plan_self_contained"):
                 st.code(url(base, embedded), language=None, wrap_lines=True)
+    saved_plans(base)
+
+
+SAVED_SHOWN = 50  # most recent saved plans listed
+
+
+def saved_plans(base: str) -> None:
+    """Every saved plan, newest first: its name, when it was saved, its headline then,
+    and its short link."""
+    plans = db.plans()
+    with st.expander(f"Saved plans ({len(plans)})", expanded=False):
+        if not plans:
+            st.caption("No plan is saved yet. Save this one above to list it here.")
+            return
+        rows = [
+            {
+                "name": plan.name or "(no name)",
+                "saved": plan.created_at.strftime("%Y-%m-%d %H:%M UTC"),
+                "headline then": plan.headline or "-",
+                "short link": saved_plan_url(base, plan.id),
+            }
+            for plan in plans[:SAVED_SHOWN]
+        ]
+        static_table(rows, key="plan_saved_list")
+        if len(plans) > SAVED_SHOWN:
+            st.caption(f"The {SAVED_SHOWN} most recent of {len(plans):,} saved plans.")
 
 
 def charts(result: Recommendation, inputs: PlanInputs) -> None:
@@ -520,14 +610,16 @@ def charts(result: Recommendation, inputs: PlanInputs) -> None:
         "Left: latency of one batched call; the shaded band is how far the fit could be off "
         "(optimistic to pessimistic), dotted where it is extrapolated. Right: every option's "
         "seats against its latency at the cap; a hollow grey option is dominated (another "
-        "holds as many seats or more at no higher latency)."
+        "holds as many seats or more at no higher latency). Options with the same seats and "
+        "latency share a marker: a label such as “oldest-first and 5 more” stands for "
+        "oldest-first and five other options at that point (hover over it for the list)."
     )
 
 
 def options_table(result: Recommendation) -> None:
     st.subheader("Every option")
     request = result.request
-    table(
+    static_table(
         option_rows(
             result.options,
             dominated(result.options),
@@ -536,7 +628,6 @@ def options_table(result: Recommendation) -> None:
             price_per_hour=request.price_per_hour,
         ),
         key="plan_options",
-        column_config=TABLE_COLUMNS,
     )
     st.caption(
         "Ranked by seats on the fitted curve, then on the pessimistic edge, then by latency. "
@@ -544,12 +635,19 @@ def options_table(result: Recommendation) -> None:
     )
 
 
-def simulate_link(result: Recommendation, inputs: PlanInputs, params: PlanParams) -> None:
+def simulate_link(result: Recommendation, params: PlanParams) -> None:
+    """A link to the run behind the headline's reason: the first session count that fails,
+    on the random draw (seed) where its slowest session did worst, with the plan's
+    criteria drawn on the charts; and every draw's slowest session, the worst marked."""
     best: Option | None = result.recommended
     if best is None:
         return
+    request = result.request
     sharing = best.sharing
-    failing = min(best.cap + 1, 512)
+    failing = best.history[-1]  # the first failing count (or the cap, when none failed)
+    worst = min(range(len(failing.seeds)), key=lambda i: failing.min_fps_by_seed[i])
+    seed = failing.seeds[worst]
+    uses_slo = "slo_ms" in POLICIES[best.policy].params
     detail = SimulateParams(
         curve=params.curve,
         points=params.points,
@@ -557,11 +655,13 @@ def simulate_link(result: Recommendation, inputs: PlanInputs, params: PlanParams
         card=params.card,
         precision=params.precision,
         resolution=params.resolution,
-        sessions=failing,
+        sessions=failing.sessions,
         policy=best.policy,
         compare_policy=next((o.policy for o in result.options if o.policy != best.policy), None),
-        duration_s=min(params.duration_s, 30.0),
-        overhead_ms=params.overhead_ms,
+        seed=seed,
+        duration_s=request.duration_s,
+        overhead_ms=request.criteria.overhead_ms,
+        slo_ms=request.objective_ms if uses_slo else None,
         mode=sharing.mode,
         cotenants=sharing.cotenants,
         busy_period_ms=sharing.busy_period_ms,
@@ -573,12 +673,26 @@ def simulate_link(result: Recommendation, inputs: PlanInputs, params: PlanParams
         cpu_workers=params.cpu_workers,
         cotenant_memory_mb=sharing.cotenant_memory_mb,
         mps_memory_mb=sharing.mps_memory_mb,
+        budget_ms=request.criteria.budget_ms,
+        percentile=request.criteria.percentile,
+        min_fps=request.criteria.min_fps,
     )
     st.page_link(
         "dashboard/pages/simulate.py",
-        label=f"See {failing} sessions under {best.policy} in detail",
+        label=f"See {failing.sessions} sessions under {best.policy} in detail",
         icon=":material/timeline:",
         query_params=encode(detail),
+    )
+    draws = ", ".join(
+        f"**{display.fps(v, unit=False)}** (seed {s}, the worst)" if i == worst
+        else f"{display.fps(v, unit=False)}"
+        for i, (s, v) in enumerate(zip(failing.seeds, failing.min_fps_by_seed, strict=True))
+    )  # fmt: skip
+    st.caption(
+        f"The link opens seed {seed}, the random phase draw where the slowest of "
+        f"{failing.sessions} sessions gets {display.fps(failing.min_fps)}: the plan judges a "
+        f"session count by its worst draw. The slowest session on each of the "
+        f"{len(failing.seeds)} draws, in fps: {draws}."
     )
 
 
@@ -594,7 +708,10 @@ link = links.opened(
 )
 if link is not None:
     load_curve(c, link.params, default.id)
-    c.load(link.params, [*CRITERIA, "policies", *WORKER, *FLEET, *EFFORT, "busy_period_ms"])
+    c.load(
+        link.params,
+        [*CRITERIA, "policies", *WORKER, *FLEET, *EFFORT, "busy_period_ms", "flagged"],
+    )
     for name in ("cotenants", "mps_share", "mig_profile", *MODE_MEMORY):
         # Unset, they start from the widget's default when their mode is picked.
         if getattr(link.params, name):
@@ -629,12 +746,12 @@ except OverBudget as exc:
     show_over_budget(exc, "plan", command_line("recommend", params))
     st.stop()
 
-headline(result, inputs)
+headline(result, inputs, simulated=account.done > 0)
 stages_view(result)
-simulate_link(result, inputs, params)
+simulate_link(result, params)
 charts(result, inputs)
 options_table(result)
 st.subheader("Assumptions")
 st.markdown(md_list([inputs.fitted.description, *result.assumptions]))
-share(params, inputs)
+share(params, inputs, result)
 handover.sections(result, inputs, params, db)

@@ -10,7 +10,14 @@ from dashboard.run_charts import fps_figure, latency_histogram, timeline_figure
 from dashboard.state import store
 from dashboard.tables import run_rows, session_rows
 from dashboard.text import md
-from dashboard.ui import default_curve_or_stop, show_over_budget, show_problems, table
+from dashboard.ui import (
+    default_curve_or_stop,
+    show_over_budget,
+    show_problems,
+    static_table,
+    table,
+)
+from planner import display
 from planner.errors import BadInput, NotFound
 from planner.links import SimulateParams
 from planner.plan import command_line, simulation_inputs
@@ -39,6 +46,7 @@ RUN_FIELDS = (
     "cpu_workers",
 )
 MODE_MEMORY = ("cotenant_memory_mb", "mps_memory_mb")
+CRITERIA = ("budget_ms", "percentile", "min_fps")
 
 
 def controls() -> SimulateParams | None:
@@ -155,7 +163,14 @@ def controls() -> SimulateParams | None:
         c.select(bar, "mig_profile", "MIG profile", profiles)
         mode_fields.append("mig_profile")
 
-    names = [*RUN_FIELDS, *(n for n in POLICY_FIELDS if n in used), *mode_fields]
+    judged = bar.expander("Criteria to judge the run by")
+    judged.caption("A plan's criteria, drawn on the charts; they change nothing simulated.")
+    left, right = judged.columns(2)
+    c.number(left, "budget_ms", "Latency budget (ms)", step=5.0)
+    c.number(right, "percentile", "Percentile", step=0.5)
+    c.number(judged, "min_fps", "Frame-rate floor (fps)", step=0.5)
+
+    names = [*RUN_FIELDS, *(n for n in POLICY_FIELDS if n in used), *mode_fields, *CRITERIA]
     values, problems = c.values([n for n in names if n in c.labels])
     if problems:
         show_problems("These settings do not make a scenario:", problems)
@@ -167,16 +182,22 @@ def controls() -> SimulateParams | None:
         return None
 
 
-def run_view(results: Results, index: int, wide: bool) -> None:
+def run_view(results: Results, index: int, wide: bool, params: SimulateParams) -> None:
     s = results.scenario
     e2e = results.e2e_latency
     cells = st.columns(3)
-    cells[0].metric("Slowest session", f"{results.min_fps:.1f} fps")
-    cells[1].metric(
-        f"p99 latency{' (end to end)' if s.overhead_ms else ''}",
-        "-" if e2e.p99 is None else f"{e2e.p99:.1f} ms",
+    below = results.min_fps < params.min_fps
+    cells[0].metric(
+        "Slowest session",
+        display.fps(results.min_fps),
+        delta="below the floor" if below else "meets the floor",
+        help=f"The plan's frame-rate floor: {display.fps(params.min_fps)} for the slowest "
+        "session (Criteria to judge the run by).",
+        delta_color="inverse" if below else "normal",
+        delta_arrow="off",
     )
-    cells[2].metric("GPU busy", f"{results.gpu_busy_fraction:.0%}")
+    cells[1].metric(f"p99 latency{' (end to end)' if s.overhead_ms else ''}", display.ms(e2e.p99))
+    cells[2].metric("GPU busy", display.fraction(results.gpu_busy_fraction))
     if results.cpu is not None:
         pool = results.cpu
         cells = st.columns(3)
@@ -195,8 +216,8 @@ def run_view(results: Results, index: int, wide: bool) -> None:
     expired = sum(x.expired for x in results.sessions)
     st.markdown(
         f"Of **{arrived:,}** frames sent, **{overwritten:,}** were overwritten by a newer "
-        f"frame of the same session ({results.overwritten_fraction:.1%}) and **{expired:,}** "
-        f"expired ({results.expired_fraction:.1%})."
+        f"frame of the same session ({display.fraction(results.overwritten_fraction)}) and "
+        f"**{expired:,}** expired ({display.fraction(results.expired_fraction)})."
         + (
             f" **Starved:** session {', '.join(map(str, results.starved_sessions))}."
             if results.starved_sessions
@@ -205,9 +226,13 @@ def run_view(results: Results, index: int, wide: bool) -> None:
     )
     st.plotly_chart(timeline_figure(results), width="stretch", key=f"sim_chart_timeline_{index}")
     parts = st.columns(2) if wide else [st.container(), st.container()]
-    parts[0].plotly_chart(fps_figure(results), width="stretch", key=f"sim_chart_fps_{index}")
+    parts[0].plotly_chart(
+        fps_figure(results, floor=params.min_fps), width="stretch", key=f"sim_chart_fps_{index}"
+    )
     parts[1].plotly_chart(
-        latency_histogram(results), width="stretch", key=f"sim_chart_latency_{index}"
+        latency_histogram(results, budget_ms=params.budget_ms, percentile=params.percentile),
+        width="stretch",
+        key=f"sim_chart_latency_{index}",
     )
     with st.expander("Every session"):
         table(session_rows(results), key=f"sim_sessions_{index}")
@@ -221,7 +246,7 @@ curves = db.curves()
 link = links.opened(SimulateParams, check=links.curve_check(db, simulation_inputs, "scenario"))
 if link is not None:
     load_curve(c, link.params, default.id)
-    c.load(link.params, [*RUN_FIELDS, *POLICY_FIELDS])
+    c.load(link.params, [*RUN_FIELDS, *POLICY_FIELDS, *CRITERIA])
     for name in ("cotenants", "mps_share", "mig_profile", *MODE_MEMORY):
         if getattr(link.params, name):
             c.load(link.params, [name])
@@ -249,6 +274,12 @@ st.caption(
     "frame: one that arrives while an older frame of the same session still waits "
     "replaces it."
 )
+if inputs.curve.flag:
+    st.warning(
+        f"**This curve is flagged: {md(inputs.curve.flag)}.** Its points may not be what the "
+        "card does on an idle device.",
+        icon=":material/warning:",
+    )
 runs = [scenario] if inputs.compare is None else [scenario, inputs.compare]
 try:
     with st.spinner("Simulating…"), cache.working("Simulating") as account:
@@ -256,17 +287,17 @@ try:
 except OverBudget as exc:
     show_over_budget(exc, "simulation", command_line("simulate", params))
     st.stop()
-table(run_rows(results), key="sim_summary")
+static_table(run_rows(results), key="sim_summary")
 st.caption(
     "Frame rates are delivered frames per second; latency percentiles are end to end "
     "(network, CPU stages, GPU and the per-frame overhead) over every delivered frame; a "
     "session is starved below half the mean frame rate."
 )
 if len(results) == 1:
-    run_view(results[0], 0, wide=True)
+    run_view(results[0], 0, wide=True, params=params)
 else:
     columns = st.columns(2, gap="large")
     for index, (column, run) in enumerate(zip(columns, results, strict=True)):
         with column:
             st.subheader(run.scenario.policy)
-            run_view(run, index, wide=False)
+            run_view(run, index, wide=False, params=params)

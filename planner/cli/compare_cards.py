@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from planner import display
 from planner.cli.output import (
     csv_list,
     link_values,
@@ -54,6 +55,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     option(parser, "max_sessions", "largest session count")
     parser.add_argument("--peak-sessions", help="peak concurrent sessions, for the fleet size")
     option(parser, "headroom", "fleet headroom fraction")
+    parser.add_argument(
+        "--include-flagged",
+        action="store_true",
+        help="compare curves whose measurement was flagged too (a failed drift check)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=run)
 
@@ -62,6 +68,7 @@ def compare_params(args: argparse.Namespace) -> CompareParams:
     values = link_values(args, (*OPTIONS, "model", "precision", "resolution"))
     if args.cards:
         values["cards"] = tuple(csv_list(args.cards))
+    values["flagged"] = bool(getattr(args, "include_flagged", False))
     try:
         return CompareParams(**values)
     except BadInput as exc:
@@ -98,14 +105,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _cells(row: dict[str, Any]) -> list[Any]:
-    def num(value: float | None, digits: int) -> str:
-        return "-" if value is None else f"{value:.{digits}f}"
-
     return [
         row["card"], row["precision"] or "-", row["resolution"] or "-", row["seats_per_card"],
-        row["option"] or "nothing fits", num(row["latency_ms_at_cap"], 1),
-        num(row["min_fps_at_cap"], 1), num(row["price_per_hour"], 2),
-        num(row["cost_per_seat_hour"], 3),
+        row["option"] or "nothing fits", display.ms(row["latency_ms_at_cap"], unit=False),
+        display.fps(row["min_fps_at_cap"], unit=False), display.money(row["price_per_hour"]),
+        display.money(row["cost_per_seat_hour"]),
         "-" if row["gpus_for_peak"] is None else row["gpus_for_peak"],
         "-" if row["measure_next"] is None else row["measure_next"],
     ]  # fmt: skip

@@ -1,4 +1,4 @@
-"""``planner curves``: list, show, import, export and delete stored batch curves."""
+"""``planner curves``: list, show, import, rename, export and delete stored batch curves."""
 
 from __future__ import annotations
 
@@ -9,13 +9,16 @@ from pathlib import Path
 
 from planner.cli.output import csv_list, note, open_store, print_json, table
 from planner.curve import Curve, clean_batch
+from planner.errors import BadInput
 from planner.imports import FORMATS, MAX_FILE_BYTES, ImportOptions, read_files
 from planner.imports.base import read_limited
 from planner.imports.native import to_csv
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("curves", help="list, show, import, export, delete curves")
+    parser = subparsers.add_parser(
+        "curves", help="list, show, import, rename, export, delete curves"
+    )
     commands = parser.add_subparsers(dest="curves_command", metavar="ACTION", required=True)
 
     listing = commands.add_parser("list", help="list stored curves")
@@ -69,8 +72,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imp.add_argument(
         "--config", help="Model Analyzer: import only this model config (e.g. add_sub_config_3)"
     )
+    imp.add_argument(
+        "--override",
+        metavar="FIELD[,FIELD]",
+        help="model and/or card: store the files under --model/--card in place of the "
+        "model or card column they state (the file's own name is kept in the environment)",
+    )
     imp.add_argument("--json", action="store_true", help="print the stored curves as JSON")
     imp.set_defaults(handler=import_curves)
+
+    rename = commands.add_parser(
+        "rename",
+        help="store a curve under another model or card name",
+        description=(
+            "Store a curve's points under another model or card name, as a new curve with "
+            "a new id that records the id it was renamed from. The old curve stays, so the "
+            "saved plans that use it keep working; delete it afterwards if nothing needs it."
+        ),
+    )
+    rename.add_argument("id", help="curve id")
+    rename.add_argument("--model", help="the new model name")
+    rename.add_argument("--card", help="the new card name")
+    rename.add_argument("--json", action="store_true", help="print the new curve as JSON")
+    rename.set_defaults(handler=rename_curve)
 
     export = commands.add_parser("export", help="write a curve as CSV or JSON")
     export.add_argument("id", help="curve id")
@@ -99,12 +123,14 @@ def list_curves(args: argparse.Namespace) -> int:
             c.card + (f" ({c.mig_profile})" if c.mig_profile else ""),
             c.precision or "-",
             c.resolution or "-",
-            c.source,
+            c.source + (" (flagged)" if c.flag else ""),
             ",".join(map(str, c.batches)),
         )
         for c in curves
     ]
     print(table(rows, ("id", "model", "card", "precision", "resolution", "source", "batches")))
+    if any(c.flag for c in curves):
+        note("flagged: the measurement's drift check failed; `planner curves show ID` says why")
     return 0
 
 
@@ -120,6 +146,10 @@ def show_curve(args: argparse.Namespace) -> int:
 
 def _describe(curve: Curve) -> None:
     print(f"{curve.id}  {curve.label}  [{curve.source}]")
+    if curve.flag:
+        print(f"  flagged: {curve.flag}")
+    if curve.renamed_from:
+        print(f"  renamed from: {curve.renamed_from}")
     for key, value in sorted(curve.environment.items()):
         print(f"  {key}: {value}")
     fields = ("batch", "latency_ms", "p10_ms", "p50_ms", "p90_ms", "p99_ms", "std_ms", "n")
@@ -142,6 +172,7 @@ def import_curves(args: argparse.Namespace) -> int:
         notes=args.notes,
         batch=batches,
         config=args.config,
+        override=frozenset(csv_list(args.override or "")),
     )
     result = read_files(files, options, args.format)
     with open_store(args) as store:
@@ -153,6 +184,18 @@ def import_curves(args: argparse.Namespace) -> int:
         return 0
     for curve in stored:
         print(f"stored {curve.id}  {curve.label}  ({len(curve.points)} points)")
+    return 0
+
+
+def rename_curve(args: argparse.Namespace) -> int:
+    if not (args.model or args.card):
+        raise BadInput("give --model or --card (or both): the new name")
+    with open_store(args) as store:
+        renamed = store.rename_curve(args.id, model=args.model, card=args.card)
+    if args.json:
+        print_json(renamed.as_dict())
+        return 0
+    print(f"stored {renamed.id}  {renamed.label}  (renamed from {args.id})")
     return 0
 
 

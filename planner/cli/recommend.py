@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from planner import display
 from planner.cli.output import (
     add_curve_source,
     link_values,
@@ -205,8 +206,12 @@ def _print(result: Recommendation) -> None:
                 f"{f['headroom']:.0%} headroom"
             )
         if f["cost_per_seat_hour"] is not None:
-            share = "" if f["card_share"] == 1 else f", our {f['card_share']:.0%} of the card"
-            print(f"cost: ${f['cost_per_seat_hour']:.3f} per seat-hour{share}")
+            share = (
+                ""
+                if f["card_share"] == 1
+                else f", our {display.fraction(f['card_share'])} of the card"
+            )
+            print(f"cost: {display.money(f['cost_per_seat_hour'])} per seat-hour{share}")
     print("assumptions:")
     for sentence in result.assumptions:
         print(f"  - {sentence}")

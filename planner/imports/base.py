@@ -13,7 +13,7 @@ import io
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,77 @@ MAX_JSON_DEPTH = 32
 """Deepest nesting of JSON arrays and objects accepted (the planner's own JSON has 4)."""
 
 METADATA_FIELDS = ("model", "card", "precision", "resolution", "mig_profile", "notes")
+OVERRIDABLE = ("model", "card")
+"""The names a user may put in place of a file's own (``ImportOptions.override``): names
+are the user's to choose, whereas precision or resolution are facts of the measurement."""
+
+
+@dataclass(frozen=True)
+class Wording:
+    """How a message names what the user gives: a command-line flag or a form field.
+
+    The checks are written once and phrase their advice through this: ``give(field)`` is
+    ``give --model`` on the command line and ``fill in “Model”`` on the upload form.
+    ``names`` maps each field (``model``, ``card``, ``precision``, ``resolution``,
+    ``mig_profile``, ``notes``, ``batch``, ``config``, ``format`` and ``override_model``,
+    ``override_card``) to its flag or quoted label.
+    """
+
+    names: Mapping[str, str]
+    form: bool = False
+
+    def name(self, field: str) -> str:
+        """The flag (``--batch``) or the quoted form label (``“Batch size of this run”``)."""
+        return self.names.get(field, field)
+
+    def give(self, field: str) -> str:
+        """``give --model`` or ``fill in “Model”``."""
+        return f"fill in {self.name(field)}" if self.form else f"give {self.name(field)}"
+
+    def give_as(self, field: str, what: str, placeholder: str) -> str:
+        """``give the run's -b with --batch B`` or ``fill in “Batch size…” with the run's -b``."""
+        if self.form:
+            return f"fill in {self.name(field)} with {what}"
+        return f"give {what} with {self.name(field)} {placeholder}"
+
+    def give_or_column(self, field: str) -> str:
+        """``give --model or a model column`` or ``fill in “Model” or add a model column to
+        the file``."""
+        if self.form:
+            return f"fill in {self.name(field)} or add a {field} column to the file"
+        return f"give {self.name(field)} or a {field} column"
+
+    def override(self, field: str, value: str) -> str:
+        """How to store a file under the given name instead of its own."""
+        if self.form:
+            return f"tick {self.name('override_' + field)} to store it as {value!r}"
+        return f"add {self.name('override')} {field} to store it as {value!r}"
+
+
+CLI_WORDING = Wording(
+    {
+        "model": "--model",
+        "card": "--card",
+        "precision": "--precision",
+        "resolution": "--resolution",
+        "mig_profile": "--mig-profile",
+        "notes": "--notes",
+        "batch": "--batch",
+        "config": "--config",
+        "format": "--format",
+        "override": "--override",
+    }
+)
+"""The command line's wording: options are named by their flags."""
+
+FORMAT_NAMES = {
+    "csv": "planner CSV",
+    "json": "planner JSON file",
+    "perf-analyzer": "perf_analyzer CSV",
+    "model-analyzer": "Model Analyzer table",
+    "nexus": "Nexus profile",
+}
+"""Each format as a sentence names it."""
 
 
 @dataclass(frozen=True)
@@ -46,9 +117,12 @@ class ImportOptions:
     """Metadata given on the command line or in the upload form.
 
     A field given here fills in what a file leaves out; a file that states a different
-    value is rejected rather than silently overridden. ``batch`` is the batch size of
-    perf_analyzer runs (its ``-b``), one value or one per file; ``config`` picks one model
-    configuration from a Model Analyzer table.
+    value is rejected rather than silently overridden, unless the field is in
+    ``override`` (model and card only: the given name then replaces the file's, which is
+    kept in the curve's environment as ``file_model`` or ``file_card``). ``batch`` is the
+    batch size of perf_analyzer runs (its ``-b``), one value or one per file; ``config``
+    picks one model configuration from a Model Analyzer table. ``wording`` phrases the
+    messages for where the options came from (command line or upload form).
     """
 
     model: str | None = None
@@ -61,6 +135,27 @@ class ImportOptions:
     config: str | None = None
     source: Source = "uploaded"
     environment: Mapping[str, Any] = field(default_factory=dict)
+    override: frozenset[str] = frozenset()
+    wording: Wording = field(default=CLI_WORDING, compare=False)
+
+    def __post_init__(self) -> None:
+        wording = self.wording
+        unknown = sorted(set(self.override) - set(OVERRIDABLE))
+        if unknown:
+            raise BadInput(
+                f"{wording.name('override')} takes {' and '.join(OVERRIDABLE)}, "
+                f"not {', '.join(unknown)}"
+            )
+        nameless = [f for f in OVERRIDABLE if f in self.override and not getattr(self, f)]
+        if nameless:
+            raise BadInput(
+                [
+                    f"{wording.name('override_' + f) if wording.form else wording.name('override')}"
+                    f" {'' if wording.form else f + ' '}needs the name to use: "
+                    f"{wording.give(f)}"
+                    for f in nameless
+                ]
+            )
 
     def metadata(self) -> dict[str, str | None]:
         return {name: getattr(self, name) for name in METADATA_FIELDS}
@@ -83,12 +178,18 @@ class Row:
 
 @dataclass
 class ParsedFile:
-    """What an importer read from one file: rows, plus notes for the validation report."""
+    """What an importer read from one file: rows, plus notes for the validation report.
+
+    ``problems`` holds what was wrong with the file when the importer could still read
+    its other rows (the planner's CSV), so that the checks that need the rows (a missing
+    model, a batch given twice) report in the same pass.
+    """
 
     name: str
     format: str
     rows: list[Row] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    problems: Problems | None = None
 
 
 @dataclass
@@ -128,9 +229,15 @@ class Problems:
 
     def append(self, problem: str) -> None:
         if len(self.kept) < self.limit:
-            self.kept.append(problem)
+            if problem not in self.kept:  # two checks that found the same thing say it once
+                self.kept.append(problem)
         else:
             self.more[problem_kind(problem)] += 1
+
+    def absorb(self, other: Problems) -> None:
+        """Add another collector's problems (its overflow counted as overflow here)."""
+        self.extend(other.kept)
+        self.more.update(other.more)
 
     def extend(self, problems: Iterable[str]) -> None:
         for problem in problems:
@@ -159,9 +266,18 @@ class Problems:
         return [*self.kept, f"{self.name}: … and {total:,} more{same} ({shown})"]
 
     def check(self) -> None:
-        """Raise BadInput with the report when there is any problem."""
+        """Raise BadInput (``FileProblems``) with the report when there is any problem."""
         if self.kept:
-            raise BadInput(self.lines())
+            raise FileProblems(self)
+
+
+class FileProblems(BadInput):
+    """BadInput from one file's ``Problems``, which it carries (``found``) so that a
+    report of several files can count them exactly."""
+
+    def __init__(self, found: Problems) -> None:
+        super().__init__(found.lines())
+        self.found = found
 
 
 def read_limited(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
@@ -220,29 +336,134 @@ def escape_formula(text: str) -> str:
 def resolve_metadata(
     stated: Mapping[str, str | None], options: ImportOptions, where: str
 ) -> dict[str, str | None]:
-    """Metadata for one row: the file's values, with options filling what the file omits.
+    """Metadata for one row: the file's values, with options filling what the file omits
+    (and replacing the file's model or card where ``options.override`` says so).
 
-    Raises BadInput when the file and an option disagree, or a value is invalid.
+    Raises BadInput when the file and an option disagree.
     """
+    merged, problems = _merge(stated, options)
+    if problems:
+        raise BadInput([f"{where}: {p}" for p in problems])
+    return merged
+
+
+def _merge(
+    stated: Mapping[str, str | None], options: ImportOptions
+) -> tuple[dict[str, str | None], list[str]]:
+    """The merged metadata, and each disagreement between the file and the options."""
     given = options.metadata()
+    wording = options.wording
     merged: dict[str, str | None] = {}
     problems = []
     for name in METADATA_FIELDS:
         file_value = stated.get(name)
         file_value = unescape_formula(file_value.strip()) if file_value else None
         option_value = given.get(name)
+        if option_value and name in options.override:
+            merged[name] = option_value
+            continue
         if (
             file_value
             and option_value
             and _canonical(name, file_value) != _canonical(name, option_value)
         ):
-            problems.append(
-                f"{where}: {name} is {file_value!r} in the file but {option_value!r} was given"
-            )
+            advice = f"; {wording.override(name, option_value)}" if name in OVERRIDABLE else ""
+            if wording.form:
+                problems.append(
+                    f"{name} is {file_value!r} in the file but {wording.name(name)} says "
+                    f"{option_value!r}{advice}"
+                )
+            else:
+                problems.append(
+                    f"{name} is {file_value!r} in the file but {option_value!r} was given"
+                    + (f" ({wording.name(name)}){advice}" if advice else "")
+                )
         merged[name] = file_value or option_value
-    if problems:
-        raise BadInput(problems)
-    return merged
+    return merged, problems
+
+
+class MetadataCheck:
+    """The metadata of a file's rows, each combination checked once.
+
+    A file states the same model and card on every row; a disagreement with the options
+    is reported once for the file, with the lines it is on (``a.csv lines 2–7: …``), not
+    once per line. Where the options override the file's model or card, the file's own
+    name goes into the rows' environment (``file_model``, ``file_card``) and into a note.
+    """
+
+    def __init__(self, options: ImportOptions) -> None:
+        self.options = options
+        self._good: dict[tuple[str | None, ...], tuple[dict[str, str | None], dict[str, str]]] = {}
+        self._bad: dict[tuple[str | None, ...], tuple[list[str], list[str]]] = {}
+
+    def resolve(
+        self, stated: Mapping[str, str | None], where: str
+    ) -> tuple[dict[str, str | None], dict[str, str]] | None:
+        """(metadata, environment) for a row at ``where``; None when it disagrees with the
+        options (reported by ``problems``)."""
+        key = tuple(stated.get(name) for name in METADATA_FIELDS)
+        good = self._good.get(key)
+        if good is not None:
+            return good
+        bad = self._bad.get(key)
+        if bad is not None:
+            bad[1].append(where)
+            return None
+        merged, problems = _merge(stated, self.options)
+        if problems:
+            self._bad[key] = (problems, [where])
+            return None
+        environment = {}
+        for name in self.options.override:
+            own = (stated.get(name) or "").strip()
+            if own and own != merged.get(name):
+                environment[f"file_{name}"] = unescape_formula(own)
+        self._good[key] = (merged, environment)
+        return self._good[key]
+
+    def problems(self) -> list[str]:
+        """One line per disagreement, naming every line it is on."""
+        return [
+            f"{places(wheres)}: {p}" for problems, wheres in self._bad.values() for p in problems
+        ]
+
+    def notes(self) -> list[str]:
+        """One note per name the options put in place of the file's."""
+        label = self.options.wording.name
+        return [
+            f"{name} {own!r} in the file stored as {merged[name]!r} "
+            f"({label('override_' + name) if self.options.wording.form else label(name)})"
+            for merged, environment in self._good.values()
+            for key, own in environment.items()
+            for name in [key.removeprefix("file_")]
+        ]
+
+
+_PLACE = re.compile(r"^(?P<file>.*) (?P<unit>line|point) (?P<number>\d+)$")
+
+
+def places(wheres: Sequence[str]) -> str:
+    """Where a problem is, for many rows at once: ``a.csv lines 2–7, 9`` (``a.csv line 2``
+    for one row). Places of different files or kinds are listed as given."""
+    parsed = [_PLACE.match(w) for w in wheres]
+    if not all(parsed) or len({(m["file"], m["unit"]) for m in parsed if m}) != 1:
+        return ", ".join(dict.fromkeys(wheres))
+    first = parsed[0]
+    assert first is not None
+    numbers = sorted({int(m["number"]) for m in parsed if m})
+    if len(numbers) == 1:
+        return wheres[0]
+    spans: list[str] = []
+    start = previous = numbers[0]
+    for number in [*numbers[1:], None]:
+        if number is not None and number == previous + 1:
+            previous = number
+            continue
+        spans.append(str(start) if start == previous else f"{start}–{previous}")
+        if number is not None:
+            start = previous = number
+    shown = ", ".join(spans[:8]) + (f" and {len(spans) - 8} more spans" if len(spans) > 8 else "")
+    return f"{first['file']} {first['unit']}s {shown}"
 
 
 def tool_metadata(
@@ -275,13 +496,25 @@ def _canonical(name: str, value: str) -> str | None:
     return value.strip()
 
 
-def rows_to_curves(rows: Iterable[Row], options: ImportOptions) -> list[Curve]:
-    """Group rows by metadata into validated curves (rows with equal metadata merge)."""
+def rows_to_curves(
+    rows: Iterable[Row],
+    options: ImportOptions,
+    problems: dict[str, Problems] | None = None,
+) -> list[Curve]:
+    """Group rows by metadata into validated curves (rows with equal metadata merge).
+
+    Problems are collected per file into ``problems`` (a report the caller keeps adding
+    to) and raised together; BadInput when any file has one.
+    """
     groups: dict[tuple[Any, ...], list[Row]] = {}
-    problems: dict[str, Problems] = {}
+    problems = {} if problems is None else problems
     missing: set[str] = set()
-    # Rows share a handful of metadata combinations: validate each combination once.
+    # Rows share a handful of metadata combinations: validate each combination once, and
+    # report a bad one once, with every line that states it.
     keys: dict[tuple[str | None, ...], tuple[Any, ...]] = {}
+    invalid: dict[tuple[str | None, ...], list[str]] = {}  # the problems of a combination
+    invalid_at: dict[tuple[str, tuple[str | None, ...]], list[str]] = {}  # its places, by file
+    wording = options.wording
 
     def report(row: Row) -> Problems:
         file = _file_of(row.where)
@@ -290,8 +523,8 @@ def rows_to_curves(rows: Iterable[Row], options: ImportOptions) -> list[Curve]:
     for row in rows:
         meta = row.metadata
         absent = [
-            f"{_file_of(row.where)}: {name} is missing (give {flag} or a {name} column)"
-            for name, flag in (("model", "--model"), ("card", "--card"))
+            f"{_file_of(row.where)}: {name} is missing ({wording.give_or_column(name)})"
+            for name in ("model", "card")
             if not (meta.get(name) or "").strip()
         ]
         if absent:
@@ -303,6 +536,9 @@ def rows_to_curves(rows: Iterable[Row], options: ImportOptions) -> list[Curve]:
         stated = tuple(meta.get(name) for name in METADATA_FIELDS[:5])
         key = keys.get(stated)
         if key is None:
+            if stated in invalid:
+                invalid_at.setdefault((_file_of(row.where), stated), []).append(row.where)
+                continue
             try:
                 key = (
                     clean_text(meta.get("model"), "model"),
@@ -312,11 +548,14 @@ def rows_to_curves(rows: Iterable[Row], options: ImportOptions) -> list[Curve]:
                     clean_text(meta.get("mig_profile"), "MIG profile", required=False),
                 )
             except BadInput as exc:
-                report(row).extend(f"{row.where}: {p}" for p in exc.problems)
+                invalid[stated] = exc.problems
+                invalid_at.setdefault((_file_of(row.where), stated), []).append(row.where)
                 continue
             keys[stated] = key
         groups.setdefault((*key, row.variant), []).append(row)
-    _check(problems)
+    for (file, stated), wheres in invalid_at.items():
+        found = problems.setdefault(file, Problems(file))
+        found.extend(f"{places(wheres)}: {p}" for p in invalid[stated])
     curves: dict[str, Curve] = {}
     for (model, card, precision, resolution, mig, _variant), group in groups.items():
         seen: dict[int, Row] = {}
@@ -329,7 +568,7 @@ def rows_to_curves(rows: Iterable[Row], options: ImportOptions) -> list[Curve]:
                     f"{row.point.latency_ms:g} ms"
                 )
             seen.setdefault(row.point.batch, row)
-        if problems:
+        if any(problems.values()):
             continue
         environment: dict[str, Any] = dict(options.environment)
         notes = [r.metadata.get("notes") for r in group if r.metadata.get("notes")]
@@ -362,8 +601,9 @@ def rows_to_curves(rows: Iterable[Row], options: ImportOptions) -> list[Curve]:
 
 
 def _file_of(where: str) -> str:
-    """The file part of a row's place (``f.csv line 3`` -> ``f.csv``)."""
-    return where.split(" line ")[0].split(" point ")[0]
+    """The file part of a row's place (``f.csv line 3`` -> ``f.csv``, ``f.json curve 2
+    point 1`` -> ``f.json``)."""
+    return re.sub(r" curve \d+$", "", where.split(" line ")[0].split(" point ")[0])
 
 
 def _check(problems: Mapping[str, Problems]) -> None:

@@ -113,8 +113,8 @@ def parse(name: str, text: str, options: ImportOptions) -> ParsedFile:
         ]
         if not picked:
             raise BadInput(
-                f"{name}: --config {wanted!r} is not in this table; its model configs are "
-                f"{', '.join(configs)}"
+                f"{name}: {options.wording.name('config')} {wanted!r} is not in this table; its "
+                f"model configs are {', '.join(configs)}"
             )
         configs = picked
 
@@ -136,7 +136,8 @@ def parse(name: str, text: str, options: ImportOptions) -> ParsedFile:
             parsed.notes.append(f"config {config}: {reason}")
     if skipped and options.config is not None:
         raise BadInput(
-            f"{name}: --config {options.config.strip()!r} has no usable row: {skipped[0]}"
+            f"{name}: {options.wording.name('config')} {options.config.strip()!r} has no usable "
+            f"row: {skipped[0]}"
         )
     if not parsed.rows:
         raise BadInput(
@@ -150,7 +151,7 @@ def parse(name: str, text: str, options: ImportOptions) -> ParsedFile:
     if renamed:
         parsed.notes.append(
             f"Triton model {', '.join(sorted(renamed))} stored as model {options.model!r} "
-            "(--model); the Triton name is kept as triton_model"
+            f"({options.wording.name('model')}); the Triton name is kept as triton_model"
         )
     return parsed
 
@@ -226,8 +227,7 @@ def _read_runs(table: Table, load_column: str) -> list[_Run]:
                 max_batch_size=cell("Max Batch Size"),
             )
         )
-    if problems:
-        raise BadInput(problems)
+    problems.check()
     return runs
 
 

@@ -27,12 +27,12 @@ from planner.imports.base import (
     MAX_JSON_DEPTH,
     METADATA_FIELDS,
     ImportOptions,
+    MetadataCheck,
     ParsedFile,
     Problems,
     Row,
     escape_formula,
     first_row,
-    resolve_metadata,
 )
 
 POINT_FIELDS = ("batch", "latency_ms", *OPTIONAL_POINT_FIELDS)
@@ -51,14 +51,19 @@ def _header_names(text: str) -> list[str]:
 
 def parse_csv(name: str, text: str, options: ImportOptions) -> ParsedFile:
     """Rows of the planner's CSV format; every bad row is reported with its line number
-    (the first few word for word, see :class:`Problems`)."""
+    (the first few word for word, see :class:`Problems`).
+
+    A file whose header is unusable raises BadInput. Bad rows do not stop the others from
+    being read: they are listed in the result's ``problems``, so that the checks that
+    need the rows (a model that is missing, say) report in the same pass.
+    """
     reader = csv.reader(io.StringIO(text, newline=""))
     header: list[str] | None = None
     parsed = ParsedFile(name=name, format="csv")
     problems = Problems(name)
     width = 0
     # Rows of one file mostly repeat the same metadata: check each combination once.
-    checked: dict[tuple[str, ...], dict[str, str | None]] = {}
+    checked = MetadataCheck(options)
     try:
         for record in reader:
             if header is None:
@@ -90,23 +95,22 @@ def parse_csv(name: str, text: str, options: ImportOptions) -> ParsedFile:
             where = f"{name} line {reader.line_num}"
             try:
                 point = _point(raw)
-                metadata = checked.get(stated)
-                if metadata is None:
-                    metadata = resolve_metadata(
-                        dict(zip(METADATA_FIELDS, stated, strict=True)), options, where
-                    )
-                    checked[stated] = metadata
             except BadInput as exc:
-                problems.extend(p if p.startswith(where) else f"{where}: {p}" for p in exc.problems)
+                problems.extend(f"{where}: {p}" for p in exc.problems)
                 continue
-            parsed.rows.append(Row(point=point, metadata=metadata, where=where))
+            resolved = checked.resolve(dict(zip(METADATA_FIELDS, stated, strict=True)), where)
+            if resolved is not None:
+                metadata, environment = resolved
+                parsed.rows.append(Row(point, metadata, where, environment))
     except csv.Error as exc:
         raise BadInput(f"{name} line {reader.line_num}: not a readable CSV table ({exc})") from None
     if header is None:
         raise BadInput(f"{name}: file is empty")
-    problems.check()
-    if not parsed.rows:
+    problems.extend(checked.problems())
+    parsed.notes.extend(checked.notes())
+    if not parsed.rows and not problems:
         raise BadInput(f"{name}: has a header but no data rows")
+    parsed.problems = problems
     return parsed
 
 
@@ -159,6 +163,7 @@ def parse_json(name: str, text: str, options: ImportOptions) -> ParsedFile:
     doc = load_json(name, text)
     parsed = ParsedFile(name=name, format="json")
     problems = Problems(name)
+    checked = MetadataCheck(options)
     curves: list[tuple[str, Mapping[str, Any], list[Any]]] = []
     if isinstance(doc, dict):
         curves.append((name, doc, _points_of(name, doc)))
@@ -182,12 +187,21 @@ def parse_json(name: str, text: str, options: ImportOptions) -> ParsedFile:
             if "notes" not in raw and isinstance(environment, dict) and environment.get("notes"):
                 cells["notes"] = environment["notes"]
             try:
-                row = _row(cells, options, where)
+                point = _point({k: cells.get(k) for k in POINT_FIELDS})
             except BadInput as exc:
                 problems.extend(f"{where}: {p}" for p in exc.problems)
                 continue
+            stated = {
+                k: (None if cells.get(k) is None else str(cells.get(k))) for k in METADATA_FIELDS
+            }
+            resolved = checked.resolve(stated, where)
+            if resolved is None:
+                continue
+            metadata, renamed = resolved
             env = {k: v for k, v in (environment or {}).items() if k != "notes"}
-            parsed.rows.append(Row(row.point, row.metadata, row.where, env))
+            parsed.rows.append(Row(point, metadata, where, {**env, **renamed}))
+    problems.extend(checked.problems())
+    parsed.notes.extend(checked.notes())
     problems.check()
     return parsed
 
@@ -241,10 +255,23 @@ def _points_of(label: str, doc: Mapping[str, Any]) -> list[Any]:
     return points
 
 
-def _row(cells: Mapping[str, Any], options: ImportOptions, where: str) -> Row:
-    point = _point({k: cells.get(k) for k in POINT_FIELDS})
-    stated = {k: (None if cells.get(k) is None else str(cells.get(k))) for k in METADATA_FIELDS}
-    return Row(point=point, metadata=resolve_metadata(stated, options, where), where=where)
+TEMPLATE_ROWS = (
+    (1, 9.82, 9.7, 9.95, "ball-detector", "laptop-8gb", "fp16", "512x288"),
+    (2, 20.36, 20.1, 20.6, "ball-detector", "laptop-8gb", "fp16", "512x288"),
+    (4, 46.15, 45.6, 46.8, "ball-detector", "laptop-8gb", "fp16", "512x288"),
+)
+TEMPLATE_COLUMNS = ("batch", "latency_ms", "p10_ms", "p90_ms", "model", "card", "precision",
+                    "resolution")  # fmt: skip
+
+
+def template_csv() -> str:
+    """An example of the planner's CSV to fill in: the two required columns, two spread
+    columns and the metadata columns, with three points of the reference laptop curve."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(TEMPLATE_COLUMNS)
+    writer.writerows(TEMPLATE_ROWS)
+    return out.getvalue()
 
 
 def to_csv(curves: list[Curve]) -> str:

@@ -113,8 +113,7 @@ def parse(name: str, text: str, options: ImportOptions) -> ParsedFile:
     if not points and not problems:
         raise BadInput(f"{name}: has a header but no data rows (no '{FORWARD}' rows)")
     per_query = _per_query_sections(name, lines, index, problems)
-    if problems:
-        raise BadInput(problems)
+    problems.check()
 
     first, last = points[0][0], points[-1][0]
     where_all = f"{name} lines {first}-{last}"
@@ -165,9 +164,14 @@ def parse(name: str, text: str, options: ImportOptions) -> ParsedFile:
             "are kept in the environment"
         )
     if options.model and options.model.strip() != model:
-        parsed.notes.append(f"profile model {model!r} stored as model {options.model!r} (--model)")
+        parsed.notes.append(
+            f"profile model {model!r} stored as model {options.model!r} "
+            f"({options.wording.name('model')})"
+        )
     if options.card and options.card.strip() != card:
-        parsed.notes.append(f"device {card!r} stored as card {options.card!r} (--card)")
+        parsed.notes.append(
+            f"device {card!r} stored as card {options.card!r} ({options.wording.name('card')})"
+        )
     return parsed
 
 

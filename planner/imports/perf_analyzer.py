@@ -56,6 +56,7 @@ from planner.imports.base import (
     ParsedFile,
     Row,
     Table,
+    Wording,
     read_table,
     table_number,
     tool_metadata,
@@ -131,17 +132,13 @@ def parse(name: str, text: str, options: ImportOptions) -> ParsedFile:
     measured: list[_Measured] = []
     problems = table.report()
     if len(options.batch) != 1:
-        problems.append(
-            f"{name}: a perf_analyzer CSV does not record the batch size; give the run's -b "
-            "with --batch B (one value, or one per perf_analyzer file)"
-        )
+        problems.append(missing_batch(name, options.wording))
     for line, cells in table.records:
         try:
             measured.append(_measure(table, load_column, line, cells))
         except BadInput as exc:
             problems.extend(f"{name} line {line}: {p}" for p in exc.problems)
-    if problems:
-        raise BadInput(problems)
+    problems.check()
     batch = options.batch[0]
 
     # min() keeps the first of equal loads, i.e. the earliest line.
@@ -186,7 +183,9 @@ def parse(name: str, text: str, options: ImportOptions) -> ParsedFile:
     except BadInput as exc:
         raise BadInput([f"{where}: {p}" for p in exc.problems]) from None
     parsed.notes.append(f"used line {chosen.line} ({load_text}) as batch {batch}: {summary}")
-    parsed.notes.extend(_load_notes(chosen, load_column, point.latency_ms, batch))
+    parsed.notes.extend(
+        _load_notes(chosen, load_column, point.latency_ms, batch, options.wording.name("batch"))
+    )
     metadata = tool_metadata({}, {}, options, where)
     environment = {
         "import_format": FORMAT,
@@ -247,7 +246,18 @@ def _measure(table: Table, load_column: str, line: int, cells: list[str]) -> _Me
     return _Measured(line, load, throughput, percentiles, components)
 
 
-def _load_notes(chosen: _Measured, load_column: str, latency_ms: float, batch: int) -> list[str]:
+def missing_batch(name: str, wording: Wording) -> str:
+    """The problem of a perf_analyzer file whose batch size was not given."""
+    given = wording.give_as("batch", "the run's -b", "B")
+    return (
+        f"{name}: a perf_analyzer CSV does not record the batch size; {given} "
+        "(one value, or one per perf_analyzer file)"
+    )
+
+
+def _load_notes(
+    chosen: _Measured, load_column: str, latency_ms: float, batch: int, batch_name: str
+) -> list[str]:
     """Notes on how loaded the chosen row was, and whether its throughput fits ``batch``."""
     notes = []
     if load_column == "Concurrency" and chosen.load > 1:
@@ -265,8 +275,8 @@ def _load_notes(chosen: _Measured, load_column: str, latency_ms: float, batch: i
     estimate = _batch_estimate(chosen, load_column)
     if estimate is not None and abs(estimate - batch) > BATCH_MISMATCH * batch:
         notes.append(
-            f"--batch {batch}, but the row's throughput suggests batch of about {estimate:.2g} "
-            "(Little's law); check the run's -b"
+            f"{batch_name} {batch}, but the row's throughput suggests batch of about "
+            f"{estimate:.2g} (Little's law); check the run's -b"
         )
     return notes
 

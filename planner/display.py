@@ -1,0 +1,99 @@
+"""How the planner writes numbers for people: money, milliseconds, frame rates, fractions.
+
+One rule per kind of number, used by the dashboard's tables, headlines and charts and by
+the command line's text output, so that ``$2.50`` never stands next to ``$0.600`` and a
+latency reads ``38.5 ms`` wherever it appears. Each function returns text; ``None`` (a
+figure that does not exist, such as the cost of a card without a price) becomes ``-``.
+
+The rules keep about three significant digits, which is what a measured latency or a
+simulated frame rate supports, and never round a small non-zero figure to zero:
+
+>>> money(2.5), money(0.6), money(0.0421)
+('$2.50', '$0.60', '$0.042')
+>>> ms(2417.3), ms(38.46), ms(9.823), ms(0.4521)
+('2,417 ms', '38.5 ms', '9.82 ms', '0.452 ms')
+>>> fps(11.94), fraction(0.125), fraction(0.004)
+('11.9 fps', '12.5%', '0.40%')
+"""
+
+from __future__ import annotations
+
+import math
+
+MISSING = "-"
+"""What a figure that does not exist is written as."""
+
+
+def _missing(value: float | None) -> bool:
+    return value is None or not math.isfinite(value)
+
+
+def money(value: float | None) -> str:
+    """US dollars: two decimals (``$2.50``), or two significant digits below ten cents
+    (``$0.042``), so that a cheap seat never reads ``$0.00``."""
+    if _missing(value):
+        return MISSING
+    assert value is not None
+    if value == 0 or abs(value) >= 0.1:
+        return f"${value:,.2f}"
+    return f"${value:.2g}"
+
+
+def number(value: float | None) -> str:
+    """A measured quantity with about three significant digits: ``2,417``, ``38.5``,
+    ``9.82``, ``0.452`` (no unit; see ``ms`` and ``fps``)."""
+    if _missing(value):
+        return MISSING
+    assert value is not None
+    magnitude = abs(value)
+    if magnitude >= 100:
+        return f"{value:,.0f}"
+    if magnitude >= 10:
+        return f"{value:.1f}"
+    if magnitude >= 1:
+        return f"{value:.2f}"
+    if magnitude == 0:
+        return "0"
+    return f"{value:.3g}"
+
+
+def ms(value: float | None, *, unit: bool = True) -> str:
+    """A time in milliseconds: ``38.5 ms`` (``38.5`` with ``unit=False``, for a table
+    whose header names the unit)."""
+    text = number(value)
+    return f"{text} ms" if unit and text != MISSING else text
+
+
+def fps(value: float | None, *, unit: bool = True) -> str:
+    """A frame rate with one decimal: ``28.5 fps`` (the floor's own precision)."""
+    if _missing(value):
+        return MISSING
+    assert value is not None
+    text = f"{value:.1f}"
+    return f"{text} fps" if unit else text
+
+
+def fraction(value: float | None) -> str:
+    """A fraction as a percentage: ``12%``, ``12.5%``, ``0.40%``; a non-zero fraction
+    never reads ``0%``."""
+    if _missing(value):
+        return MISSING
+    assert value is not None
+    percent = 100 * value
+    magnitude = abs(percent)
+    if magnitude == 0:
+        return "0%"
+    if magnitude >= 10:
+        return f"{percent:.3g}%" if magnitude < 100 else f"{percent:.0f}%"
+    if magnitude >= 1:
+        return f"{percent:.1f}%"
+    return f"{percent:.2f}%" if magnitude >= 0.01 else f"{percent:.1g}%"
+
+
+def batches(values: tuple[int, ...] | list[int]) -> str:
+    """Measured batch sizes as a range for a sentence: ``batch 1`` for one, ``batches
+    1–16`` for several (never ``1–1``)."""
+    if not values:
+        return "no batch"
+    low, high = min(values), max(values)
+    return f"batch {low}" if low == high else f"batches {low}–{high}"
