@@ -592,7 +592,7 @@ PARAMETERS: dict[str, Parameter] = {
     "study": Parameter(None, Maybe(Text("study")), "stored study (unset: the newest)"),
     "metric": Parameter(
         "seats_per_card",
-        Choice(("seats_per_card", "cost_per_seat_hour")),
+        Choice(("seats_per_card", "cost_per_seat_hour", "cost_per_day", "day_gpu_hours")),
         "figure shown per cell",
     ),
     "x_axis": Parameter(None, Maybe(Text("axis", commas=False)), "study axis across"),

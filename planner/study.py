@@ -36,6 +36,7 @@ from typing import Any
 
 from planner import __version__
 from planner.curve import Curve
+from planner.demand import SHAPES, DemandFleet
 from planner.errors import BadInput, NotFound
 from planner.links import PARAMETERS, PlanParams, saved_params, schema
 from planner.policies import POLICIES
@@ -305,6 +306,7 @@ def cells(store: Store, study: Study) -> list[Cell]:
         )
     fixed = dict(study.fixed)
     names = study.axis_names
+    demands: dict[str, tuple[float, ...] | None] = {}
     out = []
     for curve in curves:
         for combination in itertools.product(*(values for _, values in study.axes)):
@@ -319,18 +321,43 @@ def cells(store: Store, study: Study) -> list[Cell]:
                               PlanParams(curve=curve.id), tuple(exc.problems))  # fmt: skip
                 out.append(failed)
                 continue
-            out.append(Cell(cell_key(params), curve.id, coordinates, params))
+            demand = _stored_demand(store, params.profile, demands)
+            out.append(Cell(cell_key(params, demand=demand), curve.id, coordinates, params))
     return out
 
 
-def cell_key(params: PlanParams, calibration: str = CALIBRATION) -> str:
+def _stored_demand(
+    store: Store, name: str | None, seen: dict[str, tuple[float, ...] | None]
+) -> tuple[float, ...] | None:
+    """A stored demand profile's values (None for none, a built-in shape or an unknown
+    name: the shape is fixed by the planner's version, an unknown one fails the cell)."""
+    if name is None or name in SHAPES:
+        return None
+    if name not in seen:
+        try:
+            profile = store.profile(name)
+            seen[name] = (profile.step_minutes, *profile.sessions)
+        except (NotFound, BadInput):
+            seen[name] = None
+    return seen[name]
+
+
+def cell_key(
+    params: PlanParams,
+    calibration: str = CALIBRATION,
+    demand: tuple[float, ...] | None = None,
+) -> str:
     """A cell's key: a hash of its plan parameters (defaults included), the planner's
-    version and the calibration used."""
-    text = json.dumps(
-        {"params": saved_params(params), "version": __version__, "calibration": calibration},
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+    version, the calibration used and, for a stored demand profile, its values (a
+    profile saved again under the same name makes new cells)."""
+    inputs: dict[str, Any] = {
+        "params": saved_params(params),
+        "version": __version__,
+        "calibration": calibration,
+    }
+    if demand is not None:
+        inputs["demand"] = list(demand)
+    text = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
 
 
@@ -345,13 +372,15 @@ def _failed_key(values: Mapping[str, Any]) -> str:
 OUTPUTS = (
     "cap", "cap_low", "cap_high", "seats_per_card", "seats", "option", "policy", "mode",
     "binding_constraint", "latency_ms", "min_fps", "gpus", "cost_per_seat_hour",
-    "measure_next", "simulations",
+    "day_peak_gpus", "day_gpu_hours", "cost_per_day", "measure_next", "simulations",
 )  # fmt: skip
 
 
-def outputs(result: Recommendation) -> dict[str, Any]:
+def outputs(result: Recommendation, day: DemandFleet | None = None) -> dict[str, Any]:
     """What a study keeps of one recommendation: the recommended option's cap and range,
-    seats per card, the binding constraint, latency at the cap, fleet and cost."""
+    seats per card, the binding constraint, latency at the cap, fleet and cost for the
+    peak and, for a cell with a demand profile, its autoscaled fleet over the day
+    (``day``: peak GPUs, GPU-hours and cost per day)."""
     best = result.recommended
     closest = best or (result.options[0] if result.options else None)
     at = best.at_cap if best is not None else None
@@ -370,6 +399,9 @@ def outputs(result: Recommendation) -> dict[str, Any]:
         "min_fps": at.min_fps if at else None,
         "gpus": fleet.gpus if fleet else None,
         "cost_per_seat_hour": fleet.cost_per_seat_hour if fleet else None,
+        "day_peak_gpus": day.autoscaled.peak_gpus if day else None,
+        "day_gpu_hours": day.autoscaled.gpu_hours_per_day if day else None,
+        "cost_per_day": day.autoscaled.cost_per_day if day else None,
         "measure_next": result.measure_next,
         "simulations": result.simulations,
     }

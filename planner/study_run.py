@@ -28,8 +28,10 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from planner import ensemble
+from planner.demand import DemandProfile
 from planner.errors import BadInput, NotFound, PlannerError
 from planner.fit import FittedCurve
+from planner.fleet import plan_fleet, plan_profile
 from planner.plan import plan_inputs
 from planner.recommend import Request, recommend
 from planner.store import Store
@@ -52,12 +54,15 @@ _REQUEST_FIELDS = tuple(
 @dataclass(frozen=True)
 class Job:
     """One cell as a worker needs it: its key, the ids of its curves (the whole card's,
-    and any curves measured on a MIG profile) and every other field of its request."""
+    and any curves measured on a MIG profile), every other field of its request, and the
+    demand profile (resolved by the driver) its fleet over a day is sized on, if any."""
 
     key: str
     curve: str
     profiles: tuple[tuple[str, str], ...]
     request: tuple[tuple[str, Any], ...]
+    demand: DemandProfile | None = None
+    lead_time_min: float = 0.0
 
 
 @dataclass
@@ -143,7 +148,8 @@ def evaluate(jobs: Sequence[Job], curves: dict[str, FittedCurve]) -> list[CellRe
             )
             account = Work(budget=float("inf"))
             result = recommend(request, work=account)
-            doc = {**outputs(result), "frames": account.done}
+            day = plan_fleet(result, job.demand, job.lead_time_min)
+            doc = {**outputs(result, day), "frames": account.done}
             out.append(CellResult(job.key, "ok", doc, None, 1, time.perf_counter() - start))
         except Exception as exc:
             message = "; ".join(exc.problems) if isinstance(exc, PlannerError) else repr(exc)
@@ -185,6 +191,7 @@ def prepare(store: Store, study: Study) -> tuple[list[Cell], list[Job], dict[str
                 continue
             try:
                 inputs = plan_inputs(cell.params, store)
+                demand = plan_profile(cell.params, store)
             except (BadInput, NotFound) as exc:
                 refused.append(CellResult(cell.key, "error", {}, "; ".join(exc.problems), 1, 0.0))
                 continue
@@ -196,7 +203,8 @@ def prepare(store: Store, study: Study) -> tuple[list[Cell], list[Job], dict[str
                 curves.setdefault(ident, fitted)
                 profiles.append((name, ident))
             jobs.append(Job(cell.key, cell.curve_id, tuple(profiles),
-                            tuple((f, getattr(request, f)) for f in _REQUEST_FIELDS)))  # fmt: skip
+                            tuple((f, getattr(request, f)) for f in _REQUEST_FIELDS),
+                            demand, cell.params.lead_time_min))  # fmt: skip
     return every, jobs, curves, refused
 
 

@@ -15,6 +15,8 @@ from planner.study_store import Member
 METRICS: dict[str, str] = {
     "seats_per_card": "seats per card",
     "cost_per_seat_hour": "USD per seat-hour",
+    "cost_per_day": "USD per day over the demand profile (autoscaled)",
+    "day_gpu_hours": "GPU-hours per day over the demand profile (autoscaled)",
 }
 CURVE_AXIS = "curve"
 """The study's curves are an axis too, named by curve id."""

@@ -17,7 +17,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from planner.errors import BadInput
-from planner.links import PlanParams, decode
+from planner.links import PARAMETERS, PlanParams, decode
 from planner.plan import plan_inputs
 from planner.recommend import recommend
 from planner.store import Store
@@ -238,3 +238,50 @@ def test_the_study_page_draws_a_heatmap_and_links_each_cells_plan(app: AppTest) 
     plan.run()
     assert not plan.exception, plan.exception
     assert plan.title[0].value.startswith(f"{row['seats per card']} seat")
+
+
+def test_cells_with_a_demand_profile_store_the_fleet_over_the_day(store: Store) -> None:
+    from planner.demand import typed_profile
+    from planner.fleet import plan_fleet, plan_profile
+    from planner.study_view import METRICS
+
+    store.save_profile(typed_profile("shifts", [40.0] * 8 + [120.0] * 8 + [10.0] * 8))
+    study = study_from_dict(
+        {
+            "name": "per day",
+            "curves": {"filters": [{"model": "ball-detector", "card": "server-24gb"}]},
+            "fixed": {"seeds": 1, "duration_s": 2, "price_per_hour": 2.0, "peak_sessions": 150},
+            "axes": {"budget_ms": [30, 60], "profile": ["office-hours", "shifts"]},
+        }
+    )
+    run_study(store, study, workers=1)
+    _study, members = load_study(store, "per day")
+    assert len(members) == 4
+    for member in members:
+        assert member.result is not None and member.result.status == "ok"
+        params, _ignored = decode(PlanParams, member.params)
+        alone = recommend(plan_inputs(params, store).request)
+        day = plan_fleet(alone, plan_profile(params, store), params.lead_time_min)
+        assert day is not None
+        stored = member.result.outputs
+        assert stored["cost_per_day"] == pytest.approx(day.autoscaled.cost_per_day)
+        assert stored["day_gpu_hours"] == pytest.approx(day.autoscaled.gpu_hours_per_day)
+        assert stored["day_peak_gpus"] == day.autoscaled.peak_gpus
+    # Every figure the Study page offers is one a link can name.
+    assert set(METRICS) == set(PARAMETERS["metric"].codec.choices)
+
+    # The same name saved with other values is other cells, not the stale ones.
+    before = {c.key for c in cells(store, study)}
+    store.save_profile(typed_profile("shifts", [80.0] * 24), replace=True)
+    after = {c.key for c in cells(store, study)}
+    assert len(before & after) == 2  # the office-hours cells only
+
+
+def test_the_study_page_says_why_a_per_day_figure_is_empty(app: AppTest) -> None:
+    with Store(os.environ["PLANNER_DB"]) as store:
+        run_study(store, study_from_dict(SMALL), workers=1)
+    app.switch_page("dashboard/pages/studies.py")
+    app.run()
+    app.radio(key="study_metric").set_value("cost_per_day").run()
+    assert not app.exception, app.exception
+    assert any("need a demand profile" in i.value for i in app.info)

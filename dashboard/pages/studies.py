@@ -19,7 +19,7 @@ from planner.links import PlanParams, StudyParams, decode, encode
 from planner.study import read_study
 from planner.study_run import StudyInterrupted, run_study
 from planner.study_store import Member, load_study, studies
-from planner.study_view import CURVE_AXIS, METRICS, axes, coordinates, front, grid
+from planner.study_view import CURVE_AXIS, METRICS, axes, coordinates, front, grid, value
 from planner.work import OverBudget, Work
 
 PAGE_MAX_CELLS = 200
@@ -118,6 +118,7 @@ def cell_rows(members: list[Member], params: StudyParams) -> list[dict[str, Any]
                 "with": outputs.get("option"),
                 "USD per seat-hour": outputs.get("cost_per_seat_hour"),
                 "GPUs for peak": outputs.get("gpus"),
+                "USD per day": outputs.get("cost_per_day"),
                 "status": "not computed" if result is None else result.status,
                 "plan": plan_link(member),
             }
@@ -232,6 +233,16 @@ links.publish(params)
 if params.x_axis and params.y_axis:
     held = dict(item.split("=", 1) for item in params.hold if "=" in item)
     view = grid(members, params.x_axis, params.y_axis, held, params.metric)
+    if all(value(m, params.metric) is None for m in members):
+        st.info(
+            f"No cell of this study has a figure for {METRICS[params.metric]}"
+            + (
+                ": per-day figures need a demand profile (`profile` among the study's "
+                "fixed values or axes)."
+                if params.metric.startswith(("cost_per_day", "day_"))
+                else "."
+            )
+        )
     st.plotly_chart(heatmap_figure(view, params.metric), width="stretch", key="study_heatmap")
     cheapest = front(members, held)
     if len(cheapest) > 1:
@@ -246,6 +257,7 @@ table(
     column_config={
         "plan": st.column_config.LinkColumn("plan", display_text="open the plan"),
         "USD per seat-hour": st.column_config.NumberColumn(format="$%.3f"),
+        "USD per day": st.column_config.NumberColumn(format="$%.2f"),
     },
 )
 open_cell(members)
