@@ -22,7 +22,7 @@ import streamlit as st
 from dashboard import cache, links
 from dashboard.controls import Controls
 from dashboard.text import md, md_list
-from dashboard.ui import show_problems, table
+from dashboard.ui import show_over_budget, show_problems, table
 from planner.demand import SHAPES, DemandFleet, DemandProfile, read_profile_csv, typed_profile
 from planner.deploy import choose_option, deployment, option_key
 from planner.errors import BadInput, NotFound, PlannerError
@@ -36,6 +36,7 @@ from planner.recommend import Recommendation
 from planner.report import ReportContext, html_report, markdown_report
 from planner.scenario import MODES
 from planner.store import Store
+from planner.work import OverBudget
 
 DEMAND = ("profile", "lead_time_min")
 COMPARE_KEY = "plan_compare_plan"
@@ -279,6 +280,10 @@ def _cards(params: PlanParams, profile: DemandProfile, db: Store) -> None:
     except (BadInput, NotFound) as exc:
         st.caption(md("; ".join(exc.problems)))
         return
+    except OverBudget as exc:
+        command = [*command_line("fleet", params), "--compare-cards"]
+        show_over_budget(exc, "comparison of cards", command)
+        return
     if not rows:
         st.caption("The store has no whole-card curve of this model to compare.")
         return
@@ -513,6 +518,9 @@ def compare_section(params: PlanParams, db: Store) -> None:
             )
     except (BadInput, NotFound) as exc:
         show_problems("That plan cannot be compared:", exc.problems)
+        return
+    except OverBudget as exc:
+        show_over_budget(exc, "saved plan", command_line("recommend", b))
         return
     a_name = f"this plan ({comparison.a.plan_id})" if comparison.a.plan_id else "this plan"
     b_name = f"saved plan {other}"

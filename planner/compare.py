@@ -19,7 +19,6 @@ from planner.links import CompareParams, PlanParams, schema
 from planner.plan import default_curve, plan_inputs
 from planner.recommend import Recommendation, Request, recommend
 from planner.store import Store
-from planner.work import OverBudget
 
 SHARED = tuple(
     n
@@ -122,7 +121,9 @@ def compare_cards(
     """Plan every comparable curve with the same criteria, exclusive, in the store's order.
 
     ``recommend_with`` runs each recommendation (the dashboard passes its cached one);
-    ``progress(done, total)`` is called after each curve.
+    ``progress(done, total)`` is called after each curve. A curve that cannot be planned
+    is a ``CardPlan`` with its problems; work over its budget (``OverBudget``) stops the
+    whole comparison, since every later card would be over it too.
     """
     curves = comparable_curves(store, params)
     shared = {name: getattr(params, name) for name in SHARED}
@@ -131,7 +132,7 @@ def compare_cards(
         try:
             inputs = plan_inputs(PlanParams(curve=curve.id, **shared), store)
             result = recommend_with(inputs.request)
-        except (BadInput, NotFound, OverBudget) as exc:
+        except (BadInput, NotFound) as exc:
             plans.append(CardPlan(curve, None, None, tuple(exc.problems)))
         else:
             plans.append(CardPlan(curve, inputs.card, result))

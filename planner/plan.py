@@ -10,7 +10,14 @@ from planner.cards import Card
 from planner.curve import Curve
 from planner.errors import BadInput, NotFound
 from planner.fit import FittedCurve, fit_curve
-from planner.links import PlanParams, SimulateParams, encode, linked_curve, number_text
+from planner.links import (
+    CompareParams,
+    PlanParams,
+    SimulateParams,
+    encode,
+    linked_curve,
+    number_text,
+)
 from planner.memory import MemoryLimit, available, memory_limit, memory_model
 from planner.modes import sharing_for
 from planner.recommend import Criteria, Request
@@ -250,12 +257,19 @@ DRAWN_ONLY = ("budget_ms", "percentile", "min_fps")
 """A simulation's criteria: drawn on the Simulate page's charts, not simulated."""
 
 
-def command_line(command: str, params: PlanParams | SimulateParams) -> list[str]:
-    """The ``planner recommend`` (or ``planner simulate``) command line that runs what
-    ``params`` describe, options at their default left out (join with ``shlex.join``):
-    for a plan or simulation too large for the dashboard's budget, which the command line
+def command_line(command: str, params: PlanParams | SimulateParams | CompareParams) -> list[str]:
+    """The ``planner recommend`` (``simulate``, ``compare-cards``) command line that runs
+    what ``params`` describe, options at their default left out (join with
+    ``shlex.join``): for work too large for the dashboard's budget, which the command line
     does not have. Link-only choices (a second policy to compare) are left out."""
     argv = ["planner", command]
+    if isinstance(params, CompareParams):
+        for name, value in encode(params).items():
+            if name == "flagged":
+                argv.append("--include-flagged")
+            else:
+                argv += [f"--{name.replace('_', '-')}", value]
+        return argv
     if params.points is not None:
         points = ",".join(f"{p.batch}:{number_text(p.latency_ms)}" for p in params.points)
         argv += ["--points", points]

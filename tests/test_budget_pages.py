@@ -58,3 +58,26 @@ def test_plans_within_the_budget_are_untouched(app: AppTest) -> None:
     open_page(app, "plan.py", {"seeds": "2", "duration_s": "5"})
     assert not [w for w in app.warning if "budget" in w.value]
     assert app.title and app.title[0].value.startswith("3 seats per card")
+
+
+def test_a_comparison_over_the_budget_says_so_and_gives_the_command(app: AppTest) -> None:
+    open_page(app, "compare.py", {"seeds": "64", "duration_s": "600", "max_sessions": "256"})
+    (warning,) = [w.value for w in app.warning if "computation budget" in w.value]
+    assert "comparison" in warning
+    (command,) = [c.value for c in app.code if c.value.startswith("planner compare-cards")]
+    assert "--seeds 64 --duration-s 600 --max-sessions 256" in command
+
+
+def test_a_comparison_of_cards_over_the_day_over_the_budget_says_so(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The plan fits the budget (about 0.8 million frames); planning the model's four other
+    # cards for the cost-per-day comparison takes about 1.8 million more.
+    monkeypatch.setenv("PLANNER_BUDGET_FRAMES", "1000000")
+    query = {"seeds": "4", "profile": "office-hours", "peak_sessions": "100"}
+    open_page(app, "plan.py", query)
+    assert app.title and app.title[0].value.startswith("3 seats per card")
+    (warning,) = [w.value for w in app.warning if "computation budget" in w.value]
+    assert "comparison of cards" in warning
+    (command,) = [c.value for c in app.code if c.value.startswith("planner fleet")]
+    assert "--profile office-hours" in command and command.endswith("--compare-cards")

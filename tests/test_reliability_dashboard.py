@@ -133,7 +133,20 @@ def test_hostile_names_are_shown_literally_on_every_page(app: AppTest) -> None:
         ("plan.py", {"policies": HOSTILE_CARD, "budget_ms": "abc", **QUICK}),
         ("simulate.py", {"curve": curve.id, "sessions": "2", "duration_s": "2"}),
         ("compare.py", {"model": curve.model, **QUICK}),
+        ("studies.py", {}),
     ]
+    from planner.study import study_from_dict
+    from planner.study_run import run_study
+
+    hostile_study = {
+        "name": HOSTILE_MODEL,
+        "description": HOSTILE_NOTES,
+        "curves": {"ids": [curve.id]},
+        "fixed": {"seeds": 1, "duration_s": 2, "max_sessions": 4},
+        "axes": {"budget_ms": [30, 50], "policies": ["all", "batch-all"]},
+    }
+    with Store(os.environ["PLANNER_DB"]) as store:
+        run_study(store, study_from_dict(hostile_study), workers=1)
     for script, query in pages:
         at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
         open_page(at, script, query)

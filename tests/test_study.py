@@ -285,3 +285,75 @@ def test_the_study_page_says_why_a_per_day_figure_is_empty(app: AppTest) -> None
     app.radio(key="study_metric").set_value("cost_per_day").run()
     assert not app.exception, app.exception
     assert any("need a demand profile" in i.value for i in app.info)
+
+
+def test_a_small_study_started_on_the_page_is_stored_and_drawn_with_its_front(
+    app: AppTest,
+) -> None:
+    app.switch_page("dashboard/pages/studies.py")
+    app.run()
+    assert any("No study is stored yet" in i.value for i in app.info)
+    app.button(key="study_run").click().run()  # the page's own example: 12 cells
+    assert not app.exception, app.exception
+    with Store(os.environ["PLANNER_DB"]) as store:
+        stored = _stored(store, "a small study")
+    assert len(stored) == 12 and all(r["status"] == "ok" for r in stored.values())
+
+    charts = {c.key: json.loads(c.proto.spec) for c in app.get("plotly_chart")}
+    assert "study_heatmap" in charts
+    # The front: the cheapest cost per seat-hour at each budget, over every other cell.
+    with Store(os.environ["PLANNER_DB"]) as store:
+        _study, members = load_study(store, "a small study")
+    cheapest: dict[float, float] = {}
+    for member in members:
+        assert member.result is not None
+        budget, cost = member.coordinates["budget_ms"], member.result.outputs["cost_per_seat_hour"]
+        cheapest[budget] = min(cost, cheapest.get(budget, cost))
+    front = charts["study_front"]["data"][0]
+    assert front["x"] == sorted(cheapest)
+    assert front["y"] == pytest.approx([cheapest[b] for b in sorted(cheapest)])
+
+
+def test_ctrl_c_stops_the_command_and_keeps_what_finished(db_path: Path, tmp_path: Path) -> None:
+    """Ctrl-C in a terminal interrupts the whole process group: the command and its pool."""
+    import signal
+    import time
+
+    from planner.study_store import finished_keys
+
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(BIG))
+    study = study_from_dict(BIG)
+    environment = {**os.environ, "PLANNER_DB": str(db_path)}
+    command = [sys.executable, "-m", "planner", "study", str(path), "--workers", "2", "--json"]
+    running = subprocess.Popen(
+        command,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 180
+    stored = 0
+    while stored < 40 and time.monotonic() < deadline and running.poll() is None:
+        time.sleep(0.5)
+        with Store(db_path) as store:
+            keys = [c.key for c in cells(store, study)]
+            stored = len(finished_keys(store, keys))
+    assert stored >= 40 and running.poll() is None, "the study finished before the interrupt"
+    os.killpg(running.pid, signal.SIGINT)
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 130, err
+    assert "Traceback" not in err, err
+    assert "interrupted" in err and "run the same command again" in err
+    summary = json.loads(out)
+    assert summary["interrupted"] is True
+
+    with Store(db_path) as store:
+        kept = len(finished_keys(store, [c.key for c in cells(store, study)]))
+    assert kept == summary["already_stored"] + summary["computed"] >= 40
+    again = subprocess.run(command, env=environment, capture_output=True, text=True,
+                           timeout=600, check=True)  # fmt: skip
+    resumed = json.loads(again.stdout)
+    assert resumed["already_stored"] == kept and resumed["computed"] == 500 - kept

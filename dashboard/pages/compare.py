@@ -14,7 +14,14 @@ from dashboard.plan_charts import caps_figure, cost_figure
 from dashboard.state import store
 from dashboard.tables import flag_text
 from dashboard.text import md
-from dashboard.ui import default_curve_or_stop, flash, show_flash, show_problems, static_table
+from dashboard.ui import (
+    default_curve_or_stop,
+    flash,
+    show_flash,
+    show_over_budget,
+    show_problems,
+    static_table,
+)
 from planner import display
 from planner.cards import Card
 from planner.compare import (
@@ -29,7 +36,9 @@ from planner.curve import PRECISIONS
 from planner.errors import BadInput, NotFound
 from planner.fit import fit_curve
 from planner.links import CompareParams, PlanParams
+from planner.plan import command_line
 from planner.policies import POLICIES
+from planner.work import OverBudget
 
 c = Controls("cmp_")
 CRITERIA = ("budget_ms", "percentile", "min_fps", "overhead_ms", "max_overwritten", "policies")
@@ -239,13 +248,18 @@ def _advance(done: int, total: int) -> None:
     progress.progress(done / total, text=f"Simulated {done} of {total} curves")
 
 
-with cache.working("Comparing") as account:
-    plans = compare_cards(
-        db,
-        params,
-        recommend_with=lambda request: cache.recommendation(request, account),
-        progress=_advance,
-    )
+try:
+    with cache.working("Comparing") as account:
+        plans = compare_cards(
+            db,
+            params,
+            recommend_with=lambda request: cache.recommendation(request, account),
+            progress=_advance,
+        )
+except OverBudget as exc:
+    progress.empty()
+    show_over_budget(exc, "comparison", command_line("compare-cards", params))
+    st.stop()
 progress.empty()
 for plan in plans:
     if plan.problems:
@@ -267,7 +281,7 @@ fitted = [
     Fitted(label, curve.points, fit_curve(curve.points))
     for label, (curve, _, _) in zip(labels, entries, strict=True)
 ]
-upto = max(16, *(curve.points[-1].batch for curve, _, _ in entries))
+upto = max([16, *(curve.points[-1].batch for curve, _, _ in entries)])
 left.plotly_chart(fit_figure(fitted, upto=min(upto, 256)), width="stretch", key="cmp_chart_latency")
 right.plotly_chart(
     fit_figure(fitted, view="per_frame", upto=min(upto, 256)),

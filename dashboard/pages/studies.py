@@ -143,8 +143,8 @@ def open_cell(members: list[Member]) -> None:
 def start_form() -> None:
     with st.expander("Start a small study here"):
         st.caption(
-            f"Up to {PAGE_MAX_CELLS} cells, on this server's cores and within its computation "
-            "budget; larger studies run from the command line (`planner study FILE`, "
+            f"Up to {PAGE_MAX_CELLS} cells, on one of this server's cores and within its "
+            "computation budget; larger studies run from the command line (`planner study FILE`, "
             "`--engine ray` for a cluster). The format is that of `examples/study.toml`."
         )
         text = st.text_area("Study file (TOML)", EXAMPLE, height=300, key="study_file")
@@ -183,7 +183,9 @@ def run_here(text: str) -> None:
         bar.progress(min(state.done / left, 1.0), text=f"{state.done} of {left} cells")
 
     try:
-        summary = run_study(db, study, progress=show, on_result=counted)
+        # One worker process: the study leaves the server's other cores to its visitors'
+        # plans, and its cells count against this page's computation budget.
+        summary = run_study(db, study, workers=1, progress=show, on_result=counted)
     except OverBudget as exc:
         show_problems("The study stopped:", [f"it {exc.problems[0]}"])
         return
