@@ -4,6 +4,7 @@ instances one card holds, and everything that is sized, priced and ranked on it.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -134,3 +135,37 @@ def test_recommend_json_and_text_carry_seats_per_card(cli) -> None:
                "--seeds", "1", "--duration-s", "5", "--other-jobs")  # fmt: skip
     assert text.status == 0, text.err
     assert "seats per card" in text.out and "(derived)" in text.out
+
+
+def test_the_plan_page_shows_seats_per_instance_and_per_card(db_path: Path) -> None:
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    st.cache_resource.clear()
+    app = AppTest.from_file(str(Path(__file__).parent.parent / "app.py"), default_timeout=120)
+    query = {"points": "1:4.69,4:9.29", "card": "h100-80gb", "modes": "mig",
+             "mig_profile": "1g.10gb", "policies": "oldest-first", "seeds": "2",
+             "duration_s": "10", "peak_sessions": "200"}  # fmt: skip
+    for key, value in query.items():
+        app.query_params[key] = value
+    app.run()
+    assert not app.exception, app.exception
+    with Store(str(db_path)) as store:
+        alone = plan(store, modes=("mig",), mig_profile="1g.10gb")
+    mig = option(alone, "mig")
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Seats per card"] == mig.seats and mig.per_card == 7
+    assert f"p99 latency at {mig.cap} per instance" in metrics
+    assert metrics["GPUs for 200 at peak"].startswith(
+        str(math.ceil(200 * 1.2 / mig.seats_per_card - 1e-9))
+    )
+
+    # The rest of the card runs other jobs: a card counts one instance of ours.
+    app.checkbox(key="plan_other_jobs").check().run()
+    assert not app.exception, app.exception
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Seats per card"] == str(mig.cap) or metrics["Seats per card"].startswith(
+        str(mig.cap_low)
+    )
+    assert app.query_params.get("other_jobs") == "1"  # the link carries it
+    st.cache_resource.clear()
