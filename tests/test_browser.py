@@ -433,6 +433,31 @@ def key_columns_in_view(page: Page, table_key: str, width: int) -> None:
     assert scrolled["left"] == 0 and scrolled["page"] <= width, scrolled
 
 
+def toolbars_clear_of_titles(page: Page) -> int:
+    """Every drawn chart's toolbar (shown on hover) lies clear of its title; how many
+    charts had both."""
+    page.locator(".js-plotly-plot .gtitle").first.wait_for()
+    overlaps = page.evaluate(
+        """() => {
+            const out = [];
+            let checked = 0;
+            for (const plot of document.querySelectorAll('.js-plotly-plot')) {
+                const bar = plot.querySelector('.modebar');
+                const title = plot.querySelector('.gtitle');
+                if (!bar || !title) continue;
+                checked += 1;
+                const a = bar.getBoundingClientRect(), b = title.getBoundingClientRect();
+                const apart = a.right <= b.left || b.right <= a.left
+                    || a.bottom <= b.top || b.bottom <= a.top;
+                if (!apart) out.push(title.textContent);
+            }
+            return {checked, out};
+        }"""
+    )
+    assert not overlaps["out"], overlaps
+    return int(overlaps["checked"])
+
+
 @pytest.mark.parametrize(("width", "height"), [(1400, 1000), (400, 900)])
 def test_key_columns_of_plan_and_compare_fit_the_screen(
     server: str, chromium: Browser, width: int, height: int
@@ -447,6 +472,7 @@ def test_key_columns_of_plan_and_compare_fit_the_screen(
         page.locator(".st-key-plan_options").scroll_into_view_if_needed()
         key_columns_in_view(page, "plan_options", width)
         page.screenshot(path=str(_artifact(f"plan-table-{width}")))
+        assert toolbars_clear_of_titles(page) >= 1
 
         page.goto(f"{server}/compare?peak_sessions=100&seeds=2&duration_s=5")
         expect(page.get_by_role("heading", name="Compare cards: ball-detector")).to_be_visible(
@@ -456,6 +482,7 @@ def test_key_columns_of_plan_and_compare_fit_the_screen(
         page.locator(".st-key-cmp_table").scroll_into_view_if_needed()
         key_columns_in_view(page, "cmp_table", width)
         page.screenshot(path=str(_artifact(f"compare-table-{width}")))
+        assert toolbars_clear_of_titles(page) >= 1
     finally:
         context.close()
 
