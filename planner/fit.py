@@ -403,8 +403,9 @@ def _assumptions(
 ) -> tuple[str, ...]:
     best = max(1000.0 * p.batch / p.latency_ms for p in pts)
     caps = (
-        f"Throughput never exceeds {GAIN_CAP:g}x the best measured ({best:.4g} frames/s), "
-        "on the central estimate or the optimistic edge."
+        f"Throughput never exceeds {GAIN_CAP:g}x the best measured ({best:.4g} frames/s, "
+        f"so at most {GAIN_CAP * best:,.4g} frames/s), on the central estimate or the "
+        "optimistic edge."
     )
     if len(pts) == 1:
         p = pts[0]

@@ -96,3 +96,9 @@ def test_recommend_and_fit_json_name_the_basis_of_their_advice(cli) -> None:
     fit = cli("fit", "--points", "1:8,3:20", "--json")
     assert fit.status == 0, fit.err
     assert fit.json["measure_next_basis"].startswith("no plan")
+    # The text output says the same.
+    text = cli("recommend", "--points", "1:8,3:20", "--seeds", "1", "--duration-s", "5",
+               "--policies", "batch-all")  # fmt: skip
+    assert f"measure batch {plan.json['measure_next']} next, relative to this plan" in text.out
+    text = cli("fit", "--points", "1:8,3:20")
+    assert "relative to no plan" in text.out

@@ -197,7 +197,7 @@ def _print(result: Recommendation) -> None:
     if best is not None and best.at_cap is not None:
         _print_stages(best.at_cap, best.cap)
     if result.measure_next is not None:
-        print(f"measure batch {result.measure_next} next: it would narrow the range the most")
+        print(f"measure batch {result.measure_next} next, relative to {result.measure_next_basis}")
     if result.fleet is not None:
         f = result.fleet.as_dict()
         if f["gpus"] is not None:
