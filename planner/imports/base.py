@@ -401,7 +401,13 @@ class MetadataCheck:
     ) -> tuple[dict[str, str | None], dict[str, str]] | None:
         """(metadata, environment) for a row at ``where``; None when it disagrees with the
         options (reported by ``problems``)."""
-        key = tuple(stated.get(name) for name in METADATA_FIELDS)
+        return self.resolve_cells(tuple(stated.get(name) for name in METADATA_FIELDS), where)
+
+    def resolve_cells(
+        self, key: tuple[str | None, ...], where: str
+    ) -> tuple[dict[str, str | None], dict[str, str]] | None:
+        """``resolve`` for metadata given as a tuple in ``METADATA_FIELDS`` order (a CSV
+        row's cells: the usual case, a repeat of the row before, is one lookup)."""
         good = self._good.get(key)
         if good is not None:
             return good
@@ -409,6 +415,7 @@ class MetadataCheck:
         if bad is not None:
             bad[1].append(where)
             return None
+        stated = dict(zip(METADATA_FIELDS, key, strict=True))
         merged, problems = _merge(stated, self.options)
         if problems:
             self._bad[key] = (problems, [where])

@@ -98,7 +98,7 @@ def parse_csv(name: str, text: str, options: ImportOptions) -> ParsedFile:
             except BadInput as exc:
                 problems.extend(f"{where}: {p}" for p in exc.problems)
                 continue
-            resolved = checked.resolve(dict(zip(METADATA_FIELDS, stated, strict=True)), where)
+            resolved = checked.resolve_cells(stated, where)
             if resolved is not None:
                 metadata, environment = resolved
                 parsed.rows.append(Row(point, metadata, where, environment))
