@@ -15,7 +15,6 @@ Every value goes into SQL as a bound parameter.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -23,7 +22,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from planner.calibration import Calibration
+from planner.calibration_store import CALIBRATIONS_TABLE, insert_calibration, select_calibrations
 from planner.comparison import Summary
 from planner.errors import BadInput, NotFound
 from planner.loadtest import Cap, LoadTest, LoadTestOptions, Run
@@ -78,19 +77,6 @@ _TABLES = [
         post_end_ms DOUBLE,
         status VARCHAR NOT NULL
     )""",
-    """CREATE TABLE IF NOT EXISTS calibrations (
-        id VARCHAR PRIMARY KEY,
-        curve_id VARCHAR NOT NULL,
-        loadtest_id INTEGER,
-        created_at TIMESTAMP,
-        a_ms DOUBLE NOT NULL,
-        c_ms DOUBLE NOT NULL,
-        d_ms DOUBLE NOT NULL,
-        batches INTEGER NOT NULL,
-        frames INTEGER NOT NULL,
-        sizes INTEGER[] NOT NULL,
-        note VARCHAR NOT NULL
-    )""",
 ]
 # One statement for all of a run's frames: each column goes in as one list (in the order
 # of ``COLUMNS``; a test checks the two agree).
@@ -112,18 +98,6 @@ _SELECT_FRAMES = (
     "post_end_ms, status FROM loadtest_frames WHERE loadtest_id = ? "
     "ORDER BY position, session, frame"
 )
-_CALIBRATION_COLUMNS = (
-    "SELECT curve_id, a_ms, c_ms, d_ms, loadtest_id, created_at, batches, frames, sizes, note "
-    "FROM calibrations "
-)
-_NEWEST = " ORDER BY created_at DESC NULLS LAST, id"
-_SELECT_CALIBRATIONS = {
-    "all": _CALIBRATION_COLUMNS + _NEWEST,
-    "curve": _CALIBRATION_COLUMNS + "WHERE curve_id = ?" + _NEWEST,
-    "loadtest": _CALIBRATION_COLUMNS + "WHERE loadtest_id = ?" + _NEWEST,
-    "id": _CALIBRATION_COLUMNS + "WHERE id = ?" + _NEWEST,
-}
-"""The calibration queries, one per filter (the values are always bound)."""
 
 
 def _now() -> datetime:
@@ -172,7 +146,7 @@ def save_loadtest(store: Store, test: LoadTest) -> LoadTest:
     """Store a load test whole (runs, records, and the calibration fitted from it, which
     then names this load test) in one transaction; returns it with its id."""
     with store._write() as cur:
-        for statement in _TABLES:
+        for statement in (*_TABLES, CALIBRATIONS_TABLE):
             cur.execute(statement)
         row = cur.execute("SELECT coalesce(max(id), 0) + 1 FROM loadtests").fetchone()
         number = int(row[0]) if row else 1
@@ -193,7 +167,7 @@ def save_loadtest(store: Store, test: LoadTest) -> LoadTest:
         calibration = test.calibration
         if calibration is not None:
             calibration = replace(calibration, loadtest=number)
-            _insert_calibration(cur, calibration)
+            insert_calibration(cur, calibration)
     return replace(test, id=number, calibration=calibration, created_at=created)
 
 
@@ -259,8 +233,8 @@ def load_loadtest(store: Store, number: int, *, records: bool = False) -> LoadTe
             [number],
         ).fetchall()
         frames = _frames(cur, number) if records else {}
-        found = _calibrations(cur, "loadtest", [number])
-        applied = _calibrations(cur, "id", [head[10]]) if head[10] else []
+        found = select_calibrations(cur, "loadtest", [number])
+        applied = select_calibrations(cur, "id", [head[10]]) if head[10] else []
     created, source, curve_id, description, options, env, pre, post, stopped, caps, _ = head
     curve = store.curve(curve_id)
     runs = []
@@ -317,65 +291,3 @@ def run_records(store: Store, number: int, position: int) -> WorkerRun:
     if not 0 <= position < len(test.runs) or test.runs[position].records is None:
         raise NotFound(f"load test {number} has no records for run {position}")
     return test.runs[position].records  # type: ignore[return-value]
-
-
-# ---------------------------------------------------------------------------------------
-# Calibrations
-
-
-def _insert_calibration(cur: duckdb.DuckDBPyConnection, c: Calibration) -> None:
-    cur.execute(
-        "INSERT INTO calibrations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO "
-        "NOTHING",
-        [c.id, c.curve_id, c.loadtest, c.created_at, c.a_ms, c.c_ms, c.d_ms, c.batches,
-         c.frames, list(c.sizes), c.note],
-    )  # fmt: skip
-
-
-def save_calibration(store: Store, calibration: Calibration) -> Calibration:
-    """Store a calibration (the same one twice is stored once); returns it."""
-    if calibration.created_at is None:
-        calibration = replace(calibration, created_at=_now())
-    with store._write() as cur:
-        for statement in _TABLES:
-            cur.execute(statement)
-        _insert_calibration(cur, calibration)
-    return calibration
-
-
-def _calibrations(
-    cur: duckdb.DuckDBPyConnection, where: str, values: Sequence[Any]
-) -> list[Calibration]:
-    if not _has(cur, "calibrations"):
-        return []
-    rows = cur.execute(_SELECT_CALIBRATIONS[where], list(values)).fetchall()
-    return [
-        Calibration(
-            curve_id=r[0], a_ms=r[1], c_ms=r[2], d_ms=r[3], loadtest=r[4], created_at=r[5],
-            batches=r[6], frames=r[7], sizes=tuple(r[8] or ()), note=r[9],
-        )
-        for r in rows
-    ]  # fmt: skip
-
-
-def calibrations(store: Store, curve_id: str | None = None) -> list[Calibration]:
-    """The stored calibrations (of one curve), newest first."""
-    with store._read() as cur:
-        if curve_id is None:
-            return _calibrations(cur, "all", [])
-        return _calibrations(cur, "curve", [curve_id])
-
-
-def calibration(store: Store, calibration_id: str) -> Calibration:
-    """A stored calibration by id (NotFound)."""
-    with store._read() as cur:
-        found = _calibrations(cur, "id", [calibration_id.strip().lower()])
-    if not found:
-        raise NotFound(f"no stored calibration has the id {calibration_id!r}")
-    return found[0]
-
-
-def latest_calibration(store: Store, curve_id: str) -> Calibration | None:
-    """The newest calibration of a curve, or None."""
-    found = calibrations(store, curve_id)
-    return found[0] if found else None

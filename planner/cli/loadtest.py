@@ -273,21 +273,13 @@ def criteria_from_args(args: argparse.Namespace) -> Any:
 
 
 def calibration_of(store: Any, choice: str | None, curve_id: str) -> Any:
-    """The calibration ``--calibration`` names for this curve (None: none)."""
-    from planner.loadtest_store import calibration, latest_calibration
+    """The calibration ``--calibration`` names for this curve (None: none); ``latest``
+    must find one here, since the user asked for it."""
+    from planner.calibration_store import resolve
 
-    if choice is None or choice.strip().lower() == "none":
-        return None
-    if choice.strip().lower() == "latest":
-        found = latest_calibration(store, curve_id)
-        if found is None:
-            raise BadInput(f"--calibration latest: the curve {curve_id} has no calibration yet")
-        return found
-    found = calibration(store, choice)
-    if found.curve_id != curve_id:
-        raise BadInput(
-            f"--calibration {found.id} belongs to the curve {found.curve_id}, not {curve_id}"
-        )
+    found = resolve(store, choice, curve_id, default="none")
+    if found is None and choice is not None and choice.strip().lower() == "latest":
+        raise BadInput(f"--calibration latest: the curve {curve_id} has no calibration yet")
     return found
 
 
