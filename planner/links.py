@@ -843,7 +843,6 @@ class SimulateParams(LinkParams):
     cpu_workers: int = param("cpu_workers")
     cotenant_memory_mb: tuple[float, ...] = param("cotenant_memory_mb")
     mps_memory_mb: float | None = param("mps_memory_mb")
-    calibration: str | None = param("calibration")
 
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:

@@ -458,6 +458,7 @@ def run_loadtest(
     criteria: Criteria | None = None,
     find_cap_upto: int | None = None,
     stage_ms: tuple[Milliseconds, Milliseconds] | None = None,
+    hold: Callable[[], contextlib.AbstractContextManager[object]] | None = None,
 ) -> LoadTest:
     """Measure the curve (unless ``curve`` is given), run every (sessions, policy, seed)
     on the reference worker, predict each with the simulator, and fit a calibration.
@@ -466,8 +467,10 @@ def run_loadtest(
     ``backend`` replaces the PyTorch backend (``planner.worker.backends.SleepBackend`` in
     tests; then ``curve`` and ``stage_ms`` must be given). With ``find_cap_upto``, each
     policy's seat cap is also searched on the worker up to that many sessions under
-    ``criteria`` (``find_cap``). Ctrl-C (KeyboardInterrupt) ends the test early and
-    returns the runs finished before it, with ``interrupted`` set.
+    ``criteria`` (``find_cap``). ``hold`` gives a context each run (and the curve's
+    measurement) is made inside: the dashboard's turn, so that no simulation of another
+    visitor competes with a measurement for the cores. Ctrl-C (KeyboardInterrupt) ends
+    the test early and returns the runs finished before it, with ``interrupted`` set.
 
     Raises BadInput (PyTorch missing, a device that is not there, a scenario the worker
     cannot serve) and ``planner.measure.MeasurementFailed``.
@@ -490,8 +493,10 @@ def run_loadtest(
     interrupted = False
     with torch_threads(options.threads):
         env = environment(device)
+        held = hold or contextlib.nullcontext
         if curve is None:
-            curve, measured_warnings, interrupted = _measure(options, report, units)
+            with held():
+                curve, measured_warnings, interrupted = _measure(options, report, units)
             warnings += measured_warnings
         fitted = fit_curve(curve.points)
         largest = max(max(options.sessions), find_cap_upto or 0)
@@ -521,7 +526,8 @@ def run_loadtest(
                         report(Progress((done + fraction) / units, label))
 
                     report(Progress(done / units, label))
-                    runs.append(measure_run(scenario, backend, calibration, tick))
+                    with held():
+                        runs.append(measure_run(scenario, backend, calibration, tick))
                     done += 1
                 if find_cap_upto is not None:
                     for policy in options.policies:

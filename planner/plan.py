@@ -38,21 +38,20 @@ def calibration_of(
 ) -> tuple[Calibration | None, Calibration | None]:
     """The calibration a plan pins (BadInput when the store does not hold it, or when it
     belongs to another curve) and the curve's newest one (None without a store)."""
+    pinned_id = getattr(params, "calibration", None)  # the Simulate page pins none
     if store is None:
-        if params.calibration is not None:
-            raise BadInput(f"calibration={params.calibration} needs the store that holds it")
+        if pinned_id is not None:
+            raise BadInput(f"calibration={pinned_id} needs the store that holds it")
         return None, None
     from planner.calibration_store import calibration, latest_calibration
 
     latest = latest_calibration(store, curve.id)
-    if params.calibration is None:
+    if pinned_id is None:
         return None, latest
     try:
-        pinned = calibration(store, params.calibration)
+        pinned = calibration(store, pinned_id)
     except NotFound:
-        raise BadInput(
-            f"calibration={params.calibration}: no stored calibration has that id"
-        ) from None
+        raise BadInput(f"calibration={pinned_id}: no stored calibration has that id") from None
     if pinned.curve_id != curve.id:
         raise BadInput(
             f"calibration={pinned.id} belongs to the curve {pinned.curve_id}, not to this "
@@ -320,7 +319,7 @@ def command_line(command: str, params: PlanParams | SimulateParams) -> list[str]
             argv.append("--other-jobs")
             continue
         argv += [f"--{name.replace('_', '-')}", value]
-    if params.calibration is None and params.points is None:
+    if getattr(params, "calibration", None) is None and params.points is None:
         # The command line applies a stored curve's latest calibration unless told not to;
         # this plan has none, and the command must compute the same plan.
         argv += ["--calibration", "none"]
