@@ -37,6 +37,7 @@ PAGES: tuple[PageEntry, ...] = (
     PageEntry("measure.py", "Measure", ":material/speed:", "measure"),
     PageEntry("compare.py", "Compare cards", ":material/compare_arrows:", "compare", CompareParams),
     PageEntry("studies.py", "Studies", ":material/grid_on:", "studies", StudyParams),
+    PageEntry("validate.py", "Validate", ":material/fact_check:", "validate"),
 )
 
 

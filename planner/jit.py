@@ -12,6 +12,11 @@ reverting it finds the earlier machine code again.
 The cache lives under ``NUMBA_CACHE_DIR`` when that is set, else in the per-user cache
 directory (``~/.cache/gpu-seat-planner/numba`` on Linux). Where neither can be written,
 functions compile in every process instead.
+
+Without Numba installed (a bare GPU image that has only PyTorch and NumPy, where the
+reference worker runs a load test), ``jit`` returns each function as it is: the same
+source runs as plain Python, slower but with the same decisions, so the worker there asks
+the very policy code the simulator compiles. The simulator itself needs Numba.
 """
 
 from __future__ import annotations
@@ -23,8 +28,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-import numba
-from numba.core import caching
+try:
+    import numba
+    from numba.core import caching
+except ModuleNotFoundError:  # a bare GPU image: kernels run as plain Python (see above)
+    numba = None  # type: ignore[assignment]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -63,7 +71,7 @@ def cache_dir() -> Path:
     return root / f"planner-{source_hash()[:16]}"
 
 
-class _Locator(caching._CacheLocator):
+class _Locator(caching._CacheLocator if numba is not None else object):  # type: ignore[misc]
     """Numba's cache locator for the planner's functions: ``cache_dir()``, stamped with
     the hash of every compiled source rather than the function's own file."""
 
@@ -91,11 +99,11 @@ class _Locator(caching._CacheLocator):
         return locator
 
 
-class _CacheImpl(caching.CompileResultCacheImpl):
+class _CacheImpl(caching.CompileResultCacheImpl if numba is not None else object):  # type: ignore[misc]
     _locator_classes = [_Locator]  # noqa: RUF012 - numba's own class attribute
 
 
-class _FunctionCache(caching.FunctionCache):
+class _FunctionCache(caching.FunctionCache if numba is not None else object):  # type: ignore[misc]
     _impl_class = _CacheImpl
 
 
@@ -103,6 +111,8 @@ def jit(**options: Any) -> Callable[[F], F]:
     """``numba.njit(**options)`` with the planner's cache (see the module docstring)."""
 
     def wrap(fn: F) -> F:
+        if numba is None:
+            return fn
         dispatcher: Any = numba.njit(**options)(fn)
         # What ``Dispatcher.enable_caching`` does, with our cache in place of Numba's; with
         # no writable cache folder, the function compiles in each process instead.

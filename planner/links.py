@@ -13,6 +13,10 @@ option names with underscores (``budget_ms=40``), lists are comma-separated
 (``points=1:9.82,2:20.36``), and parameters at their default are left out so links stay
 short. Reading a link never fails: an unknown, malformed or out-of-range parameter falls
 back to its default and produces one plain message saying what was ignored.
+
+A plan's calibration (SPEC §5.2) is pinned by id (``calibration=ID``). A link without the
+parameter is an uncalibrated plan: every link written before calibrations existed keeps
+its figures, and a calibration made later never changes what an older link shows.
 """
 
 from __future__ import annotations
@@ -444,6 +448,20 @@ class Maybe(Codec[T | None]):
         return self.inner.describe() + " (optional)"
 
 
+@dataclass(frozen=True)
+class NoneOr(Maybe[T]):
+    """``inner``, or None, also written as the word ``none`` (a calibration: ``none``
+    and leaving the parameter out mean the same, an uncalibrated plan)."""
+
+    def check(self, value: object) -> T | None:
+        if isinstance(value, str) and value.strip().lower() == "none":
+            return None
+        return super().check(value)
+
+    def parse(self, text: str) -> T | None:
+        return self.check(text)
+
+
 def _items(value: object) -> list[Any] | None:
     """The items of a comma-separated string or of a list/tuple; None for anything else."""
     if isinstance(value, str):
@@ -477,6 +495,12 @@ PARAMETERS: dict[str, Parameter] = {
     "card": Parameter(None, Maybe(Text("card")), "card name"),
     "precision": Parameter(None, Maybe(Precision()), "precision of the curve"),
     "resolution": Parameter(None, Maybe(Resolution()), "input resolution of the curve"),
+    # A calibration of the curve from a load test (SPEC §5.2), pinned by id; absent: none.
+    "calibration": Parameter(
+        None,
+        NoneOr(Pattern(_CURVE_ID, "a 12-character calibration id, or none")),
+        "calibration of the curve by a load test (unset: none)",
+    ),
     # The criteria of a plan: ranges from ``planner.limits``, defaults from the library's
     # own dataclasses, so a link carries exactly what the library accepts.
     "budget_ms": Parameter(
@@ -784,6 +808,7 @@ class PlanParams(LinkParams):
     cotenant_memory_mb: tuple[float, ...] = param("cotenant_memory_mb")
     mps_memory_mb: float | None = param("mps_memory_mb")
     flagged: bool = param("flagged")
+    calibration: str | None = param("calibration")
 
 
 @dataclass(frozen=True)

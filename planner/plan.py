@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from planner.calibration import Calibration
 from planner.cards import Card
 from planner.curve import Curve
 from planner.errors import BadInput, NotFound
@@ -27,12 +28,43 @@ from planner.store import Store
 
 @dataclass(frozen=True)
 class PlanInputs:
-    """What a plan runs on: the curve (stored or embedded), its card, and the request."""
+    """What a plan runs on: the curve (stored or embedded), its card, and the request;
+    ``calibration`` is the one the plan pins (None: uncalibrated) and ``latest`` the
+    curve's newest calibration in the store, whether the plan uses it or not."""
 
     curve: Curve
     fitted: FittedCurve
     card: Card | None
     request: Request
+    calibration: Calibration | None = None
+    latest: Calibration | None = None
+
+
+def calibration_of(
+    params: PlanParams | SimulateParams, curve: Curve, store: Store | None
+) -> tuple[Calibration | None, Calibration | None]:
+    """The calibration a plan pins (BadInput when the store does not hold it, or when it
+    belongs to another curve) and the curve's newest one (None without a store)."""
+    pinned_id = getattr(params, "calibration", None)  # the Simulate page pins none
+    if store is None:
+        if pinned_id is not None:
+            raise BadInput(f"calibration={pinned_id} needs the store that holds it")
+        return None, None
+    from planner.calibration_store import calibration, latest_calibration
+
+    latest = latest_calibration(store, curve.id)
+    if pinned_id is None:
+        return None, latest
+    try:
+        pinned = calibration(store, pinned_id)
+    except NotFound:
+        raise BadInput(f"calibration={pinned_id}: no stored calibration has that id") from None
+    if pinned.curve_id != curve.id:
+        raise BadInput(
+            f"calibration={pinned.id} belongs to the curve {pinned.curve_id}, not to this "
+            f"plan's curve {curve.id}"
+        )
+    return pinned, latest
 
 
 def default_curve(store: Store) -> Curve:
@@ -93,6 +125,7 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
     curve = plan_curve(params, store)
     card = card_of(curve, store)
     fitted = fit_curve(curve.points)
+    calibration, latest = calibration_of(params, curve, store)
     sharings: list[Sharing] = []
     profile_curves: list[tuple[str, FittedCurve]] = []
     problems: list[str] = []
@@ -147,8 +180,16 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         post_ms=params.post_ms,
         cpu_workers=params.cpu_workers,
         card_memory_gb=card.memory_gb if card is not None else None,
+        calibration=calibration,
     )
-    return PlanInputs(curve=curve, fitted=fitted, card=card, request=request)
+    return PlanInputs(
+        curve=curve,
+        fitted=fitted,
+        card=card,
+        request=request,
+        calibration=calibration,
+        latest=latest,
+    )
 
 
 def _profile_curve(store: Store, curve: Curve, profile: str) -> Curve | None:
@@ -175,6 +216,7 @@ class SimulationInputs:
     scenario: Scenario
     compare: Scenario | None
     memory: MemoryLimit | None = None
+    calibration: Calibration | None = None
 
 
 def simulation_inputs(params: SimulateParams, store: Store | None) -> SimulationInputs:
@@ -190,6 +232,7 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
     curve = plan_curve(params, store)
     card = card_of(curve, store)
     fitted = fit_curve(curve.points)
+    calibration, _ = calibration_of(params, curve, store)
     measured: Curve | None = None
     if params.mode == "mig" and params.mig_profile and store is not None:
         measured = _profile_curve(store, curve, params.mig_profile)
@@ -233,6 +276,8 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
         cpu_workers=params.cpu_workers,
         memory_batch_limit=memory.batch_limit,
     )
+    if calibration is not None:
+        scenario = calibration.apply(scenario)
     compare = None
     if params.compare_policy is not None:
         # From the parameters, not from ``scenario``: it dropped those its policy ignores
@@ -246,7 +291,13 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
             memory_batch_limit=memory.batch_limit,
         )
     return SimulationInputs(
-        curve=curve, fitted=fitted, card=card, scenario=scenario, compare=compare, memory=memory
+        curve=curve,
+        fitted=fitted,
+        card=card,
+        scenario=scenario,
+        compare=compare,
+        memory=memory,
+        calibration=calibration,
     )
 
 
@@ -290,4 +341,8 @@ def command_line(command: str, params: PlanParams | SimulateParams | ComparePara
             argv.append("--other-jobs")
             continue
         argv += [f"--{name.replace('_', '-')}", value]
+    if getattr(params, "calibration", None) is None and params.points is None:
+        # The command line applies a stored curve's latest calibration unless told not to;
+        # this plan has none, and the command must compute the same plan.
+        argv += ["--calibration", "none"]
     return argv

@@ -30,6 +30,7 @@ from typing import Any, cast
 import numpy as np
 
 from planner import display, limits, measure_next
+from planner.calibration import Calibration
 from planner.errors import BadInput
 from planner.fit import EDGES, Edge, FittedCurve
 from planner.measure_next import Advice
@@ -93,6 +94,9 @@ class Request:
     The worker (SPEC §5.1): ``network_ms`` each way, ``pre_ms`` and ``post_ms`` of CPU work
     per frame on ``cpu_workers`` threads (0: unlimited). ``card_memory_gb`` is the card's
     memory, for the memory check (with the curve's ``memory_mb`` figures).
+    ``calibration`` (SPEC §5.2, ``planner.calibration``) is what a load test of a real
+    worker added to the curve: every run's batches take its ``a + c*b`` more and every
+    frame its ``d`` more overhead.
     """
 
     curve: FittedCurve
@@ -118,6 +122,7 @@ class Request:
     post_ms: Milliseconds = 0.0
     cpu_workers: int = 0
     card_memory_gb: float | None = None
+    calibration: Calibration | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -171,7 +176,7 @@ class Request:
             problems.append(
                 f"the time outside the GPU (2 x {self.network_ms:g} ms network + "
                 f"{self.pre_ms:g} ms pre + {self.post_ms:g} ms post + "
-                f"{self.criteria.overhead_ms:g} ms overhead = {self.non_gpu_ms:g} ms) leaves "
+                f"{self.overhead_ms:g} ms overhead = {self.non_gpu_ms:g} ms) leaves "
                 f"nothing of the {self.criteria.budget_ms:g} ms budget for the GPU"
             )
         if problems:
@@ -182,9 +187,16 @@ class Request:
             self.scenario("oldest-first", sharing, "central", self.max_sessions, 0, memory=False)
 
     @property
+    def overhead_ms(self) -> Milliseconds:
+        """The per-frame overhead the runs add: the criteria's, plus the calibration's
+        ``d`` when there is one."""
+        overhead = self.criteria.overhead_ms
+        return overhead if self.calibration is None else self.calibration.overhead(overhead)
+
+    @property
     def non_gpu_ms(self) -> Milliseconds:
         """A frame's expected time outside the GPU: ``2*network + pre + post + overhead``."""
-        return 2.0 * self.network_ms + self.pre_ms + self.post_ms + self.criteria.overhead_ms
+        return 2.0 * self.network_ms + self.pre_ms + self.post_ms + self.overhead_ms
 
     @property
     def objective_ms(self) -> Milliseconds:
@@ -200,7 +212,8 @@ class Request:
         return self.curve
 
     def table(self, sharing: Sharing, edge: Edge) -> tuple[float, ...]:
-        return _table(self.curve_for(sharing), max(64, self.max_sessions), edge)
+        table = _table(self.curve_for(sharing), max(64, self.max_sessions), edge)
+        return table if self.calibration is None else self.calibration.table(table)
 
     def memory(self, sharing: Sharing) -> MemoryLimit:
         """The largest batch that fits in the memory ``sharing`` leaves (``planner.memory``)."""
@@ -231,7 +244,7 @@ class Request:
             phases=self.phases,
             seed=seed,
             jitter_ms=self.jitter_ms,
-            overhead_ms=self.criteria.overhead_ms,
+            overhead_ms=self.overhead_ms,
             max_batch=self.max_batch,
             max_queue_delay_us=self.max_queue_delay_us,
             slo_ms=self.objective_ms,
@@ -431,6 +444,9 @@ class Recommendation:
             "fleet": self.fleet.as_dict() if self.fleet else None,
             "assumptions": list(self.assumptions),
             "simulations": self.simulations,
+            "calibration": None
+            if self.request.calibration is None
+            else self.request.calibration.as_dict(),
         }
 
 
@@ -858,6 +874,8 @@ def _summary(request: Request, best: Option, recommended: bool, measure: int | N
         text += f". It rests on batch sizes beyond the measured {display.batches(measured)}"
     if measure is not None:
         text += f"; measuring batch {measure} next would settle it best"
+    if request.calibration is not None:
+        text += f". Calibrated by {request.calibration.source}"
     return text + "."
 
 
@@ -885,6 +903,8 @@ def _assumptions(request: Request) -> tuple[str, ...]:
             "rest of the card goes to other jobs to count and charge one instance instead."
         )
     notes.append(_worker_assumption(request))
+    if request.calibration is not None:
+        notes.append(request.calibration.description)
     for sharing in dict.fromkeys(request.sharings):
         for sentence in request.memory(sharing).assumptions:
             notes.append(f"{sharing.label}: {sentence}" if len(request.sharings) > 1 else sentence)

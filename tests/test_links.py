@@ -345,10 +345,10 @@ def test_every_parameter_has_a_valid_default_and_a_description() -> None:
 def _query_of(cls: type[LinkParams]) -> st.SearchStrategy[dict[str, str]]:
     """Query strings as a person or a program might write them: valid values, numbers out
     of any range, and junk, for any subset of the parameters (the curve left to the
-    server's default)."""
+    server's default, and no calibration: both name what a store holds)."""
     out: dict[str, st.SearchStrategy[str]] = {}
     for name, parameter in schema(cls).items():
-        if name in ("curve", "points", "model", "card", "precision", "resolution"):
+        if name in ("curve", "points", "model", "card", "precision", "resolution", "calibration"):
             continue
         codec = parameter.codec
         inner = codec.inner if isinstance(codec, Maybe) else codec

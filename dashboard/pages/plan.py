@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import cache, handover, links
+from dashboard import cache, calibration, handover, links
 from dashboard.charts import Fitted, fit_figure
 from dashboard.controls import Controls, chosen_card, load_curve, name_curve, pick_curve
 from dashboard.plan_charts import pareto_figure, sessions_figure, stages_figure
@@ -704,7 +704,7 @@ curves = db.curves()
 link = links.opened(
     PlanParams,
     load_plan=db.plan,
-    check=handover.check(db, links.curve_check(db, plan_inputs, "plan")),
+    check=handover.check(db, calibration.check(db, links.curve_check(db, plan_inputs, "plan"))),
 )
 if link is not None:
     load_curve(c, link.params, default.id)
@@ -721,12 +721,13 @@ if link is not None:
     st.session_state[c.key("modes")] = list(modes_of(link.params))
     links.show_ignored(link.ignored)
     handover.opened(c, link.params, db)
+    calibration.load(link.params)
 
 params = controls(default.id, curves)
 demand = handover.demand_controls(c, db)  # drawn even when the rest does not make a plan
 if params is None or demand is None:
     st.stop()
-params = replace(params, **demand)
+params = calibration.choose(replace(params, **demand), db)
 links.publish(params, extra=handover.view_extras())
 try:
     inputs = plan_inputs(params, db)
@@ -747,6 +748,7 @@ except OverBudget as exc:
     st.stop()
 
 headline(result, inputs, simulated=account.done > 0)
+calibration.note(inputs)
 stages_view(result)
 simulate_link(result, params)
 charts(result, inputs)

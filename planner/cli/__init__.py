@@ -36,6 +36,7 @@ COMMANDS = (
     "deploy",
     "link",
     "measure",
+    "loadtest",
     "bench",
 )
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from urllib.parse import urlsplit
 
 from planner.cli.output import note, open_store, print_json
-from planner.cli.planning import profile_file
+from planner.cli.planning import profile_file, with_calibration
 from planner.cli.recommend import add_plan_options, plan_params
 from planner.errors import BadInput
 from planner.links import PlanParams, encode, saved_params, saved_plan_url, self_contained, url
@@ -73,8 +73,12 @@ def run(args: argparse.Namespace) -> int:
         )
     params = plan_params(args)
     # A plain link needs no store, so it can be printed while the dashboard holds the file.
+    # A calibration is pinned only when asked for (it must be looked up in the store).
     needs_store = bool(
-        args.save or (args.self_contained and params.points is None) or (args.card and args.curve)
+        args.save
+        or (args.self_contained and params.points is None)
+        or (args.card and args.curve)
+        or args.calibration is not None
     )
     plan_id: str | None = None
     if needs_store:
@@ -105,6 +109,7 @@ def _resolve(
         stored = store.curve(args.curve)
         if stored.card.lower() != args.card.strip().lower():
             raise BadInput(f"--card {args.card} differs from the stored curve's card {stored.card}")
+    params = with_calibration(params, args, store, default="none")
     plan_inputs(params, store)  # unknown curve, MIG on a card without it, ...: exit 2 now
     if args.self_contained and params.points is None:
         params = self_contained(params, plan_curve(params, store))

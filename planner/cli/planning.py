@@ -15,6 +15,7 @@ from planner.errors import BadInput
 from planner.fleet import plan_profile as named_profile
 from planner.imports.base import read_limited
 from planner.links import PARAMETERS, PlanParams
+from planner.plan import PlanInputs, plan_curve
 from planner.plan_compare import saved_plan
 from planner.store import Store
 
@@ -54,7 +55,7 @@ def plan_from_args(args: argparse.Namespace, store: Store) -> tuple[PlanParams, 
                 raise BadInput(
                     f"--card {args.card} differs from the stored curve's card {stored.card}"
                 )
-        return params, None
+        return with_calibration(params, args, store), None
     given = [
         f"--{name.replace('_', '-')}"
         for name in PLAN_OPTIONS
@@ -66,6 +67,8 @@ def plan_from_args(args: argparse.Namespace, store: Store) -> tuple[PlanParams, 
         given.append("--card")
     if args.other_jobs:
         given.append("--other-jobs")
+    if getattr(args, "calibration", None) is not None:
+        given.append("--calibration")
     if given:
         raise BadInput(
             f"--plan uses the saved plan as it is; {', '.join(given)} would change it "
@@ -76,6 +79,32 @@ def plan_from_args(args: argparse.Namespace, store: Store) -> tuple[PlanParams, 
     if args.profile is not None:
         raise BadInput("--plan uses the saved plan's own demand profile; leave out --profile")
     return params, plan_id
+
+
+def with_calibration(
+    params: PlanParams, args: argparse.Namespace, store: Store, default: str = "latest"
+) -> PlanParams:
+    """``params`` with the calibration ``--calibration`` names pinned by id: by default
+    the curve's latest (none if it has none); ``none``; or an id of the curve's."""
+    from dataclasses import replace
+
+    from planner.calibration_store import resolve
+
+    curve = plan_curve(params, store)
+    found = resolve(store, getattr(args, "calibration", None), curve.id, default=default)
+    return replace(params, calibration=None if found is None else found.id)
+
+
+def calibration_note(inputs: PlanInputs) -> str:
+    """Whether a plan is calibrated, in one line for the terminal."""
+    if inputs.calibration is not None:
+        return inputs.calibration.description
+    if inputs.latest is not None:
+        return (
+            f"not calibrated (--calibration none); the curve has calibration "
+            f"{inputs.latest.id} from {inputs.latest.source}"
+        )
+    return "not calibrated: no load test has calibrated this curve (planner loadtest)"
 
 
 def _default_text(name: str) -> str | None:

@@ -16,7 +16,13 @@ from planner.cli.output import (
     print_json,
     table,
 )
-from planner.cli.planning import plan_profile, print_fleet_summary, profile_file
+from planner.cli.planning import (
+    calibration_note,
+    plan_profile,
+    print_fleet_summary,
+    profile_file,
+    with_calibration,
+)
 from planner.curve import parse_points_option
 from planner.errors import BadInput
 from planner.fleet import plan_fleet
@@ -121,6 +127,13 @@ def add_worker_options(parser: argparse.ArgumentParser) -> None:
         help="time-slicing: GPU memory each co-tenant uses, MB (one for all or one per co-tenant)",
     )
     parser.add_argument("--mps-memory-mb", help="MPS: our client's GPU memory limit, MB")
+    parser.add_argument(
+        "--calibration",
+        metavar="latest|none|ID",
+        help="the curve's calibration by a load test (`planner loadtest`): latest (the "
+        "default for simulate and recommend: the curve's newest, if it has one), none, or a "
+        "calibration id; planner link adds one only when asked",
+    )
 
 
 def plan_params(args: argparse.Namespace) -> PlanParams:
@@ -150,14 +163,22 @@ def run(args: argparse.Namespace) -> int:
                 raise BadInput(
                     f"--card {args.card} differs from the stored curve's card {stored.card}"
                 )
+        params = with_calibration(params, args, store)
         inputs = plan_inputs(params, store)
         profile = plan_profile(args, params, store)
     if not args.json:
         note(f"curve: {inputs.curve.label} ({inputs.curve.id}); {inputs.fitted.description}")
+        note(calibration_note(inputs))
     result = recommend(inputs.request)
     demand = plan_fleet(result, profile, params.lead_time_min)
     if args.json:
-        print_json({**result.as_dict(), "demand": None if demand is None else demand.as_dict()})
+        print_json(
+            {
+                **result.as_dict(),
+                "demand": None if demand is None else demand.as_dict(),
+                "latest_calibration": None if inputs.latest is None else inputs.latest.id,
+            }
+        )
         return 0
     _print(result)
     if demand is not None:

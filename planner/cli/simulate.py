@@ -220,15 +220,37 @@ def run(args: argparse.Namespace) -> int:
     if not memory.fits_one:
         raise BadInput(f"{memory.needs(1)}: no batch fits, so no session can be served")
     scenario = scenario.with_(memory_batch_limit=memory.batch_limit)
+    calibration = _calibration(args, curve)
+    if calibration is not None:
+        scenario = calibration.apply(scenario)
     results = simulate(scenario)
     if args.frames:
         _write_frames(args.frames, results.frame_table())
         note(f"wrote {len(results.records.frame_latency)} frames to {args.frames}")
     if args.json:
-        print_json(results.as_dict())
+        print_json({**results.as_dict(), "calibration": calibration and calibration.as_dict()})
         return 0
     _print(results)
+    print(
+        calibration.description
+        if calibration is not None
+        else "not calibrated: the model's figures (planner loadtest calibrates a curve)"
+    )
     return 0
+
+
+def _calibration(args: argparse.Namespace, curve: Any) -> Any:
+    """The calibration to simulate with: for a stored curve, --calibration's choice (by
+    default its latest); points given on the command line have none."""
+    choice = getattr(args, "calibration", None)
+    if curve is None:
+        if choice is not None and choice.strip().lower() != "none":
+            raise BadInput("--calibration needs --curve: a calibration belongs to a stored curve")
+        return None
+    from planner.calibration_store import resolve
+
+    with open_store(args) as store:
+        return resolve(store, choice, curve.id)
 
 
 def _write_frames(path: Path, columns: dict[str, Any]) -> None:

@@ -1,0 +1,212 @@
+"""Validate: the planner's predictions against a real worker (SPEC §5.2).
+
+Shows a stored load test (measured here, or imported from another worker): measured and
+predicted figures against session count per policy, the error table, the accuracy over
+the runs that loaded the device, measured against predicted seat caps, and the curve's
+calibrations. Runs a small load test on this machine when PyTorch is installed, bounded
+for the page and taking the server's turns; otherwise gives the command to run elsewhere.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+import numpy as np
+import streamlit as st
+
+from dashboard import cache, validate_charts
+from dashboard.state import store
+from dashboard.text import md
+from dashboard.ui import flash, show_flash, show_problems, table
+from dashboard.validate_charts import (
+    accuracy,
+    accuracy_rows,
+    calibration_rows,
+    error_rows,
+    figure,
+)
+from planner.calibration_store import calibrations
+from planner.errors import PlannerError
+from planner.loadtest import LoadTest, LoadTestOptions, command_for, run_loadtest
+from planner.loadtest import Progress as LoadTestProgress
+from planner.loadtest_store import load_loadtest, loadtests, save_loadtest
+from planner.measure_options import MeasureOptions
+
+PAGE_SESSIONS = (1, 2, 3)
+"""The session counts a load test started from this page may have."""
+PAGE_POLICIES = ("batch-all", "oldest-first", "round-robin", "triton")
+PAGE_MAX_DURATION_S = 3.0
+"""The longest run this page starts: a page never starts unbounded work (SPEC §5.4)."""
+PAGE_RESOLUTIONS = ("16x9", "32x18", "64x36")
+
+
+def label(row: dict[str, Any]) -> str:
+    when = str(row["created_at"])[:16]
+    return f"load test {row['id']} — {row['source']}, curve {row['curve_id']}, {when} UTC"
+
+
+def show(test: LoadTest) -> None:
+    env = test.environment
+    late = test.lateness_ms
+    facts = [f"curve **{md(test.curve.label)}** ({test.curve.id})", f"{len(test.runs)} runs"]
+    if test.options.duration_s:
+        facts.append(f"{test.options.duration_s:g} s each at {test.options.fps:g} fps per session")
+    if test.pre_ms or test.post_ms:
+        facts.append(
+            f"CPU work {test.pre_ms:.2f} ms before and {test.post_ms:.2f} ms after the GPU"
+        )
+    if late.size:
+        p50, p99 = np.percentile(late, [50, 99])
+        facts.append(f"arrivals handled {p50:.2f} ms late at the median, {p99:.2f} ms at p99")
+    if "load_average_start" in env:
+        facts.append(f"load average {env['load_average_start'][0]:.2f} at the start")
+    st.caption(" · ".join(facts))
+    if test.interrupted:
+        st.warning("This load test was interrupted; it holds the runs finished before that.")
+    calibrated = any(r.calibrated for r in test.runs) and st.toggle(
+        "Show the calibrated prediction", key="validate_calibrated"
+    )
+    left, right = st.columns(2)
+    left.plotly_chart(figure(test, "min_fps", calibrated), key="validate_fps", width="stretch")
+    right.plotly_chart(figure(test, "e2e_p99_ms", calibrated), key="validate_p99", width="stretch")
+    st.subheader("Measured against predicted")
+    st.caption(
+        "Each figure: measured, predicted, and the relative error (predicted − measured) / "
+        "measured; for a range an imported summary gave, whether the prediction falls "
+        "inside it. A run is *loaded* when its slowest session got under 95% of the source "
+        "rate."
+    )
+    table(error_rows(test, calibrated), key="validate_errors")
+    stats = accuracy(test, calibrated)
+    if any(s.runs for s in stats):
+        st.markdown("**Accuracy over the loaded runs**")
+        table(accuracy_rows(stats), key="validate_accuracy")
+    if test.caps:
+        st.markdown("**Seat caps measured on the worker against predicted**")
+        table([c.as_dict() for c in test.caps], key="validate_caps")
+    st.subheader("Calibration")
+    if test.calibration is not None:
+        st.markdown(md(test.calibration.description))
+    else:
+        st.caption("This load test has no calibration (a summary import holds no batches).")
+    found = calibrations(store(), test.curve.id)
+    if found:
+        st.caption("Every calibration of this curve, newest first (plans pin one by its id):")
+        table(calibration_rows(found), key="validate_calibrations")
+
+
+def run_here() -> None:
+    st.markdown(
+        "Runs the reference model on this machine: it measures the batch curve, serves "
+        "each session count under each policy for real, simulates the same scenarios and "
+        f"stores both. Bounded for this page: up to {max(PAGE_SESSIONS)} sessions, runs of "
+        f"at most {PAGE_MAX_DURATION_S:g} s, PyTorch on one thread."
+    )
+    cols = st.columns(4)
+    sessions = cols[0].multiselect(
+        "Session counts", PAGE_SESSIONS, default=[1, 2, 3], key="validate_sessions"
+    )
+    policies = cols[1].multiselect(
+        "Policies", PAGE_POLICIES, default=["batch-all", "oldest-first"], key="validate_policies"
+    )
+    duration = cols[2].slider(
+        "Seconds per run", 1.0, PAGE_MAX_DURATION_S, 2.0, 0.5, key="validate_duration"
+    )
+    resolution = cols[3].selectbox("Input", PAGE_RESOLUTIONS, index=1, key="validate_resolution")
+    camera = st.checkbox(
+        "Real CPU work: a 640x360 camera frame resized per frame, arg-max after (one thread)",
+        key="validate_camera",
+    )
+    if not sessions or not policies:
+        st.info("Choose at least one session count and one policy.")
+        return
+    options = LoadTestOptions(
+        sessions=tuple(sessions),
+        policies=tuple(policies),
+        duration_s=float(duration),
+        camera="640x360" if camera else None,
+        threads=1,
+        measure=MeasureOptions(
+            resolution=resolution, device="cpu", warmup=3, rounds=2, repetitions=5
+        ),
+    )
+    if not st.button(
+        "Run load test", key="validate_run", type="primary", icon=":material/play_arrow:"
+    ):
+        return
+    bar = st.progress(0.0, text="Loading PyTorch and building the model…")
+
+    def progress(event: LoadTestProgress) -> None:
+        # Updating the bar is where Streamlit stops work nobody waits for any more.
+        bar.progress(min(max(event.fraction, 0.0), 1.0), text=event.message)
+
+    try:
+        with cache.working("Load test") as account:
+            test = run_loadtest(options, progress=progress, hold=account.turn)
+    except PlannerError as exc:
+        show_problems("The load test did not run:", exc.problems)
+        return
+    if not test.runs:
+        st.warning("The load test stopped before any run finished; nothing was stored.")
+        return
+    db = store()
+    db.add_curves([test.curve])
+    saved = save_loadtest(db, test)
+    flash("success", f"Ran and stored load test {saved.id} ({len(saved.runs)} runs).")
+    st.session_state["validate_loadtest"] = saved.id
+    st.rerun()
+
+
+def elsewhere() -> None:
+    st.info(
+        "**PyTorch is not installed here**, so this server cannot run the reference worker. "
+        "Run a load test on the machine that has the device and import what it writes, or "
+        "look at the load tests already stored.",
+        icon=":material/info:",
+    )
+    example = LoadTestOptions(
+        sessions=(1, 2, 3, 4), policies=("batch-all", "oldest-first"), duration_s=10.0
+    )
+    st.code(shlex.join(command_for(example)), language="bash")
+    st.markdown(
+        "It stores the load test in that machine's store; `planner loadtest show ID --out "
+        "frames.csv` writes its records. To bring another worker's results here: "
+        "`planner loadtest import FILE --curve ID --sessions N --policy P --fps F "
+        "--duration-s S` (per-frame records or per-session summaries), or a folder written "
+        "by `scripts/accuracy_gpu.py`."
+    )
+
+
+show_flash()
+st.title("Validate the planner against a real worker")
+st.caption(
+    "A load test serves sessions for real on a device with the reference worker and "
+    "compares what it measured with what the simulator predicts for the same scenarios."
+)
+db = store()
+stored = loadtests(db)
+tab_show, tab_run = st.tabs(["Stored load tests", "Run a load test"])
+with tab_show:
+    if not stored:
+        st.info(
+            "No load test is stored yet. Run one in the next tab, or with `planner loadtest` "
+            "on the machine that has the device."
+        )
+    else:
+        ids = [row["id"] for row in stored]
+        if st.session_state.get("validate_loadtest") not in ids:
+            st.session_state["validate_loadtest"] = ids[0]
+        names = {row["id"]: label(row) for row in stored}
+        chosen = st.selectbox(
+            "Load test", ids, key="validate_loadtest", format_func=lambda i: names[i]
+        )
+        try:
+            show(load_loadtest(db, int(chosen)))
+        except PlannerError as exc:
+            show_problems("This load test cannot be shown:", exc.problems)
+with tab_run:
+    if validate_charts.torch_available():
+        run_here()
+    else:
+        elsewhere()
