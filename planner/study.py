@@ -20,6 +20,11 @@ by the same codecs as links and the command line, so a study accepts exactly wha
 does; ``modes`` and ``policies`` take one name per cell (``policies = "all"`` plans every
 policy). A cell is keyed by a hash of its plan parameters, the planner's version and the
 calibration used, so a cell is computed once however many studies contain it.
+
+Each curve's cells use its newest calibration from a load test (SPEC §5.2), as a plan on
+the Plan page does, and pin it by id; ``calibration = "none"`` among the fixed values
+plans every cell uncalibrated, and a calibration made later makes new cells rather than
+changing stored ones.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from typing import Any
 from planner import __version__
 from planner.curve import Curve
 from planner.demand import SHAPES, DemandFleet
+from planner.calibration_store import latest_calibration
 from planner.errors import BadInput, NotFound
 from planner.links import PARAMETERS, PlanParams, saved_params, schema
 from planner.policies import POLICIES
@@ -47,8 +53,6 @@ MAX_CELLS = 100_000
 """The most cells one study may have (a 20-model x 8-card x 4-mode x 10-budget x 3-floor
 grid is 19,200); larger grids are split into several studies."""
 MAX_FILE_BYTES = 1 << 20
-CALIBRATION = "none"
-"""The calibration cells are computed with (curves are not calibrated yet)."""
 
 _TOP_KEYS = {"name", "description", "curves", "fixed", "axes"}
 _CURVE_KEYS = {"ids", "filters"}
@@ -306,12 +310,16 @@ def cells(store: Store, study: Study) -> list[Cell]:
         )
     fixed = dict(study.fixed)
     names = study.axis_names
+    explicit = "calibration" in fixed or "calibration" in names
     demands: dict[str, tuple[float, ...] | None] = {}
     out = []
     for curve in curves:
+        latest = None if explicit else latest_calibration(store, curve.id)
         for combination in itertools.product(*(values for _, values in study.axes)):
             coordinates = tuple(zip(names, combination, strict=True))
             values = {**fixed, **dict(coordinates), "curve": curve.id}
+            if latest is not None:
+                values["calibration"] = latest.id
             try:
                 params = PlanParams(**values)
             except BadInput as exc:
@@ -342,18 +350,14 @@ def _stored_demand(
     return seen[name]
 
 
-def cell_key(
-    params: PlanParams,
-    calibration: str = CALIBRATION,
-    demand: tuple[float, ...] | None = None,
-) -> str:
+def cell_key(params: PlanParams, demand: tuple[float, ...] | None = None) -> str:
     """A cell's key: a hash of its plan parameters (defaults included), the planner's
-    version, the calibration used and, for a stored demand profile, its values (a
-    profile saved again under the same name makes new cells)."""
+    version, the calibration used (its id, or ``none``) and, for a stored demand profile,
+    its values (a profile saved again under the same name makes new cells)."""
     inputs: dict[str, Any] = {
         "params": saved_params(params),
         "version": __version__,
-        "calibration": calibration,
+        "calibration": params.calibration or "none",
     }
     if demand is not None:
         inputs["demand"] = list(demand)

@@ -150,6 +150,8 @@ def evaluate(jobs: Sequence[Job], curves: dict[str, FittedCurve]) -> list[CellRe
             result = recommend(request, work=account)
             day = plan_fleet(result, job.demand, job.lead_time_min)
             doc = {**outputs(result, day), "frames": account.done}
+            if request.calibration is not None:
+                doc["calibration"] = request.calibration.id
             out.append(CellResult(job.key, "ok", doc, None, 1, time.perf_counter() - start))
         except Exception as exc:
             message = "; ".join(exc.problems) if isinstance(exc, PlannerError) else repr(exc)

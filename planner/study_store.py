@@ -23,7 +23,7 @@ from planner import __version__
 from planner.errors import NotFound
 from planner.links import saved_params
 from planner.store import Store
-from planner.study import CALIBRATION, Cell, Study, study_from_dict
+from planner.study import Cell, Study, study_from_dict
 
 _TABLES = [
     """CREATE TABLE IF NOT EXISTS studies (
@@ -142,7 +142,8 @@ def save_results(store: Store, results: Sequence[CellResult]) -> None:
     rows = [
         (r.key, r.status, r.error, r.attempts, json.dumps(r.outputs, sort_keys=True),
          r.outputs.get("seats_per_card"), r.outputs.get("cost_per_seat_hour"),
-         r.outputs.get("latency_ms"), r.elapsed_s, now, __version__, CALIBRATION)
+         r.outputs.get("latency_ms"), r.elapsed_s, now, __version__,
+         r.outputs.get("calibration") or "none")
         for r in results
     ]  # fmt: skip
     with store._write() as cur:

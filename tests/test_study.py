@@ -277,6 +277,41 @@ def test_cells_with_a_demand_profile_store_the_fleet_over_the_day(store: Store) 
     assert len(before & after) == 2  # the office-hours cells only
 
 
+def test_cells_use_each_curves_newest_calibration_unless_told_none(store: Store) -> None:
+    from planner.calibration import Calibration
+    from planner.calibration_store import save_calibration
+
+    curve = next(c for c in store.curves(model="ball-detector") if c.card == "server-24gb")
+    definition: dict[str, Any] = {
+        "name": "calibrated",
+        "curves": {"ids": [curve.id]},
+        "fixed": {"seeds": 1, "duration_s": 2, "max_sessions": 12, "policies": "batch-all"},
+        "axes": {"budget_ms": [30, 60]},
+    }
+    plain = {c.key for c in cells(store, study_from_dict(definition))}
+    slower = save_calibration(store, Calibration(curve.id, a_ms=3.0, c_ms=0.5, d_ms=4.0))
+    study = study_from_dict(definition)
+    pinned = cells(store, study)
+    assert {c.params.calibration for c in pinned} == {slower.id}
+    assert not plain & {c.key for c in pinned}  # a new calibration makes new cells
+    run_study(store, study, workers=1)
+    _study, members = load_study(store, "calibrated")
+    for member in members:
+        assert member.result is not None and member.result.status == "ok"
+        assert member.result.outputs["calibration"] == slower.id
+        params, _ignored = decode(PlanParams, member.params)
+        alone = recommend(plan_inputs(params, store).request)
+        assert alone.request.calibration == slower
+        assert alone.recommended is not None
+        assert member.result.outputs["cap"] == alone.recommended.cap
+    with store._read() as cur:
+        stored = {r[0] for r in cur.execute("SELECT calibration FROM study_cells").fetchall()}
+    assert stored == {slower.id}
+
+    definition["fixed"]["calibration"] = "none"
+    assert {c.key for c in cells(store, study_from_dict(definition))} == plain
+
+
 def test_the_study_page_says_why_a_per_day_figure_is_empty(app: AppTest) -> None:
     with Store(os.environ["PLANNER_DB"]) as store:
         run_study(store, study_from_dict(SMALL), workers=1)
