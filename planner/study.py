@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any
 
 from planner import __version__
+from planner.calibration_store import latest_calibration
 from planner.curve import Curve
 from planner.demand import SHAPES, DemandFleet
-from planner.calibration_store import latest_calibration
 from planner.errors import BadInput, NotFound
 from planner.links import PARAMETERS, PlanParams, saved_params, schema
 from planner.policies import POLICIES

@@ -66,6 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for reports that cite it
     try:
         status: int = args.handler(args)
     except PlannerError as exc:

@@ -130,6 +130,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     cap.add_argument("--max-overwritten", help="largest overwritten fraction")
     out = parser.add_argument_group("output")
     out.add_argument("--out", type=Path, metavar="FILE", help="write every frame's record as CSV")
+    out.add_argument(
+        "--report",
+        type=Path,
+        metavar="FILE",
+        help="write the accuracy report (Markdown, as docs/accuracy.md) of the load test: "
+        "errors over the loaded runs, a calibration fitted on odd session counts judged on "
+        "even ones, and the seat caps under --budget-ms, --percentile and --min-fps",
+    )
     out.add_argument("--format", default="auto", help="import: auto, bundle, frames or summary")
     out.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.set_defaults(handler=run)
@@ -324,6 +332,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.format != "auto":
         raise BadInput("--format is for import")
     _check_out(args.out)
+    _check_report(args)
     with open_store(args) as store:
         store.require_writable()
         curve = store.curve(args.curve) if args.curve else None
@@ -361,6 +370,7 @@ def _run(args: argparse.Namespace) -> int:
     if test.calibration is not None:
         note(f"stored calibration {test.calibration.id}: {test.calibration.description}")
     _write_out(args.out, test)
+    _write_report(args, test)
     _report(args, test)
     if test.interrupted:
         note("interrupted: the runs finished before Ctrl-C were kept")
@@ -384,6 +394,7 @@ def _import(args: argparse.Namespace) -> int:
     if problems:
         raise BadInput(problems)
     _check_out(args.out)
+    _check_report(args)
     with open_store(args) as store:
         store.require_writable()
         curve = None
@@ -409,6 +420,7 @@ def _import(args: argparse.Namespace) -> int:
     if test.calibration is not None:
         note(f"stored calibration {test.calibration.id}: {test.calibration.description}")
     _write_out(args.out, test)
+    _write_report(args, test)
     _report(args, test)
     return 0
 
@@ -497,9 +509,12 @@ def _show(args: argparse.Namespace) -> int:
         raise BadInput("give the id of a stored load test: planner loadtest show ID")
     ident = int(number(args.target, "load test id", limits.Bound(1, 2**31 - 1, whole=True)))
     _check_out(args.out)
+    _check_report(args)
     with open_store(args) as store:
-        test = load_loadtest(store, ident, records=args.out is not None)
+        wanted = args.out is not None or args.report is not None
+        test = load_loadtest(store, ident, records=wanted)
     _write_out(args.out, test)
+    _write_report(args, test)
     _report(args, test)
     return 0
 
@@ -628,6 +643,33 @@ def _report(args: argparse.Namespace, test: LoadTest) -> None:
         )
     for warning in test.warnings:
         note(f"warning: {warning}")
+
+
+def _check_report(args: argparse.Namespace) -> Any:
+    """The criteria the report's seat caps are judged by; BadInput for a report file that
+    cannot be written (checked before any run)."""
+    path = args.report
+    if path is None:
+        return None
+    if path.is_dir() or not path.parent.is_dir():
+        raise BadInput(f"--report {path}: give a file in a folder that exists")
+    return criteria_from_args(args)
+
+
+def _write_report(args: argparse.Namespace, test: LoadTest) -> None:
+    if args.report is None:
+        return
+    import shlex
+
+    from planner.accuracy import accuracy, markdown
+
+    judged = accuracy(test, _check_report(args))
+    text = markdown(judged, shlex.join(["planner", *getattr(args, "argv", ["loadtest"])]))
+    try:
+        args.report.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"--report {args.report}: cannot write ({exc.strerror})") from None
+    note(f"wrote the accuracy report to {args.report}")
 
 
 def _write_out(path: Path | None, test: LoadTest) -> None:
