@@ -17,7 +17,7 @@ export PLANNER_DB=${ACCURACY_DB:-$(mktemp -d)/accuracy.duckdb}
 # and Python overhead weigh as they do there. At 40 fps per session batch 5 takes about
 # one frame interval, so the CPU goes from ample (1-4 sessions) to saturated (6-8).
 # One thread for the model and one CPU worker thread for pre/post work, so that the two
-# share the machine's 2 cores in the open, as the simulator assumes they do not collide.
+# share the 2 cores in the open rather than fighting over them unseen.
 "$planner" loadtest \
     --sessions 1-8 --policies batch-all,oldest-first,round-robin,triton \
     --resolution 32x18 --threads 1 --camera 320x180 --cpu-workers 1 \
