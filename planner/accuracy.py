@@ -284,8 +284,10 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]
 
 def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
     """The report as Markdown: what ran where, the targets, the errors before and after
-    the held-out calibration, the seat caps, every run, and the command that made it."""
+    the held-out calibration, the seat caps, every run, and the command that made it
+    (the one the load test recorded when it ran, else ``command``)."""
     test = result.test
+    command = str(test.environment.get("command") or command)
     env = test.environment
     options = test.options
     points = test.curve.points
@@ -334,7 +336,13 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
     model = options.measure.model.path or f"the reference model at {options.measure.resolution}"
     lines.append(
         f"- Model: {model}; curve `{test.curve.id}` ({test.curve.label}), measured "
-        "batch latencies: " + ", ".join(f"{p.batch}: {p.latency_ms:.2f} ms" for p in points) + "."
+        "batch latencies: "
+        + ", ".join(
+            f"{p.batch}: {p.latency_ms:.2f} ms"
+            + (f" (p90 {p.p90_ms:.2f})" if p.p90_ms is not None else "")
+            for p in points
+        )
+        + " (the simulator uses each batch size's median; the p90 shows the spread)."
     )
     if options.camera:
         lines.append(

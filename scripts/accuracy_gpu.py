@@ -104,6 +104,7 @@ def main() -> int:
         "load_average_start": list(os.getloadavg()),
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
+        "command": shlex.join(["python", "scripts/accuracy_gpu.py", *sys.argv[1:]]),
     }
     if args.device.startswith("cuda"):
         environment["device"] = torch.cuda.get_device_name(0)

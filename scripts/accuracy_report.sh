@@ -12,10 +12,10 @@ out=${1:-docs/accuracy.md}
 planner=${PLANNER:-.venv/bin/planner}
 export PLANNER_DB=${ACCURACY_DB:-$(mktemp -d)/accuracy.duckdb}
 
-# The reference model at 32x18 on one PyTorch thread takes about 11 ms at batch 1 and
-# 35 ms at batch 8 here: batch times like a real GPU worker's, where scheduling, sleeps
+# The reference model at 32x18 on one PyTorch thread takes about 10 ms at batch 1 and
+# 32-35 ms at batch 8 here: batch times like a real GPU worker's, where scheduling, sleeps
 # and Python overhead weigh as they do there. At 40 fps per session batch 5 takes about
-# one frame interval, so the CPU goes from ample (1-4 sessions) to saturated (6-8).
+# one frame interval, so batch-all goes from ample (1-5 sessions) to saturated (6-8).
 # One thread for the model and one CPU worker thread for pre/post work, so that the two
 # share the 2 cores in the open rather than fighting over them unseen.
 "$planner" loadtest \
@@ -25,24 +25,5 @@ export PLANNER_DB=${ACCURACY_DB:-$(mktemp -d)/accuracy.duckdb}
     --find-cap 12 --budget-ms 50 --min-fps 38 \
     --report "$out"
 
-cat >> "$out" <<'NOTE'
-## Why these settings
-
-- **The input.** The reference model at 32x18 on one PyTorch thread takes about 11 ms at
-  batch 1 and 35 ms at batch 8 on this CPU: batch times like a real GPU worker's (a few
-  ms to a few tens of ms), where the scheduler's decisions, the arrival thread's sleeps
-  and Python's overhead weigh as they do on a GPU. At the study's 512x288 one batch takes
-  seconds here, and every figure would be about the model alone.
-- **The frame rate.** At 40 fps per session, batch 5 takes about one frame interval, so
-  the device goes from ample (1-4 sessions: every session gets its full rate) to
-  saturated (6-8) inside the session range; only the saturated runs count in the errors.
-- **Threads.** PyTorch runs the model on one thread and the CPU work (a 320x180 uint8
-  frame resized and normalised before the model, the heatmap's arg-max after it) runs on
-  one worker thread, so that on 2 cores the two do not fight unseen; the arrival thread
-  and the device loop's Python share the same cores, which the simulator does not model
-  and the calibration's `a` and `d` absorb.
-- **Regenerate** with `bash scripts/accuracy_report.sh` (about 10 minutes). For a GPU,
-  `python scripts/accuracy_gpu.py --out DIR` on the machine with the card writes a bundle
-  and the `planner loadtest import` command that makes the same page from it.
-NOTE
+{ echo; cat scripts/accuracy_notes.md; } >> "$out"
 echo "wrote $out (load test stored in $PLANNER_DB)"

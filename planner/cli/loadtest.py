@@ -362,6 +362,10 @@ def _run(args: argparse.Namespace) -> int:
     if not test.runs:
         note("interrupted before any run finished; nothing stored")
         return INTERRUPTED
+    if hasattr(args, "argv"):  # what the accuracy report cites, however it is re-made
+        import shlex
+
+        test.environment["command"] = shlex.join(["planner", *args.argv])
     with open_store(args) as store:
         if curve is None:
             store.add_curves([test.curve])
