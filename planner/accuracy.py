@@ -179,9 +179,14 @@ def accuracy(test: LoadTest, criteria: Criteria | None = None) -> Accuracy:
             if run.sessions % 2 == 0:
                 calibrated[index] = Summary.of(simulate(held_out.apply(run.scenario)))
     before = error_stats([(r.measured, r.predicted) for r in judged])
-    index_of = {id(r): i for i, r in enumerate(test.runs)}
     after = (
-        error_stats([(r.measured, calibrated[index_of[id(r)]]) for r in judged])
+        error_stats(
+            [
+                (run.measured, calibrated[index])
+                for index, run in enumerate(test.runs)
+                if run.loaded and run.sessions % 2 == 0
+            ]
+        )
         if held_out is not None
         else ()
     )
