@@ -79,3 +79,22 @@ def cli(db_path: Path, capsys: pytest.CaptureFixture[str]) -> Any:
         return Run(status, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture
+def app(db_path: Path) -> Iterator[Any]:
+    """The dashboard (``streamlit.testing.v1.AppTest``) on this test's own store; cached
+    resources are cleared around it, which closes the store and releases the file."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    st.cache_resource.clear()
+    yield AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
+    st.cache_resource.clear()
+
+
+def run(at: Any) -> Any:
+    """Run the app and fail on any exception it raised."""
+    at.run()
+    assert not at.exception, at.exception
+    return at

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Widget
 
@@ -19,25 +17,11 @@ from dashboard.state import store
 from planner.imports import MAX_FILE_BYTES
 from planner.links import PlanParams, saved_params
 from planner.store import Store
+from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD_CSV = b"batch,latency_ms\n1,5.5\n2,9.25\n4,16.0\n"
 BAD_CSV = b"batch,latency_ms\n1,5.5\n2,-3\nfour,16\n"
-
-
-@pytest.fixture
-def app(db_path: Path) -> Iterator[AppTest]:
-    """The dashboard on this test's own store (cached resources cleared around it)."""
-    st.cache_resource.clear()
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=30)
-    yield at
-    st.cache_resource.clear()  # closes the store, releasing the file
-
-
-def run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def open_page(at: AppTest, script: str) -> AppTest:
@@ -352,7 +336,7 @@ def test_every_page_entry_has_a_script_and_links_open_the_right_page() -> None:
 
 
 def _link_page() -> None:
-    import streamlit as st
+    import streamlit as st  # AppTest runs this function's source alone
 
     from dashboard.links import opened, publish, show_ignored
     from planner.links import PlanParams, encode

@@ -6,12 +6,10 @@ library, called directly on the same inputs."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from dashboard.state import store
@@ -22,6 +20,7 @@ from planner.links import PlanParams, encode, saved_params
 from planner.plan import plan_inputs
 from planner.recommend import Recommendation, recommend
 from planner.store import Store
+from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent
 QUICK: dict[str, Any] = {
@@ -30,20 +29,6 @@ QUICK: dict[str, Any] = {
     "policies": ("oldest-first", "batch-all", "triton"),
 }
 MORNING = b"time,sessions\n08:00,60\n09:00,20\n10:00,10\n11:00,30\n"
-
-
-@pytest.fixture
-def app(db_path: Path) -> Iterator[AppTest]:
-    st.cache_resource.clear()
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=90)
-    yield at
-    st.cache_resource.clear()
-
-
-def run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def open_plan(at: AppTest, query: dict[str, str]) -> AppTest:

@@ -7,12 +7,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Widget
 
@@ -34,23 +32,10 @@ from planner.plan import default_curve, plan_inputs, simulation_inputs
 from planner.recommend import Recommendation, fleet_size, recommend
 from planner.simulate import simulate
 from planner.store import Store
+from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent
 QUICK = {"seeds": 2, "duration_s": 5.0}  # a smaller search, for tests that need no defaults
-
-
-@pytest.fixture
-def app(db_path: Path) -> Iterator[AppTest]:
-    st.cache_resource.clear()
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    yield at
-    st.cache_resource.clear()
-
-
-def run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def open_page(at: AppTest, script: str, query: dict[str, str] | None = None) -> AppTest:

@@ -5,36 +5,21 @@ formatted figures, saved plans, the Simulate link's seed, and flagged measuremen
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from dashboard.state import store
 from planner.curve import Point, make_curve
 from planner.store import Store
+from tests.conftest import run
 from tests.test_import_tools import ADD_SUB, PERF_HEADER, perf_row
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD_CSV = b"batch,latency_ms,model,card\n1,5.5,m,t4\n2,9.25,m,t4\n"
 PERF_OK = (PERF_HEADER + perf_row(1, 500.0, 2000, 2100, 2200)).encode()
-
-
-@pytest.fixture
-def app(db_path: Path) -> Iterator[AppTest]:
-    st.cache_resource.clear()
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    yield at
-    st.cache_resource.clear()
-
-
-def run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def open_page(at: AppTest, script: str, query: dict[str, str] | None = None) -> AppTest:

@@ -4,12 +4,8 @@ and links that carry all of it (old links open unchanged)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from planner.curve import Point, make_curve
@@ -19,7 +15,6 @@ from planner.simulate import simulate
 
 from .test_dashboard_pages import (
     QUICK,
-    REPO,
     charts,
     db,
     expected,
@@ -29,15 +24,6 @@ from .test_dashboard_pages import (
     query,
     texts,
 )
-
-
-@pytest.fixture
-def app(db_path: Path) -> Iterator[AppTest]:
-    st.cache_resource.clear()
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    yield at
-    st.cache_resource.clear()
-
 
 WORKER = {"network_ms": 5.0, "pre_ms": 12.0, "post_ms": 2.0, "cpu_workers": 1}
 

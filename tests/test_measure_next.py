@@ -4,11 +4,8 @@ for the same plan, and, where there is no plan, advice that says what it is rela
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from dashboard.navigation import PAGES
@@ -22,13 +19,6 @@ from planner.recommend import recommend
 
 REPO = Path(__file__).resolve().parent.parent
 QUICK = {"seeds": "2", "duration_s": "5"}
-
-
-@pytest.fixture
-def app(db_path: Path) -> Iterator[AppTest]:
-    st.cache_resource.clear()
-    yield AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
-    st.cache_resource.clear()
 
 
 def open_page(at: AppTest, script: str, query: dict[str, str]) -> AppTest:

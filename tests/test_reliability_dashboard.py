@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from planner.imports.base import MAX_PROBLEMS_PER_FILE
 from planner.store import Store
+from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent
 QUICK = {"seeds": "1", "duration_s": "2", "max_sessions": "4"}
@@ -43,20 +43,6 @@ def hostile_csv(model: str = HOSTILE_MODEL) -> bytes:
     for batch, latency in ((1, 6.0), (2, 10.5), (4, 19.0)):
         writer.writerow([batch, latency, model, HOSTILE_CARD, HOSTILE_NOTES])
     return out.getvalue().encode()
-
-
-@pytest.fixture
-def app(db_path: Path) -> Iterator[AppTest]:
-    st.cache_resource.clear()
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
-    yield at
-    st.cache_resource.clear()
-
-
-def run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def open_page(at: AppTest, script: str, query: dict[str, str] | None = None) -> AppTest:

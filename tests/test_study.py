@@ -8,12 +8,10 @@ import os
 import random
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from planner.errors import BadInput
@@ -206,13 +204,6 @@ def test_the_study_command_runs_and_resumes(cli: Any, tmp_path: Path) -> None:
     text = cli("study", str(REPO / "examples" / "study.toml"), "--workers", "2")
     assert text.status == 0, text.err
     assert "cells" in text.out
-
-
-@pytest.fixture
-def app(db_path: Path) -> Iterator[AppTest]:
-    st.cache_resource.clear()
-    yield AppTest.from_file(str(REPO / "app.py"), default_timeout=120)
-    st.cache_resource.clear()
 
 
 def test_the_study_page_draws_a_heatmap_and_links_each_cells_plan(app: AppTest) -> None:

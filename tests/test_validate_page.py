@@ -5,12 +5,10 @@ runs); one test runs a small real load test from the page."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from dashboard import validate_charts
@@ -23,23 +21,10 @@ from planner.loadtest_store import loadtests, save_loadtest
 from planner.plan import default_curve
 from planner.store import Store
 from planner.worker.backends import SleepBackend
+from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent
 QUICK = {"seeds": "2", "duration_s": "5", "max_sessions": "6", "policies": "batch-all"}
-
-
-@pytest.fixture
-def app(db_path: Path) -> Iterator[AppTest]:
-    st.cache_resource.clear()
-    at = AppTest.from_file(str(REPO / "app.py"), default_timeout=90)
-    yield at
-    st.cache_resource.clear()
-
-
-def run(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def open_validate(at: AppTest) -> AppTest:

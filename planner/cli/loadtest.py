@@ -9,14 +9,12 @@ planner loadtest show ID                  one stored load test, run by run
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from planner import limits
-from planner.cli.output import note, number, open_store, print_json, table
+from planner.cli.output import StatusLine, note, number, open_store, print_json, table
 from planner.comparison import Figure
 from planner.errors import BadInput
 from planner.loadtest import (
@@ -370,12 +368,7 @@ def _run(args: argparse.Namespace) -> int:
         if curve is None:
             store.add_curves([test.curve])
         test = save_loadtest(store, test)
-    note(f"stored load test {test.id} (curve {test.curve.id})")
-    if test.calibration is not None:
-        note(f"stored calibration {test.calibration.id}: {test.calibration.description}")
-    _write_out(args.out, test)
-    _write_report(args, test)
-    _report(args, test)
+    _stored(args, test, f"stored load test {test.id} (curve {test.curve.id})")
     if test.interrupted:
         note("interrupted: the runs finished before Ctrl-C were kept")
         return INTERRUPTED
@@ -420,13 +413,18 @@ def _import(args: argparse.Namespace) -> int:
         test = import_file(path, scenario, curve, seeds, args.format)
         store.add_curves([test.curve])
         test = save_loadtest(store, test)
-    note(f"stored load test {test.id} ({test.source}, curve {test.curve.id})")
+    _stored(args, test, f"stored load test {test.id} ({test.source}, curve {test.curve.id})")
+    return 0
+
+
+def _stored(args: argparse.Namespace, test: LoadTest, message: str) -> None:
+    """Say what was stored, write the files asked for, and print the comparison."""
+    note(message)
     if test.calibration is not None:
         note(f"stored calibration {test.calibration.id}: {test.calibration.description}")
     _write_out(args.out, test)
     _write_report(args, test)
     _report(args, test)
-    return 0
 
 
 def _import_scenario(
@@ -693,39 +691,16 @@ def _write_out(path: Path | None, test: LoadTest) -> None:
     note(f"wrote {sum(r.frames for _, r in runs):,} frame records to {path}")
 
 
-class Bar:
+class Bar(StatusLine):
     """The load test's progress on standard error: a bar redrawn in place on a terminal,
     one line per run elsewhere."""
 
-    WIDTH = 28
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.terminal = stream.isatty()
-        self.last = 0.0
-        self.message = ""
-        self.drawn = False
+    message = ""
 
     def __call__(self, event: Progress) -> None:
         if not self.terminal:
             if event.message != self.message:
                 self.message = event.message
-                print(f"[{event.fraction:4.0%}] {event.message}", file=self.stream, flush=True)
-            return
-        now = time.monotonic()
-        if now - self.last < 0.1 and event.fraction < 1:
-            return
-        self.last = now
-        filled = round(event.fraction * self.WIDTH)
-        line = (
-            f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] {event.fraction:4.0%}  {event.message}"
-        )
-        columns = shutil.get_terminal_size((80, 20)).columns
-        self.stream.write("\r" + line[: columns - 1] + "\x1b[K")
-        self.stream.flush()
-        self.drawn = True
-
-    def close(self) -> None:
-        if self.drawn:
-            self.stream.write("\r\x1b[K")
-        self.stream.flush()
+                self.log(f"[{event.fraction:4.0%}] {event.message}")
+        elif self.due(final=event.fraction >= 1):
+            self.draw(f"{self.bar(event.fraction)}  {event.message}")

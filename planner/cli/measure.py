@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 import textwrap
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from planner.cli.output import note, open_store, print_json, table
+from planner.cli.output import StatusLine, note, open_store, print_json, table
 from planner.curve import Curve
 from planner.devices import resolve_device
 from planner.errors import BadInput
@@ -325,47 +323,16 @@ def print_curve(curve: Curve) -> None:
     print()
 
 
-class ProgressBar:
+class ProgressBar(StatusLine):
     """The sweep's progress on standard error.
 
     On a terminal: a bar redrawn in place (at most ten times a second) and one permanent
     line per measured point. Elsewhere (a log file, CI): only the line per point.
     """
 
-    WIDTH = 28
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.terminal = stream.isatty()
-        self.drawn = False
-        self.last = 0.0
-
     def __call__(self, event: MeasureProgress) -> None:
         if event.point is not None:
-            self._clear()
-            print(event.message, file=self.stream, flush=True)
-            return
-        if not self.terminal:
-            return
-        now = time.monotonic()
-        if now - self.last < 0.1 and event.fraction < 1:
-            return
-        self.last = now
-        filled = round(event.fraction * self.WIDTH)
-        bar = "#" * filled + "." * (self.WIDTH - filled)
-        line = (
-            f"[{bar}] {event.fraction:4.0%}  {event.precision} batch {event.batch}: {event.stage}"
-        )
-        columns = shutil.get_terminal_size((80, 20)).columns
-        self.stream.write("\r" + line[: columns - 1] + "\x1b[K")
-        self.stream.flush()
-        self.drawn = True
-
-    def _clear(self) -> None:
-        if self.drawn:
-            self.stream.write("\r\x1b[K")
-            self.drawn = False
-
-    def close(self) -> None:
-        self._clear()
-        self.stream.flush()
+            self.log(event.message)
+        elif self.terminal and self.due(final=event.fraction >= 1):
+            self.draw(f"{self.bar(event.fraction)}  {event.precision} batch {event.batch}: "
+                      f"{event.stage}")  # fmt: skip

@@ -6,9 +6,11 @@ import argparse
 import json
 import math
 import re
+import shutil
 import sys
+import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from planner.limits import Bound
@@ -141,3 +143,61 @@ def option_name(problem: str) -> str:
     """``budget_ms: ...`` reads ``--budget-ms: ...`` on the command line."""
     name, sep, rest = problem.partition(": ")
     return f"--{name.replace('_', '-')}: {rest}" if sep and name.isidentifier() else problem
+
+
+class StatusLine:
+    """Progress on a stream (standard error): on a terminal, one line redrawn in place at
+    most every ``interval_s``; ``log`` writes a line that stays (above the redrawn one).
+    ``terminal`` says which, so callers can log less where nothing is redrawn (a log
+    file, CI)."""
+
+    WIDTH = 28
+
+    def __init__(self, stream: TextIO, interval_s: float = 0.1) -> None:
+        self.stream = stream
+        self.terminal = bool(getattr(stream, "isatty", lambda: False)())
+        self.interval_s = interval_s
+        self.last = 0.0
+        self.drawn = False
+
+    @classmethod
+    def bar(cls, fraction: float) -> str:
+        """``[#######.....]  40%``."""
+        filled = round(fraction * cls.WIDTH)
+        return f"[{'#' * filled}{'.' * (cls.WIDTH - filled)}] {fraction:4.0%}"
+
+    def due(self, interval_s: float | None = None, final: bool = False) -> bool:
+        """Whether ``interval_s`` (default: the line's own) has passed since the last
+        time this said yes; always yes for the ``final`` update."""
+        now = time.monotonic()
+        if not final and now - self.last < (self.interval_s if interval_s is None else interval_s):
+            return False
+        self.last = now
+        return True
+
+    def draw(self, text: str) -> None:
+        """Redraw the line in place (on a terminal; elsewhere nothing)."""
+        if not self.terminal:
+            return
+        columns = shutil.get_terminal_size((80, 20)).columns
+        self.stream.write("\r" + text[: columns - 1] + "\x1b[K")
+        self.stream.flush()
+        self.drawn = True
+
+    def log(self, text: str) -> None:
+        """A line that stays."""
+        self.clear()
+        print(text, file=self.stream, flush=True)
+
+    def clear(self) -> None:
+        if self.drawn:
+            self.stream.write("\r\x1b[K")
+            self.drawn = False
+
+    def close(self, keep: bool = False) -> None:
+        """End the redrawn line: erased, or with ``keep`` left on the screen."""
+        if self.drawn and keep:
+            self.stream.write("\n")
+            self.drawn = False
+        self.clear()
+        self.stream.flush()

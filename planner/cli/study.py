@@ -4,12 +4,10 @@ cluster, stored cell by cell."""
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import time
 from pathlib import Path
 
-from planner.cli.output import note, open_store, print_json
+from planner.cli.output import StatusLine, note, open_store, print_json
 from planner.study import MAX_CELLS, read_study
 from planner.study_run import ENGINES, Progress, StudyInterrupted, default_workers, run_study
 
@@ -82,23 +80,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Bar:
+class _Bar(StatusLine):
     """Cells done, cells per second and the time left, on standard error (redrawn in
     place on a terminal, a line every ten seconds elsewhere)."""
 
-    def __init__(self, stream: object) -> None:
-        self.stream = stream
-        self.terminal = bool(getattr(stream, "isatty", lambda: False)())
-        self.last = 0.0
-        self.drawn = False
-
     def __call__(self, state: Progress) -> None:
-        now = time.monotonic()
         left = state.total - state.skipped
         final = state.done >= left
-        if now - self.last < (0.2 if self.terminal else 10.0) and not final:
+        if not self.due(0.2 if self.terminal else 10.0, final=final):
             return
-        self.last = now
         eta = state.eta_s
         line = (
             f"cells {state.done}/{left} to compute ({state.skipped} stored before), "
@@ -107,14 +97,9 @@ class _Bar:
             + (f", {state.failed} failed" if state.failed else "")
         )
         if self.terminal:
-            columns = shutil.get_terminal_size((80, 20)).columns
-            self.stream.write("\r" + line[: columns - 1] + "\x1b[K")  # type: ignore[attr-defined]
-            self.drawn = True
+            self.draw(line)
         else:
-            self.stream.write(line + "\n")  # type: ignore[attr-defined]
-        self.stream.flush()  # type: ignore[attr-defined]
+            self.log(line)
 
-    def close(self) -> None:
-        if self.drawn:
-            self.stream.write("\n")  # type: ignore[attr-defined]
-            self.stream.flush()  # type: ignore[attr-defined]
+    def close(self, keep: bool = True) -> None:
+        super().close(keep)
