@@ -14,9 +14,9 @@ from planner.errors import BadInput
 from planner.fit import fit_curve
 from planner.recommend import Criteria, Request, recommend
 from planner.scenario import Sharing
+from tests.conftest import SAMPLES, needs_samples
 
 SERVER = fit_curve([Point(1, 8.0), Point(3, 20.0)])
-SAMPLES = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "import-samples"
 # The laptop's 256x144 FP16 points (batching pays), with memory: 1.5 GB + 0.5 GB per frame.
 CHEAP = fit_curve([Point(1, 4.69, memory_mb=2000.0), Point(4, 9.29, memory_mb=3500.0)])
 QUICK: dict[str, Any] = {"seeds": 3, "duration_s": 10.0}
@@ -221,6 +221,26 @@ def test_cli_memory_from_an_imported_file_binds_beside_the_co_tenants(cli, tmp_p
     )
 
 
+def test_memory_in_a_nexus_profile_reaches_the_recommendations_assumptions(
+    cli: Any, tmp_path: Path
+) -> None:
+    # A made-up 2018-layout profile: 1 GiB + 64 MiB per frame, batches 1-40.
+    rows = [f"{b},{4000 + 900 * b},10,{(1024 + 64 * b) * 2**20}" for b in range(1, 41)]
+    profile = tmp_path / "nexus_profile.txt"
+    head = "caffe:made_up:1\nTesla_T4\nForward latency\nbatch,latency(us),std(us),memory(B)\n"
+    profile.write_text(head + "\n".join(rows) + "\n")
+    imported = cli("curves", "import", profile, "--card", "t4", "--json")
+    assert imported.status == 0, imported.err
+    assert imported.json[0]["points"][-1]["memory_mb"] == 1024 + 64 * 40
+    run = cli("recommend", "--curve", imported.json[0]["id"], "--policies", "batch-all",
+              "--seeds", "1", "--duration-s", "2", "--json")  # fmt: skip
+    assert run.status == 0, run.err
+    assert any(
+        "the least-squares line through 40 measured batches" in a for a in run.json["assumptions"]
+    )
+
+
+@needs_samples
 def test_cli_memory_flows_from_a_nexus_profile(cli) -> None:
     sample = SAMPLES / "nexus_profile_2018__TITAN_X_Pascal__caffe_vgg16_1.txt"
     imported = cli("curves", "import", sample, "--card", "t4", "--json")
