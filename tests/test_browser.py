@@ -13,6 +13,7 @@ tests fail with the command that installs it. They are never skipped.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -101,27 +102,18 @@ def _wait_until_healthy(base: str, process: subprocess.Popen[bytes], log: Path) 
     )
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``streamlit run app.py`` on a free local port with a fresh store; its base URL."""
-    folder = tmp_path_factory.mktemp("server")
+@contextlib.contextmanager
+def streamlit_server(folder: Path, **env: str) -> Iterator[str]:
+    """``streamlit run app.py`` on a free local port with its log in ``folder`` and
+    ``env`` added to the environment (``PLANNER_DB`` at least); its base URL."""
     port = _free_port()
     log_path = folder / "streamlit.log"
-    env = {**os.environ, "PLANNER_DB": str(folder / "planner.duckdb")}
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.headless=true",
-        "--server.address=127.0.0.1",
-        f"--server.port={port}",
-        "--browser.gatherUsageStats=false",
-        "--server.fileWatcherType=none",
-    ]
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
+               "--server.address=127.0.0.1", f"--server.port={port}",
+               "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"]  # fmt: skip
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, cwd=REPO, env={**os.environ, **env}, stdout=log,
+                                   stderr=subprocess.STDOUT)  # fmt: skip
         try:
             base = f"http://127.0.0.1:{port}"
             _wait_until_healthy(base, process, log_path)
@@ -133,6 +125,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The dashboard with a fresh store; its base URL."""
+    folder = tmp_path_factory.mktemp("server")
+    with streamlit_server(folder, PLANNER_DB=str(folder / "planner.duckdb")) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")

@@ -23,16 +23,14 @@ from tests.test_browser import (
     CHROMIUM_ARGS,
     UI_TIMEOUT_MS,
     WIDTH,
-    _free_port,
-    _wait_until_healthy,
     page_url,
     settle,
+    streamlit_server,
 )
 from tests.test_reliability_dashboard import HOSTILE_MODEL, hostile_csv
 
 pytestmark = pytest.mark.browser
 
-REPO = Path(__file__).resolve().parent.parent
 FIRST_RUN_MS = 180_000  # the first Plan page of a fresh checkout compiles the simulator
 QUICK = "seeds=1&duration_s=2&max_sessions=4"
 BUDGET_FRAMES = 60_000_000
@@ -46,26 +44,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     """``streamlit run app.py`` with a fresh store; its base URL and the store's path."""
     folder = tmp_path_factory.mktemp("shared")
     db = folder / "planner.duckdb"
-    port = _free_port()
-    log_path = folder / "streamlit.log"
     # A budget that the quick plans here stay well within and the crafted link crosses.
-    env = {**os.environ, "PLANNER_DB": str(db), "PLANNER_BUDGET_FRAMES": str(BUDGET_FRAMES)}
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
-               "--server.address=127.0.0.1", f"--server.port={port}",
-               "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"]  # fmt: skip
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            _wait_until_healthy(base, process, log_path)
-            yield base, db
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with streamlit_server(
+        folder, PLANNER_DB=str(db), PLANNER_BUDGET_FRAMES=str(BUDGET_FRAMES)
+    ) as base:
+        yield base, db
 
 
 @pytest.fixture(scope="module")

@@ -18,41 +18,21 @@ from tests.test_browser import (
     ARTIFACTS,
     UI_TIMEOUT_MS,
     WIDTH,
-    _free_port,
-    _wait_until_healthy,
     settle,
+    streamlit_server,
 )
 from tests.test_reliability_browser import chrome  # noqa: F401 - the browser fixture
 from tests.test_study import SMALL
 
 pytestmark = pytest.mark.browser
 
-REPO = Path(__file__).resolve().parent.parent
-
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     folder = tmp_path_factory.mktemp("studies")
     db = folder / "planner.duckdb"
-    port = _free_port()
-    log_path = folder / "streamlit.log"
-    env = {**os.environ, "PLANNER_DB": str(db)}
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless=true",
-               "--server.address=127.0.0.1", f"--server.port={port}",
-               "--browser.gatherUsageStats=false", "--server.fileWatcherType=none"]  # fmt: skip
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            _wait_until_healthy(base, process, log_path)
-            yield base, db
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    with streamlit_server(folder, PLANNER_DB=str(db)) as base:
+        yield base, db
 
 
 def test_a_stored_study_draws_its_heatmap_and_opens_a_cells_plan(
