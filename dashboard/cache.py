@@ -11,7 +11,7 @@ The key of each call is the ``repr`` of its frozen inputs: a request or scenario
 only plain values, and a fitted curve's ``repr`` names the points it is computed from
 (deterministically), so equal keys mean equal results.
 
-Every computation runs under a ``planner.work.Work`` (``working()``): a frame budget, turns
+Every computation runs under a ``planner.sim.work.Work`` (``working()``): a frame budget, turns
 shared with the other visitors, and a progress bar whose updates between chunks are
 where Streamlit stops work nobody waits for any more (a newer rerun of the page, or a
 closed tab): updating an element checks for that, and raises out of the library.
@@ -29,12 +29,12 @@ from typing import Generic, TypeVar
 
 import streamlit as st
 
-from planner.recommend import Recommendation, Request, fleet, option_sweep, recommend
-from planner.results import Results
-from planner.scenario import Scenario, Sharing
-from planner.simulate import simulate
-from planner.sweep import PoolCache, Pooled
-from planner.work import Work, frames_of
+from planner.plan.recommend import Recommendation, Request, fleet, option_sweep, recommend
+from planner.sim.results import Results
+from planner.sim.scenario import Scenario, Sharing
+from planner.sim.simulate import simulate
+from planner.sim.sweep import PoolCache, Pooled
+from planner.sim.work import Work, frames_of
 
 V = TypeVar("V")
 
@@ -92,11 +92,11 @@ def working(what: str) -> Iterator[Work]:
 
 
 def recommendation(request: Request, account: Work | None = None) -> Recommendation:
-    """``planner.recommend.recommend(request)``, cached, under ``account``'s budget.
+    """``planner.plan.recommend.recommend(request)``, cached, under ``account``'s budget.
 
     The peak demand, headroom and price change no simulation, only the fleet arithmetic, so
     the cached result is computed without them and its fleet sized afterwards: typing a
-    price does not simulate anything again. Raises ``planner.work.OverBudget``.
+    price does not simulate anything again. Raises ``planner.sim.work.OverBudget``.
     """
     bare = _unsized(request)
     result: Recommendation = _tables()["recommendation"].get_or_make(  # type: ignore[assignment]
@@ -117,7 +117,7 @@ def sweep(
     sessions: Sequence[int],
     account: Work | None = None,
 ) -> list[Pooled]:
-    """``planner.recommend.option_sweep`` for a recommendation's request, reusing the runs
+    """``planner.plan.recommend.option_sweep`` for a recommendation's request, reusing the runs
     the recommendation made; cached, under ``account``'s budget."""
     counts = tuple(sessions)
     request = _unsized(result.request)
@@ -137,7 +137,7 @@ def _unsized(request: Request) -> Request:
 
 
 def simulation(scenario: Scenario, account: Work | None = None) -> Results:
-    """``planner.simulate.simulate(scenario)``, cached (a few entries: results carry
+    """``planner.sim.simulate.simulate(scenario)``, cached (a few entries: results carry
     every frame), admitted against ``account``'s budget (one run is one chunk)."""
 
     def run() -> Results:

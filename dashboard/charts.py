@@ -17,8 +17,8 @@ from typing import Any, Literal
 import numpy as np
 import plotly.graph_objects as go
 
-from planner.curve import Curve, Point
-from planner.fit import FittedCurve, straight_line
+from planner.curves.curve import Curve, Point
+from planner.curves.fit import FittedCurve, straight_line
 
 BATCH_AXIS = "batch size (frames per call)"
 MODEBAR = {"orientation": "v"}

@@ -1,7 +1,7 @@
 """Widgets for link parameters: each widget edits one parameter of a page's parameter set.
 
 A widget's key is the page's prefix plus the parameter's name (``plan_budget_ms``), its
-range and choices come from the parameter's codec in ``planner.links.PARAMETERS``, so
+range and choices come from the parameter's codec in ``planner.links.urls.PARAMETERS``, so
 every value a valid link can carry fits its widget. Values go into a widget only through
 ``st.session_state`` (``load`` when a link opens, ``default`` when a widget first shows),
 never through a ``value=`` argument, so a link and a default never compete.
@@ -16,11 +16,12 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from dashboard.tables import curve_name
-from planner.cards import Card
-from planner.curve import Curve
+from planner.curves.cards import Card
+from planner.curves.curve import Curve
 from planner.errors import BadInput, NotFound
-from planner.links import PARAMETERS, Float, Int, LinkParams, Maybe, Numbers, Subset, Texts, schema
-from planner.store import Store
+from planner.links.codecs import Float, Int, Maybe, Numbers, Subset, Texts
+from planner.links.parameters import PARAMETERS, ParameterSet, schema
+from planner.store.database import Store
 
 
 def _codec(name: str) -> Any:
@@ -78,7 +79,7 @@ class Controls:
     def key(self, name: str) -> str:
         return f"{self.prefix}{name}"
 
-    def load(self, params: LinkParams, names: Sequence[str] | None = None) -> None:
+    def load(self, params: ParameterSet, names: Sequence[str] | None = None) -> None:
         """Put the parameters' values into the widgets (before they are drawn)."""
         for name in names or schema(type(params)):
             st.session_state[self.key(name)] = to_widget(name, getattr(params, name))

@@ -19,24 +19,30 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import cache, links
+from dashboard import cache, url_state
 from dashboard.controls import Controls
 from dashboard.text import md, md_list
 from dashboard.ui import show_over_budget, show_problems, table
-from planner.demand import SHAPES, DemandFleet, DemandProfile, read_profile_csv, typed_profile
-from planner.deploy import choose_option, deployment, option_key
+from planner.demand.profiles import (
+    SHAPES,
+    DemandFleet,
+    DemandProfile,
+    read_profile_csv,
+    typed_profile,
+)
 from planner.errors import BadInput, NotFound, PlannerError
-from planner.figures import demand_figure
-from planner.fleet import CardCost, card_costs, option_fleets, plan_fleet, plan_profile
-from planner.links import PlanParams
-from planner.plan import PlanInputs, command_line
-from planner.plan_compare import compare_plans, saved_plan
-from planner.policies import POLICIES
-from planner.recommend import Recommendation
-from planner.report import ReportContext, html_report, markdown_report
-from planner.scenario import MODES
-from planner.store import Store
-from planner.work import OverBudget
+from planner.plan.compare_plans import compare_plans, saved_plan
+from planner.plan.deploy import choose_option, deployment, option_key
+from planner.plan.fleet import CardCost, card_costs, option_fleets, plan_fleet, plan_profile
+from planner.plan.params import PlanParams
+from planner.plan.recommend import Recommendation
+from planner.plan.resolve import PlanInputs, command_line
+from planner.report.figures import demand_figure
+from planner.report.report import ReportContext, html_report, markdown_report
+from planner.sim.policies import POLICIES
+from planner.sim.scenario import MODES
+from planner.sim.work import OverBudget
+from planner.store.database import Store
 
 DEMAND = ("profile", "lead_time_min")
 COMPARE_KEY = "plan_compare_plan"
@@ -101,7 +107,7 @@ def opened(c: Controls, params: PlanParams, db: Store) -> None:
             ignored.append(
                 f"ignored deploy_option={option[:40]!r}: not POLICY,MODE (e.g. triton,exclusive)"
             )
-    links.show_ignored(ignored)
+    url_state.show_ignored(ignored)
 
 
 def _one(values: list[str]) -> str | None:
@@ -388,13 +394,13 @@ def report_section(
 ) -> None:
     """Download the plan as a report: HTML that works offline, and Markdown."""
     st.subheader("Report")
-    saved = links.saved_plan(PlanParams)
+    saved = url_state.saved_plan(PlanParams)
     ctx = ReportContext(
         params=params,
         inputs=inputs,
         result=result,
         fleet=fleet,
-        base=links.base_url(),
+        base=url_state.base_url(),
         plan_id=saved[0] if saved is not None and saved[1] == params else None,
         profile_problem=problem,
     )
@@ -501,7 +507,7 @@ def compare_section(params: PlanParams, db: Store) -> None:
     if other is None:
         st.caption("What did a larger budget or another card buy? Pick a saved plan to compare.")
         return
-    current = links.saved_plan(PlanParams)
+    current = url_state.saved_plan(PlanParams)
     try:
         b = saved_plan(db, other)
         with (

@@ -32,7 +32,7 @@ def prepare() -> None:
     import dashboard.plan_charts
     import dashboard.run_charts
     import dashboard.tables  # noqa: F401
-    from planner.ensemble import warm_up
+    from planner.sim.ensemble import warm_up
 
     warm_up()
 

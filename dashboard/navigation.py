@@ -13,7 +13,9 @@ from pathlib import Path
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
-from planner.links import CompareParams, LinkParams, PlanParams, SimulateParams, StudyParams
+from planner.links.parameters import ParameterSet
+from planner.plan.params import CompareParams, PlanParams, SimulateParams
+from planner.studies.params import StudyParams
 
 PAGES_DIR = Path(__file__).resolve().parent / "pages"
 
@@ -27,7 +29,7 @@ class PageEntry:
     title: str
     icon: str
     url_path: str
-    params: type[LinkParams] | None = None
+    params: type[ParameterSet] | None = None
 
 
 PAGES: tuple[PageEntry, ...] = (

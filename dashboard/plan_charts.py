@@ -12,11 +12,11 @@ import plotly.graph_objects as go
 
 from dashboard.charts import COLOURS, LEGEND, MODEBAR, trace_name
 from planner import display
-from planner.pipeline import PART_LABELS, PARTS, Stages
-from planner.policies import POLICIES
-from planner.recommend import Option
-from planner.sharing import ISOLATION
-from planner.sweep import Pooled
+from planner.plan.recommend import Option
+from planner.sim.pipeline import PART_LABELS, PARTS, Stages
+from planner.sim.policies import POLICIES
+from planner.sim.sharing import ISOLATION
+from planner.sim.sweep import Pooled
 
 SESSIONS_AXIS = "concurrent sessions"
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "star")

@@ -1,5 +1,5 @@
 """Plotly figures of one simulation run: the batch timeline, each session's frame rate and
-the latency distribution. Pure functions of ``planner.results.Results`` (no Streamlit);
+the latency distribution. Pure functions of ``planner.sim.results.Results`` (no Streamlit);
 every axis names its quantity and unit."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from dashboard.charts import COLOURS, LEGEND, MODEBAR, rgba
 from planner import display
-from planner.results import Results
+from planner.sim.results import Results
 
 TIMELINE_MS = 400.0
 """The timeline opens on the first 0.4 s; the first ``TIMELINE_DATA_MS`` can be panned."""

@@ -1,5 +1,5 @@
 """Plotly figures of a study: a heatmap of one figure over two axes, and the cheapest
-cost per seat at each latency budget. Pure functions of ``planner.study_view`` values."""
+cost per seat at each latency budget. Pure functions of ``planner.studies.view`` values."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from dashboard.charts import COLOURS, trace_name
-from planner.study_store import Member
-from planner.study_view import METRICS, Grid
+from planner.studies.store import Member
+from planner.studies.view import METRICS, Grid
 
 
 def heatmap_figure(view: Grid, metric: str, height: int = 420) -> go.Figure:

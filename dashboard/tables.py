@@ -15,12 +15,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from planner import display
-from planner.curve import OPTIONAL_POINT_FIELDS, Curve, Point, make_point, normalise_points
+from planner.curves.curve import OPTIONAL_POINT_FIELDS, Curve, Point, make_point, normalise_points
+from planner.curves.fit import FittedCurve
 from planner.errors import BadInput
-from planner.fit import FittedCurve
-from planner.recommend import Option, fleet
-from planner.results import Results
-from planner.sharing import ISOLATION
+from planner.plan.recommend import Option, fleet
+from planner.sim.results import Results
+from planner.sim.sharing import ISOLATION
 
 MISSING = "-"
 LONG_TEXT = 48  # characters; longer metadata values are shown in full below the table

@@ -14,11 +14,11 @@ from typing import Any, Literal
 import streamlit as st
 
 from dashboard.text import md, md_list
-from planner.curve import Curve
+from planner.curves.curve import Curve
 from planner.errors import NotFound
-from planner.plan import default_curve
-from planner.store import Store
-from planner.work import OverBudget
+from planner.plan.resolve import default_curve
+from planner.sim.work import OverBudget
+from planner.store.database import Store
 
 Kind = Literal["success", "info", "warning", "error"]
 _FLASH = "_flash"

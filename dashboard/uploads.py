@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from planner.curve import clean_batch, clean_precision, clean_resolution, clean_text
-from planner.errors import BadInput
-from planner.imports import (
+from planner.curves.curve import clean_batch, clean_precision, clean_resolution, clean_text
+from planner.curves.imports import (
     FORMAT_NAMES,
     ImportOptions,
     ImportResult,
@@ -22,7 +21,8 @@ from planner.imports import (
     fields_needed,
     read_files,
 )
-from planner.imports.base import decode_text
+from planner.curves.imports.base import decode_text
+from planner.errors import BadInput
 
 LABELS = {
     "model": "Model",

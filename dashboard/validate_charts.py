@@ -1,5 +1,5 @@
 """The Validate page's figures and tables: a load test's measured figures against the
-predicted ones, by session count and policy. Pure functions of ``planner.loadtest``
+predicted ones, by session count and policy. Pure functions of ``planner.validate.loadtest``
 values (no Streamlit), so they are tested without a server."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 import plotly.graph_objects as go
 
 from dashboard.charts import COLOURS, trace_name
-from planner.calibration import Calibration
-from planner.comparison import ErrorStats, error_stats
-from planner.loadtest import LoadTest, Run
+from planner.sim.calibration import Calibration
+from planner.validate.loadtest import LoadTest, Run
+from planner.validate.measured_vs_predicted import ErrorStats, error_stats
 
 _LAYOUT = {
     "margin": {"l": 70, "r": 20, "t": 50, "b": 55},
@@ -124,7 +124,8 @@ def accuracy_rows(stats: Sequence[ErrorStats]) -> list[dict[str, Any]]:
 
 
 def accuracy(test: LoadTest, calibrated: bool = False) -> list[ErrorStats]:
-    """``planner.comparison.error_stats`` over the runs that loaded the device."""
+    """``error_stats`` (``planner.validate.measured_vs_predicted``) over the runs that
+    loaded the device."""
     pairs = [
         (r.measured, r.calibrated if calibrated and r.calibrated else r.predicted)
         for r in test.runs

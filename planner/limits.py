@@ -1,9 +1,11 @@
 """The ranges of every number a user can give the planner, each written once.
 
 The library's values (``Scenario``, ``Sharing``, ``Criteria``, ``Request``) check their
-fields against these bounds; the link codecs (``planner.links``) and the command line take
+fields against these bounds; the link codecs (``planner.links.urls``) and the command line take
 their ranges from them too, so a value one of them accepts, the others accept as well.
-Defaults live on the library's dataclasses and are read from there the same way.
+The defaults of a plan's criteria and search are written here too, beside their ranges:
+the library's dataclasses (``Criteria``, ``Request``) and the parameter table of the links
+(``planner.links.parameters``) both read them, so neither has to import the other.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ MIN_LATENCY_MS = 1e-3
 """The shortest latency the planner believes (1 µs): below it a number is a unit mistake,
 not a measurement, wherever latencies enter (files, options, links)."""
 
-# -- one scenario (``planner.scenario``) ---------------------------------------------------
+# -- one scenario (``planner.sim.scenario``) ---------------------------------------------------
 SESSIONS = Bound(1, 1024, whole=True)
 FPS = Bound(0, 240, above_low=True)
 DURATION_S = Bound(0, 3600, above_low=True)
@@ -68,27 +70,38 @@ STAGE_MS = Bound(0, 60_000)  # a network delay, a CPU stage (SPEC §5.1)
 CPU_WORKERS = Bound(0, 1024, whole=True)  # 0: unlimited, the stages are delays
 MEMORY_MB = Bound(0, 16_777_216)  # 16 TiB in MB of 2**20 bytes: catches a figure in bytes
 
-# -- sharing the card (``planner.scenario.Sharing``) ---------------------------------------
+# -- sharing the card (``planner.sim.scenario.Sharing``) ---------------------------------------
 DUTY = Bound(0, 1)
 COTENANTS = Bound(0, 32, whole=True)  # how many co-tenants
 BUSY_PERIOD_MS = Bound(0.1, 60_000)
 MPS_SHARE = Bound(0, 100, above_low=True)
 
-# -- what every seat must get (``planner.recommend.Criteria``) ------------------------------
+# -- what every seat must get (``planner.plan.recommend.Criteria``) ------------------------------
 BUDGET_MS = Bound(MIN_LATENCY_MS, 600_000)
 PERCENTILE = Bound(0, 100, above_low=True, below_high=True)
 MIN_FPS = Bound(0, 240)
 MAX_OVERWRITTEN = Bound(0, 1)
 
-# -- how hard a recommendation searches, and the fleet (``planner.recommend.Request``) ------
+# -- how hard a recommendation searches, and the fleet (``planner.plan.recommend.Request``) ------
 SEEDS = Bound(1, 64, whole=True)
 MAX_SESSIONS = Bound(1, 256, whole=True)  # the largest session count a search considers
 PEAK_SESSIONS = Bound(1, 10_000_000, whole=True)
 HEADROOM = Bound(0, 10)
 PRICE_PER_HOUR = Bound(0, 10_000)
 
-# -- demand over time (``planner.demand``) -------------------------------------------------
+# -- demand over time (``planner.demand.profiles``) ----------------------------------------
 DEMAND_SESSIONS = Bound(0, 10_000_000)  # concurrent sessions in one step of a profile
 PROFILE_STEPS = Bound(2, 20_160, whole=True)  # steps in a profile (a week of 30 s steps)
 STEP_MINUTES = Bound(0, 10_080, above_low=True)  # at most a week per step
 LEAD_TIME_MIN = Bound(0, 10_080)  # autoscaling lead time, at most a week
+
+# -- defaults of a plan's criteria and search (``Criteria``, ``Request``, the links) -------
+DEFAULT_BUDGET_MS = 50.0
+DEFAULT_PERCENTILE = 99.0
+DEFAULT_MIN_FPS = 28.5  # for 30 fps sources (SPEC §3.5)
+DEFAULT_OVERHEAD_MS = 0.0
+DEFAULT_SEEDS = 8
+DEFAULT_DURATION_S = 30.0
+DEFAULT_MAX_SESSIONS = 64
+DEFAULT_HEADROOM = 0.2
+DEFAULT_FPS = 30.0

@@ -37,14 +37,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from planner.bench import machine
-from planner.measure import load_model, measure_curves
-from planner.measure_options import MeasureOptions
-from planner.scenario import Scenario
-from planner.worker.backends import TorchBackend
-from planner.worker.bundle import scheduler_table, write_bundle
-from planner.worker.checks import problems as record_problems
-from planner.worker.serve import serve
+from planner.measure.devices import host as machine
+from planner.measure.harness import load_model, measure_curves
+from planner.measure.options import MeasureOptions
+from planner.sim.scenario import Scenario
+from planner.validate.worker.backends import TorchBackend
+from planner.validate.worker.bundle import scheduler_table, write_bundle
+from planner.validate.worker.checks import problems as record_problems
+from planner.validate.worker.serve import serve
 
 POLICIES = ("batch-all", "oldest-first", "round-robin", "triton")
 RESOLUTIONS = ("512x288", "1024x576", "1536x864", "2048x1152", "3072x1728")

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the test suite needs into .venv and run all of it:
 # Debian's Chromium (for the real-browser journey), PyTorch's CPU build, the project with
-# its `dev`, `measure` and `cluster` extras at the pinned versions, then ruff, mypy and
-# pytest.
+# its `dev`, `measure` and `cluster` extras at the pinned versions, then ruff, mypy, the
+# import contracts of pyproject.toml (lint-imports) and pytest.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -k store`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,4 +23,5 @@ fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
+.venv/bin/lint-imports --no-cache
 .venv/bin/python -m pytest "$@"

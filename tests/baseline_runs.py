@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from planner.curve import Point
-from planner.fit import fit_curve
-from planner.policies import POLICIES
-from planner.recommend import Criteria, Request, recommend
-from planner.scenario import Scenario, Sharing
-from planner.simulate import simulate
-from planner.sweep import sweep
+from planner.curves.curve import Point
+from planner.curves.fit import fit_curve
+from planner.plan.recommend import Criteria, Request, recommend
+from planner.sim.policies import POLICIES
+from planner.sim.scenario import Scenario, Sharing
+from planner.sim.simulate import simulate
+from planner.sim.sweep import sweep
 
 DATA = Path(__file__).resolve().parent / "data" / "baseline_runs.json"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from planner.policies import POLICIES
-from planner.scenario import Scenario, Sharing
+from planner.sim.policies import POLICIES
+from planner.sim.scenario import Scenario, Sharing
 
 LAPTOP_FP16 = {1: 9.82, 2: 20.36, 3: 32.71, 4: 46.15, 8: 103.77, 16: 221.25}
 

@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-import planner.loadtest as loadtest_module
-from planner.accuracy import accuracy, markdown
-from planner.comparison import error_stats
-from planner.curve import Point, make_curve
-from planner.fit import fit_curve
-from planner.loadtest import LoadTest, LoadTestOptions, calibrate, run_loadtest
-from planner.loadtest_store import loadtests
-from planner.recommend import Criteria
-from planner.store import Store
-from planner.worker.backends import SleepBackend
+import planner.validate.loadtest as loadtest_module
+from planner.curves.curve import Point, make_curve
+from planner.curves.fit import fit_curve
+from planner.plan.recommend import Criteria
+from planner.store.database import Store
+from planner.validate.accuracy import accuracy, markdown
+from planner.validate.loadtest import LoadTest, LoadTestOptions, calibrate, run_loadtest
+from planner.validate.loadtest_store import loadtests
+from planner.validate.measured_vs_predicted import error_stats
+from planner.validate.worker.backends import SleepBackend
 
 CURVE = make_curve(
     model="tiny",

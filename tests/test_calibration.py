@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.calibration import ONE_SIZE, Calibration, Sample, fit
-from planner.curve import Point
+from planner.curves.curve import Point
+from planner.curves.fit import fit_curve
 from planner.errors import BadInput
-from planner.fit import fit_curve
-from planner.recommend import Criteria, Request, recommend
-from planner.scenario import Scenario
+from planner.plan.recommend import Criteria, Request, recommend
+from planner.sim.calibration import ONE_SIZE, Calibration, Sample, fit
+from planner.sim.scenario import Scenario
 
 CURVE = tuple(8.0 + 3.5 * b for b in range(1, 65))
 

@@ -11,10 +11,11 @@ import pytest
 
 from planner.cli import build_parser
 from planner.cli.measure import options_from_args
-from planner.links import PlanParams, decode
-from planner.measure import MeasureOptions, ModelSpec
-from planner.measure_options import command_for
-from planner.store import Store
+from planner.links.urls import decode
+from planner.measure.harness import MeasureOptions, ModelSpec
+from planner.measure.options import command_for
+from planner.plan.params import PlanParams
+from planner.store.database import Store
 
 LAPTOP = "1:9.82,2:20.36,3:32.71,4:46.15,8:103.77,16:221.25"
 

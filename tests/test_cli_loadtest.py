@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-import planner.loadtest as loadtest_module
-from planner.fit import fit_curve
-from planner.loadtest_store import load_loadtest, loadtests
-from planner.plan import default_curve
-from planner.store import Store
-from planner.worker.backends import SleepBackend
+import planner.validate.loadtest as loadtest_module
+from planner.curves.fit import fit_curve
+from planner.plan.resolve import default_curve
+from planner.store.database import Store
+from planner.validate.loadtest_store import load_loadtest, loadtests
+from planner.validate.worker.backends import SleepBackend
 
 SUMMARY = "session,fps,overwritten\n0,15-19,20-25%\n1,15-19,20-25%\n2,15-19,20-25%\n"
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from planner.cluster import accelerator_types, measure_on_cluster
 from planner.errors import BadInput
-from planner.measure_options import MeasureOptions
-from planner.store import Store
+from planner.measure.cluster import accelerator_types, measure_on_cluster
+from planner.measure.options import MeasureOptions
+from planner.store.database import Store
 
 pytestmark = pytest.mark.torch
 

@@ -3,11 +3,11 @@ same ``compare_cards``)."""
 
 from __future__ import annotations
 
-from planner.compare import compare_cards, settle
-from planner.links import CompareParams, PlanParams
-from planner.plan import plan_inputs
-from planner.recommend import recommend
-from planner.store import Store
+from planner.plan.compare_cards import compare_cards, settle
+from planner.plan.params import CompareParams, PlanParams
+from planner.plan.recommend import recommend
+from planner.plan.resolve import plan_inputs
+from planner.store.database import Store
 
 QUICK = {"seeds": 2, "duration_s": 5.0, "precision": "fp16", "resolution": "512x288"}
 

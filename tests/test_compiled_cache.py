@@ -18,13 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from planner import jit
+from planner.sim import jit
 
-PACKAGE = Path(jit.__file__).resolve().parent
+PACKAGE = Path(jit.__file__).resolve().parent  # planner/sim, where the compiled sources live
+LIBRARY = PACKAGE.parent  # planner
 
 PROBE = """
-from planner.engine_fast import run_fast
-from planner.scenario import Scenario
+from planner.sim.engine_fast import run_fast
+from planner.sim.scenario import Scenario
 records = run_fast(Scenario(latency_ms=tuple(float(b) for b in range(1, 9)), sessions=4,
                             policy="batch-all", phases="aligned", duration_s=1.0))
 print(sorted(set(records.batch_size.tolist())))
@@ -58,9 +59,9 @@ def _batches(root: Path, cache: Path) -> str:
 
 def test_an_edited_policy_kernel_reaches_the_engine_that_compiles_it_in(tmp_path: Path) -> None:
     root = tmp_path / "src"
-    shutil.copytree(PACKAGE, root / "planner", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(LIBRARY, root / "planner", ignore=shutil.ignore_patterns("__pycache__"))
     cache = tmp_path / "cache"
-    policies = root / "planner" / "policies.py"
+    policies = root / "planner" / "sim" / "policies.py"
     source = policies.read_text(encoding="utf-8")
     assert source.count(ORIGINAL) == 1
 
@@ -77,19 +78,20 @@ def test_an_edited_policy_kernel_reaches_the_engine_that_compiles_it_in(tmp_path
 def _uses_jit(path: Path) -> bool:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     return any(
-        isinstance(node, ast.ImportFrom) and node.module == "planner.jit" for node in ast.walk(tree)
+        isinstance(node, ast.ImportFrom) and node.module == "planner.sim.jit"
+        for node in ast.walk(tree)
     )
 
 
 def test_the_cache_key_covers_every_module_that_compiles_code() -> None:
-    users = {p.name for p in PACKAGE.rglob("*.py") if _uses_jit(p)}
+    users = {os.path.relpath(p, PACKAGE) for p in LIBRARY.rglob("*.py") if _uses_jit(p)}
     # The modules whose functions are compiled, and the jit module itself, are hashed.
     assert users | {"jit.py"} <= set(jit.COMPILED_SOURCES)
     for name in jit.COMPILED_SOURCES:
         assert (PACKAGE / name).is_file(), name
     assert "numba.njit(" not in "".join(
-        p.read_text(encoding="utf-8") for p in PACKAGE.rglob("*.py") if p.name != "jit.py"
-    ), "compile through planner.jit, whose cache knows every source"
+        p.read_text(encoding="utf-8") for p in LIBRARY.rglob("*.py") if p != PACKAGE / "jit.py"
+    ), "compile through planner.sim.jit, whose cache knows every source"
 
 
 @pytest.mark.parametrize("name", jit.COMPILED_SOURCES)

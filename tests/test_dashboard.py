@@ -14,9 +14,10 @@ from streamlit.testing.v1.element_tree import Widget
 
 from dashboard.navigation import PAGES, PAGES_DIR
 from dashboard.state import store
-from planner.imports import MAX_FILE_BYTES
-from planner.links import PlanParams, saved_params
-from planner.store import Store
+from planner.curves.imports import MAX_FILE_BYTES
+from planner.links.urls import saved_params
+from planner.plan.params import PlanParams
+from planner.store.database import Store
 from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -338,8 +339,9 @@ def test_every_page_entry_has_a_script_and_links_open_the_right_page() -> None:
 def _link_page() -> None:
     import streamlit as st  # AppTest runs this function's source alone
 
-    from dashboard.links import opened, publish, show_ignored
-    from planner.links import PlanParams, encode
+    from dashboard.url_state import opened, publish, show_ignored
+    from planner.links.urls import encode
+    from planner.plan.params import PlanParams
 
     link = opened(PlanParams)
     if link is not None:  # a page keeps the parameters in its widgets; this one here

@@ -13,13 +13,14 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.state import store
-from planner.deploy import deployment, option_key
 from planner.errors import StoreError
-from planner.fleet import plan_fleet, plan_profile
-from planner.links import PlanParams, encode, saved_params
-from planner.plan import plan_inputs
-from planner.recommend import Recommendation, recommend
-from planner.store import Store
+from planner.links.urls import encode, saved_params
+from planner.plan.deploy import deployment, option_key
+from planner.plan.fleet import plan_fleet, plan_profile
+from planner.plan.params import PlanParams
+from planner.plan.recommend import Recommendation, recommend
+from planner.plan.resolve import plan_inputs
+from planner.store.database import Store
 from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent

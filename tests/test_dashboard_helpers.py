@@ -34,15 +34,15 @@ from dashboard.tables import (
 from dashboard.text import md
 from dashboard.uploads import UploadForm, preview
 from planner import display
-from planner.curve import Curve, Point, make_curve
+from planner.curves.curve import Curve, Point, make_curve
+from planner.curves.fit import fit_curve
+from planner.curves.imports import MAX_FILE_BYTES
 from planner.errors import BadInput
-from planner.fit import fit_curve
-from planner.imports import MAX_FILE_BYTES
-from planner.links import POLICIES
-from planner.pareto import dominated
-from planner.recommend import Request, fleet_size, option_sweep, recommend
-from planner.scenario import MAX_FPS, Scenario, Sharing
-from planner.simulate import simulate
+from planner.links.parameters import POLICIES
+from planner.plan.pareto import dominated
+from planner.plan.recommend import Request, fleet_size, option_sweep, recommend
+from planner.sim.scenario import MAX_FPS, Scenario, Sharing
+from planner.sim.simulate import simulate
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -19,19 +19,12 @@ from dashboard.state import store
 from planner import display
 from planner.cli import build_parser
 from planner.cli.measure import options_from_args
-from planner.links import (
-    CompareParams,
-    PlanParams,
-    SimulateParams,
-    encode,
-    saved_params,
-    self_contained,
-    url,
-)
-from planner.plan import default_curve, plan_inputs, simulation_inputs
-from planner.recommend import Recommendation, fleet_size, recommend
-from planner.simulate import simulate
-from planner.store import Store
+from planner.links.urls import encode, saved_params, self_contained, url
+from planner.plan.params import CompareParams, PlanParams, SimulateParams
+from planner.plan.recommend import Recommendation, fleet_size, recommend
+from planner.plan.resolve import default_curve, plan_inputs, simulation_inputs
+from planner.sim.simulate import simulate
+from planner.store.database import Store
 from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent

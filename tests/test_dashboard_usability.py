@@ -12,8 +12,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.state import store
-from planner.curve import Point, make_curve
-from planner.store import Store
+from planner.curves.curve import Point, make_curve
+from planner.store.database import Store
 from tests.conftest import run
 from tests.test_import_tools import ADD_SUB, PERF_HEADER, perf_row
 
@@ -344,9 +344,9 @@ def test_compare_with_one_card_says_what_to_add(app: AppTest) -> None:
 def test_measure_says_what_it_would_measure_on_before_the_button(
     app: AppTest, monkeypatch: pytest.MonkeyPatch, found: str, says: str
 ) -> None:
-    import planner.devices
+    import planner.measure.devices
 
-    monkeypatch.setattr(planner.devices, "local_device", lambda: found)
+    monkeypatch.setattr(planner.measure.devices, "local_device", lambda: found)
     open_page(app, "measure.py")
     shown = texts(app.warning) + texts(app.caption)
     assert any(says in plain(t) for t in shown), shown

@@ -8,10 +8,11 @@ from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
-from planner.curve import Point, make_curve
-from planner.links import PlanParams, SimulateParams, decode, encode
-from planner.plan import simulation_inputs
-from planner.simulate import simulate
+from planner.curves.curve import Point, make_curve
+from planner.links.urls import decode, encode
+from planner.plan.params import PlanParams, SimulateParams
+from planner.plan.resolve import simulation_inputs
+from planner.sim.simulate import simulate
 
 from .test_dashboard_pages import (
     QUICK,

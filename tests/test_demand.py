@@ -1,7 +1,7 @@
 """Demand profiles and the fleet over a day (SPEC §5.3), against hand-worked profiles.
 
 Every expected figure below is worked out by hand in the comment next to it, from the
-rules in ``planner.demand``'s docstring: GPUs per step ``ceil(D (1 + h) / S)``; an
+rules in ``planner.demand.profiles``'s docstring: GPUs per step ``ceil(D (1 + h) / S)``; an
 autoscaled step runs the largest of itself and the next ``ceil(T / step)`` steps.
 """
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.demand import (
+from planner.demand.profiles import (
     SHAPES,
     DemandProfile,
     builtin_profile,
@@ -22,7 +22,7 @@ from planner.demand import (
     typed_profile,
 )
 from planner.errors import BadInput
-from planner.recommend import fleet_size
+from planner.plan.recommend import fleet_size
 
 
 def day(**hours: float) -> DemandProfile:

@@ -18,14 +18,14 @@ import pytest
 import yaml
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 
-from planner.cards import Card
-from planner.curve import Point
-from planner.deploy import choose_option, deployment, mps_memory_mb, option_key
+from planner.curves.cards import Card
+from planner.curves.curve import Point
+from planner.curves.fit import fit_curve
 from planner.errors import BadInput
-from planner.fit import fit_curve
-from planner.policies import POLICIES
-from planner.recommend import Criteria, Recommendation, Request, recommend
-from planner.scenario import Sharing
+from planner.plan.deploy import choose_option, deployment, mps_memory_mb, option_key
+from planner.plan.recommend import Criteria, Recommendation, Request, recommend
+from planner.sim.policies import POLICIES
+from planner.sim.scenario import Sharing
 
 CURVE = fit_curve([Point(1, 8.0), Point(2, 12.0), Point(4, 20.0), Point(8, 36.0)])
 SHARINGS = (

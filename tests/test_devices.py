@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from planner import devices
-from planner.cards import builtin_catalogue
 from planner.cli.measure import ProgressBar
-from planner.curve import Point
-from planner.measure import MeasureProgress
+from planner.curves.cards import builtin_catalogue
+from planner.curves.curve import Point
+from planner.measure import devices
+from planner.measure.harness import MeasureProgress
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.ensemble import run_many
-from planner.pipeline import job_sums
-from planner.scenario import Scenario
-from planner.simulate import simulate
+from planner.sim.ensemble import run_many
+from planner.sim.pipeline import job_sums
+from planner.sim.scenario import Scenario
+from planner.sim.simulate import simulate
 
 from .simulation_cases import scenarios
 

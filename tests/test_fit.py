@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.curve import Point
+from planner.curves.curve import Point
+from planner.curves.fit import HONOUR, fit_curve, straight_line
+from planner.curves.shape import GAIN_CAP
 from planner.errors import BadInput
-from planner.fit import HONOUR, fit_curve, straight_line
-from planner.shape import GAIN_CAP
 
 LAPTOP_FP16 = [(1, 9.82), (2, 20.36), (3, 32.71), (4, 46.15), (8, 103.77), (16, 221.25)]
 LAPTOP_FP32 = [(1, 15.11), (2, 34.21), (3, 57.10), (4, 79.69), (8, 178.09), (16, 366.10)]

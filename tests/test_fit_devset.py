@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.fit_eval import (
+from planner.bench.fit_eval import (
     COVERAGE,
     EXTRAPOLATION,
     PROTOCOLS,
@@ -28,7 +28,7 @@ from planner.fit_eval import (
     report,
     splits,
 )
-from planner.shape import BAND
+from planner.curves.shape import BAND
 
 DEVSET = Path(__file__).parent / "data" / "fit_devset" / "curves.json"
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from planner.curve import Curve
+from planner.curves.curve import Curve
+from planner.curves.imports import ImportOptions, ImportResult, detect_format, read_files
 from planner.errors import BadInput
-from planner.imports import ImportOptions, ImportResult, detect_format, read_files
 from tests.conftest import SAMPLES, SAMPLES_MISSING
 
 if not SAMPLES.is_dir():

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.errors import BadInput
-from planner.imports import (
+from planner.curves.imports import (
     FORMATS,
     ImportOptions,
     ImportProblems,
@@ -22,7 +21,8 @@ from planner.imports import (
     fields_needed,
     read_files,
 )
-from planner.imports.native import template_csv
+from planner.curves.imports.native import template_csv
+from planner.errors import BadInput
 from tests.conftest import SAMPLES, needs_samples
 
 PERF_HEADER = (

@@ -12,41 +12,37 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.curve import MAX_BATCH, PRECISIONS, Point
+from planner.curves.curve import MAX_BATCH, PRECISIONS, Point
 from planner.errors import BadInput, NotFound
-from planner.links import (
-    MODES,
-    PARAMETERS,
-    POLICIES,
+from planner.links.codecs import (
     Bool,
     Choice,
-    CompareParams,
     Float,
     Int,
-    LinkParams,
     Maybe,
     Numbers,
     Pattern,
-    PlanParams,
     Points,
     Precision,
     Resolution,
-    SimulateParams,
-    StudyParams,
     Subset,
     Text,
     Texts,
+)
+from planner.links.parameters import MODES, PARAMETERS, POLICIES, ParameterSet, schema
+from planner.links.urls import (
     decode,
     encode,
     linked_curve,
     saved_params,
     saved_plan_url,
-    schema,
     self_contained,
     url,
 )
-from planner.plan import plan_inputs, simulation_inputs
-from planner.store import Store
+from planner.plan.params import CompareParams, PlanParams, SimulateParams
+from planner.plan.resolve import plan_inputs, simulation_inputs
+from planner.store.database import Store
+from planner.studies.params import StudyParams
 
 PARAM_SETS = (PlanParams, SimulateParams, CompareParams, StudyParams)
 
@@ -106,7 +102,7 @@ def _valid(codec: Any, text: str) -> bool:
     return True
 
 
-def _settle(cls: type[LinkParams], drawn: dict[str, Any]) -> dict[str, Any]:
+def _settle(cls: type[ParameterSet], drawn: dict[str, Any]) -> dict[str, Any]:
     """Make a draw obey the cross-field rules (tested on their own below) the way ``decode``
     does: reset the fields each conflict names to their defaults, until none is left."""
     specs = schema(cls)
@@ -120,7 +116,7 @@ def _settle(cls: type[LinkParams], drawn: dict[str, Any]) -> dict[str, Any]:
     raise AssertionError(f"conflicts do not settle: {cls.conflicts(drawn)}")
 
 
-def params_of(cls: type[LinkParams]) -> st.SearchStrategy[Any]:
+def params_of(cls: type[ParameterSet]) -> st.SearchStrategy[Any]:
     fields = {name: values(p.codec) for name, p in schema(cls).items()}
     return st.fixed_dictionaries(fields).map(lambda d: cls(**_settle(cls, d)))
 
@@ -134,14 +130,14 @@ any_params = st.one_of(*(params_of(cls) for cls in PARAM_SETS))
 
 @settings(max_examples=300, deadline=None)
 @given(any_params)
-def test_decode_of_encode_is_identity(params: LinkParams) -> None:
+def test_decode_of_encode_is_identity(params: ParameterSet) -> None:
     assert decode(type(params), encode(params)) == (params, [])
     assert decode(type(params), encode(params, include_defaults=True)) == (params, [])
 
 
 @settings(max_examples=200, deadline=None)
 @given(any_params)
-def test_a_link_url_reopens_the_same_parameters(params: LinkParams) -> None:
+def test_a_link_url_reopens_the_same_parameters(params: ParameterSet) -> None:
     link = url("http://planner.example:8501/", params)
     parts = urlsplit(link)
     assert parts.path == "/" + type(params).page_path
@@ -156,7 +152,7 @@ raw_values = st.text(max_size=60) | st.lists(st.text(max_size=20), max_size=3)
 @settings(max_examples=400, deadline=None)
 @given(st.sampled_from(PARAM_SETS), st.dictionaries(names, raw_values, max_size=8))
 def test_decode_never_raises_and_explains_what_it_dropped(
-    cls: type[LinkParams], query: dict[str, Any]
+    cls: type[ParameterSet], query: dict[str, Any]
 ) -> None:
     params, ignored = decode(cls, query)
     assert isinstance(params, cls)
@@ -168,7 +164,7 @@ def test_decode_never_raises_and_explains_what_it_dropped(
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from(PARAM_SETS), st.text(max_size=200))
 def test_decode_survives_tampered_values_of_every_parameter(
-    cls: type[LinkParams], text: str
+    cls: type[ParameterSet], text: str
 ) -> None:
     for name in schema(cls):
         params, ignored = decode(cls, {name: text})
@@ -342,7 +338,7 @@ def test_every_parameter_has_a_valid_default_and_a_description() -> None:
 # library's own limits), or says exactly which of its parameters it ignored.
 
 
-def _query_of(cls: type[LinkParams]) -> st.SearchStrategy[dict[str, str]]:
+def _query_of(cls: type[ParameterSet]) -> st.SearchStrategy[dict[str, str]]:
     """Query strings as a person or a program might write them: valid values, numbers out
     of any range, and junk, for any subset of the parameters (the curve left to the
     server's default, and no calibration: both name what a store holds)."""
@@ -364,7 +360,7 @@ def _query_of(cls: type[LinkParams]) -> st.SearchStrategy[dict[str, str]]:
     )
 
 
-def _changed(cls: type[LinkParams], query: dict[str, str], params: LinkParams) -> set[str]:
+def _changed(cls: type[ParameterSet], query: dict[str, str], params: ParameterSet) -> set[str]:
     """The query's parameters that did not end up in ``params`` as given."""
     specs = schema(cls)
     out = set()
@@ -389,7 +385,7 @@ def _ignored_names(messages: list[str]) -> set[str]:
     return out
 
 
-def _resolves(cls: type[LinkParams], params: Any) -> None:
+def _resolves(cls: type[ParameterSet], params: Any) -> None:
     db = Store(_STORE_PATH)
     try:
         if cls is PlanParams:
@@ -408,7 +404,7 @@ _STORE_PATH = Path(tempfile.mkdtemp(prefix="links-")) / "planner.duckdb"
 
 @pytest.mark.parametrize("cls", [PlanParams, SimulateParams])
 def test_every_link_that_decodes_resolves_or_says_what_it_ignored(
-    cls: type[LinkParams],
+    cls: type[ParameterSet],
 ) -> None:
     @settings(max_examples=150, deadline=None)
     @given(_query_of(cls))

@@ -14,11 +14,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.calibration_store import calibrations, latest_calibration, resolve
-from planner.comparison import Figure, Summary, compare, error_stats
+from planner.curves.fit import fit_curve
 from planner.errors import BadInput, NotFound
-from planner.fit import fit_curve
-from planner.loadtest import (
+from planner.measure.options import MeasureOptions
+from planner.plan.recommend import Criteria, failures
+from planner.plan.resolve import default_curve
+from planner.sim.scenario import Scenario
+from planner.sim.sweep import pooled_runs
+from planner.store.calibrations import calibrations, latest_calibration, resolve
+from planner.store.database import Store
+from planner.validate.loadtest import (
     LoadTestOptions,
     cap_of,
     command_for,
@@ -26,8 +31,8 @@ from planner.loadtest import (
     prediction_request,
     run_loadtest,
 )
-from planner.loadtest_import import import_file, parse_range, summary_ranges
-from planner.loadtest_store import (
+from planner.validate.loadtest_import import import_file, parse_range, summary_ranges
+from planner.validate.loadtest_store import (
     _INSERT_FRAMES,
     load_loadtest,
     loadtests,
@@ -35,16 +40,11 @@ from planner.loadtest_store import (
     scenario_dict,
     scenario_from_dict,
 )
-from planner.measure_options import MeasureOptions
-from planner.plan import default_curve
-from planner.recommend import Criteria, failures
-from planner.scenario import Scenario
-from planner.store import Store
-from planner.sweep import pooled_runs
-from planner.worker.backends import SleepBackend
-from planner.worker.bundle import read_bundle, write_bundle
-from planner.worker.frames import COLUMNS
-from planner.worker.serve import serve
+from planner.validate.measured_vs_predicted import Figure, Summary, compare, error_stats
+from planner.validate.worker.backends import SleepBackend
+from planner.validate.worker.bundle import read_bundle, write_bundle
+from planner.validate.worker.frames import COLUMNS
+from planner.validate.worker.serve import serve
 
 QUICK = LoadTestOptions(sessions=(1, 2), policies=("batch-all", "oldest-first"), duration_s=0.4)
 
@@ -167,7 +167,7 @@ def test_the_predicted_cap_comes_from_the_recommendation_on_the_same_scenarios(
 
 
 def test_a_range_says_inside_or_outside_and_a_value_gets_a_relative_error() -> None:
-    from planner.comparison import METRICS
+    from planner.validate.measured_vs_predicted import METRICS
 
     fps = METRICS[0]
     assert Figure(fps, (15.0, 19.0), 17.0).verdict == "inside"
@@ -244,7 +244,7 @@ def test_an_imported_summary_with_ranges_is_compared_range_by_range(
 ) -> None:
     # One card that runs a frame in 19.6 ms serves about 51 frames a second: three
     # sessions at 22 fps in turn get 17 fps each and lose about 23% of their frames.
-    from planner.curve import Point, make_curve
+    from planner.curves.curve import Point, make_curve
 
     curve = make_curve(model="m", card="c", points=[Point(1, 19.6), Point(2, 39.2)])
     fitted = fit_curve(curve.points)

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from planner import measure as measure_module
-from planner.devices import resolve_device
 from planner.errors import BadInput
-from planner.measure import (
+from planner.measure import harness as measure_module
+from planner.measure.devices import resolve_device
+from planner.measure.harness import (
     MeasurementFailed,
     MeasureOptions,
     MeasureProgress,
@@ -30,8 +30,8 @@ from planner.measure import (
     parse_input_shape,
     parse_precisions,
 )
-from planner.refmodel import HEATMAPS, IN_CHANNELS, build_reference_model, parameter_count
-from planner.timing import Timing
+from planner.measure.refmodel import HEATMAPS, IN_CHANNELS, build_reference_model, parameter_count
+from planner.measure.timing import Timing
 from tests.conftest import TORCH_MISSING
 
 torch = pytest.importorskip("torch", reason=TORCH_MISSING)
@@ -560,13 +560,13 @@ def test_bench_section_compares_the_harness_with_torch_benchmark(cli) -> None:
 
 
 def test_bench_section_without_torch_reports_it(monkeypatch) -> None:
-    import planner.devices
-    from planner.timing import timing_overhead
+    import planner.measure.devices
+    from planner.measure.timing import timing_overhead
 
     def missing() -> None:
         raise BadInput("PyTorch is not installed; install it")
 
-    monkeypatch.setattr(planner.devices, "require_torch", missing)
+    monkeypatch.setattr(planner.measure.devices, "require_torch", missing)
     assert timing_overhead(lambda _m: None) == {"skipped": "PyTorch is not installed; install it"}
 
 

@@ -10,12 +10,12 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.navigation import PAGES
 from dashboard.state import store
-from planner import measure_next
-from planner.curve import Point
-from planner.fit import fit_curve
-from planner.links import PlanParams
-from planner.plan import plan_inputs
-from planner.recommend import recommend
+from planner.curves import measure_next
+from planner.curves.curve import Point
+from planner.curves.fit import fit_curve
+from planner.plan.params import PlanParams
+from planner.plan.recommend import recommend
+from planner.plan.resolve import plan_inputs
 
 REPO = Path(__file__).resolve().parent.parent
 QUICK = {"seeds": "2", "duration_s": "5"}

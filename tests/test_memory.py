@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from planner.curve import Point
-from planner.memory import (
+from planner.curves.curve import Point
+from planner.sim.memory import (
     Available,
     MemoryModel,
     available,
     memory_limit,
     memory_model,
 )
-from planner.scenario import Sharing
+from planner.sim.scenario import Sharing
 
 # memory(b) = 1500 + 500 b MB exactly
 TWO = (Point(1, 4.69, memory_mb=2000.0), Point(4, 9.29, memory_mb=3500.0))

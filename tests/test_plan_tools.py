@@ -8,15 +8,16 @@ from dataclasses import replace
 
 import pytest
 
-import planner.policies
-import planner.scenario
-from planner.curve import Point
+import planner.sim.policies
+import planner.sim.scenario
+from planner.curves.curve import Point
+from planner.curves.fit import fit_curve
 from planner.errors import BadInput
-from planner.fit import fit_curve
-from planner.links import MODES, PHASES, POLICIES, PlanParams, SimulateParams, self_contained
-from planner.pareto import dominated, latency_at_cap
-from planner.plan import default_curve, plan_inputs, simulation_inputs
-from planner.recommend import (
+from planner.links.parameters import MODES, PHASES, POLICIES
+from planner.links.urls import self_contained
+from planner.plan.params import PlanParams, SimulateParams
+from planner.plan.pareto import dominated, latency_at_cap
+from planner.plan.recommend import (
     Criteria,
     Option,
     Request,
@@ -25,9 +26,10 @@ from planner.recommend import (
     option_sweep,
     recommend,
 )
-from planner.scenario import Sharing
-from planner.store import Store
-from planner.sweep import Pooled, sweep
+from planner.plan.resolve import default_curve, plan_inputs, simulation_inputs
+from planner.sim.scenario import Sharing
+from planner.sim.sweep import Pooled, sweep
+from planner.store.database import Store
 
 LAPTOP = [(1, 9.82), (2, 20.36), (3, 32.71), (4, 46.15), (8, 103.77), (16, 221.25)]
 QUICK = {"seeds": 2, "duration_s": 5.0}
@@ -39,8 +41,8 @@ def request(**changes: object) -> Request:
 
 
 def test_links_use_the_policy_and_mode_names_of_the_simulator() -> None:
-    assert tuple(planner.policies.POLICIES) == POLICIES
-    assert (planner.scenario.MODES, planner.scenario.PHASES) == (MODES, PHASES)
+    assert tuple(planner.sim.policies.POLICIES) == POLICIES
+    assert (planner.sim.scenario.MODES, planner.sim.scenario.PHASES) == (MODES, PHASES)
 
 
 def test_option_sweep_agrees_with_the_recommendations_own_runs() -> None:

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.arrivals import arrivals
-from planner.engine_fast import run_fast, run_prepared
-from planner.engine_reference import run_reference
-from planner.policies import POLICIES, _deadline, _take_oldest, decide
-from planner.scenario import Scenario
+from planner.sim.arrivals import arrivals
+from planner.sim.engine_fast import run_fast, run_prepared
+from planner.sim.engine_reference import run_reference
+from planner.sim.policies import POLICIES, _deadline, _take_oldest, decide
+from planner.sim.scenario import Scenario
 
 arrival_times = st.lists(
     st.one_of(st.just(math.inf), st.sampled_from([0.0, 1.0, 2.5, 2.5, 7.0]), st.floats(0, 100)),

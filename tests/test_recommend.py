@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.curve import Point
+from planner.curves.curve import Point
+from planner.curves.fit import fit_curve
 from planner.errors import BadInput
-from planner.fit import fit_curve
-from planner.links import PlanParams
-from planner.plan import plan_inputs
-from planner.policies import POLICIES
-from planner.recommend import Criteria, Request, fleet_size, recommend
-from planner.scenario import Scenario, Sharing
-from planner.simulate import simulate
-from planner.store import Store
+from planner.plan.params import PlanParams
+from planner.plan.recommend import Criteria, Request, fleet_size, recommend
+from planner.plan.resolve import plan_inputs
+from planner.sim.policies import POLICIES
+from planner.sim.scenario import Scenario, Sharing
+from planner.sim.simulate import simulate
+from planner.store.database import Store
 
 LAPTOP = [(1, 9.82), (2, 20.36), (3, 32.71), (4, 46.15), (8, 103.77), (16, 221.25)]
 SERVER = [(1, 8.0), (3, 20.0)]
@@ -96,7 +96,7 @@ def test_mig_only_on_cards_that_support_it_with_their_own_profiles(store: Store)
 
 
 def test_a_curve_measured_on_the_profile_is_used_instead_of_deriving_one(store: Store) -> None:
-    from planner.curve import make_curve
+    from planner.curves.curve import make_curve
 
     whole = make_curve(model="m", card="a100-80gb", precision="fp16", resolution="64x36",
                        points=[Point(1, 5.0), Point(2, 6.0)])  # fmt: skip
@@ -220,7 +220,7 @@ def test_bad_requests_are_refused() -> None:
 
 
 def test_a_cache_of_runs_gives_the_same_answers_and_skips_repeated_runs() -> None:
-    from planner.sweep import PoolCache
+    from planner.sim.sweep import PoolCache
 
     cache = PoolCache()
     fitted = curve(SERVER)

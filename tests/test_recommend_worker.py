@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from planner.curve import Point
+from planner.curves.curve import Point
+from planner.curves.fit import fit_curve
 from planner.errors import BadInput
-from planner.fit import fit_curve
-from planner.recommend import Criteria, Request, recommend
-from planner.scenario import Sharing
+from planner.plan.recommend import Criteria, Request, recommend
+from planner.sim.scenario import Sharing
 from tests.conftest import SAMPLES, needs_samples
 
 SERVER = fit_curve([Point(1, 8.0), Point(3, 20.0)])

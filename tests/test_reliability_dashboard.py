@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from planner.imports.base import MAX_PROBLEMS_PER_FILE
-from planner.store import Store
+from planner.curves.imports.base import MAX_PROBLEMS_PER_FILE
+from planner.store.database import Store
 from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent
@@ -121,8 +121,8 @@ def test_hostile_names_are_shown_literally_on_every_page(app: AppTest) -> None:
         ("compare.py", {"model": curve.model, **QUICK}),
         ("studies.py", {}),
     ]
-    from planner.study import study_from_dict
-    from planner.study_run import run_study
+    from planner.studies.run import run_study
+    from planner.studies.study import study_from_dict
 
     hostile_study = {
         "name": HOSTILE_MODEL,

@@ -18,11 +18,12 @@ from typing import Any
 
 import pytest
 
-from planner.curve import MIN_LATENCY_MS
+from planner.curves.curve import MIN_LATENCY_MS
+from planner.curves.imports import MAX_FILE_BYTES, ImportOptions, read_files
+from planner.curves.imports.base import MAX_COLUMNS, MAX_JSON_DEPTH, MAX_PROBLEMS_PER_FILE
 from planner.errors import BadInput
-from planner.imports import MAX_FILE_BYTES, ImportOptions, read_files
-from planner.imports.base import MAX_COLUMNS, MAX_JSON_DEPTH, MAX_PROBLEMS_PER_FILE
-from planner.links import CompareParams, PlanParams, SimulateParams, decode
+from planner.links.urls import decode
+from planner.plan.params import CompareParams, PlanParams, SimulateParams
 
 NATIVE = "batch,latency_ms,model,card\n"
 PERF_HEADER = (

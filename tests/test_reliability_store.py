@@ -22,9 +22,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from planner.bench.store import bulk_file
 from planner.errors import StoreError
-from planner.store import Store
-from planner.store_bench import bulk_file
+from planner.store.database import Store
 
 SMALL = "batch,latency_ms,model,card\n1,5,mine,gpu-x\n2,9,mine,gpu-x\n"
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from planner.fleet import plan_fleet, plan_profile
-from planner.links import PlanParams
-from planner.plan import plan_inputs
-from planner.recommend import recommend
-from planner.report import (
+from planner.plan.fleet import plan_fleet, plan_profile
+from planner.plan.params import PlanParams
+from planner.plan.recommend import recommend
+from planner.plan.resolve import plan_inputs
+from planner.report.report import (
     Chart,
     ReportContext,
     _calibration,
@@ -25,7 +25,7 @@ from planner.report import (
     markdown_report,
     report_sections,
 )
-from planner.store import Store
+from planner.store.database import Store
 
 XSS = "<img src=x onerror=alert(1)>"
 QUICK: dict[str, Any] = {"seeds": 2, "duration_s": 5.0, "policies": ("oldest-first", "batch-all")}

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from planner.curve import Point
-from planner.links import PlanParams, decode, encode
-from planner.pareto import dominated
-from planner.plan import plan_inputs
-from planner.recommend import Option, Recommendation, recommend
-from planner.scenario import Sharing
-from planner.sharing import card_fraction, instances_per_card
-from planner.store import Store
+from planner.curves.curve import Point
+from planner.links.urls import decode, encode
+from planner.plan.params import PlanParams
+from planner.plan.pareto import dominated
+from planner.plan.recommend import Option, Recommendation, recommend
+from planner.plan.resolve import plan_inputs
+from planner.sim.scenario import Sharing
+from planner.sim.sharing import card_fraction, instances_per_card
+from planner.store.database import Store
 
 # The laptop card at 256x144 FP16 (SPEC §2.3): batching pays, so a slice of a card slows
 # a batch of one less than in proportion to its share.

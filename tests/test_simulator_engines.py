@@ -6,12 +6,12 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.arrivals import arrivals
-from planner.engine_fast import run_fast
-from planner.engine_reference import run_reference
-from planner.scenario import Scenario, Sharing
-from planner.sharing import effective_table
-from planner.simulate import simulate
+from planner.sim.arrivals import arrivals
+from planner.sim.engine_fast import run_fast
+from planner.sim.engine_reference import run_reference
+from planner.sim.scenario import Scenario, Sharing
+from planner.sim.sharing import effective_table
+from planner.sim.simulate import simulate
 
 from .simulation_cases import LAPTOP_TABLE, scenarios
 

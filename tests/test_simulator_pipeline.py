@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from planner.engine_fast import run_fast
-from planner.engine_reference import run_reference
 from planner.errors import BadInput
-from planner.policies import POLICIES
-from planner.records import Records
-from planner.scenario import MAX_CPU_WORKERS, Scenario, Sharing
-from planner.simulate import simulate
+from planner.sim.engine_fast import run_fast
+from planner.sim.engine_reference import run_reference
+from planner.sim.policies import POLICIES
+from planner.sim.records import Records
+from planner.sim.scenario import MAX_CPU_WORKERS, Scenario, Sharing
+from planner.sim.simulate import simulate
 
 from .simulation_cases import LAPTOP_TABLE, scenarios
 

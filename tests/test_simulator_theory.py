@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from planner.policies import POLICIES
-from planner.scenario import Scenario
-from planner.simulate import simulate
+from planner.sim.policies import POLICIES
+from planner.sim.scenario import Scenario
+from planner.sim.simulate import simulate
 
 from .simulation_cases import LAPTOP_FP16, LAPTOP_TABLE
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from planner.errors import BadInput
-from planner.scenario import Scenario, Sharing
-from planner.simulate import simulate
+from planner.sim.scenario import Scenario, Sharing
+from planner.sim.simulate import simulate
 
 # Two sessions at 10 fps (a frame every 100 ms), both arriving at 0, 100 and 200 ms.
 TWO = {"latency_ms": (30.0, 50.0), "sessions": 2, "fps": (10.0,), "duration_s": 0.3,
@@ -198,7 +198,7 @@ def test_co_tenants_switching_too_often_for_one_run_are_refused() -> None:
 
 
 def test_co_tenant_activity_drawn_further_is_the_same_activity_longer() -> None:
-    from planner.sharing import cotenant_timeline
+    from planner.sim.sharing import cotenant_timeline
 
     sharing = Sharing(mode="time-slicing", cotenants=(0.9, 0.3), busy_period_ms=20.0)
     short = cotenant_timeline(sharing, 7, 1_000.0)

@@ -14,9 +14,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from planner.curve import Point, make_curve
+from planner.curves.curve import Point, make_curve
 from planner.errors import BadInput, NotFound, StoreLocked
-from planner.store import SCHEMA_VERSION, Store
+from planner.store.database import SCHEMA_VERSION, Store
 
 FP16 = (9.82, 20.36, 32.71, 46.15, 103.77, 221.25)
 
@@ -284,7 +284,7 @@ def test_many_curves_go_in_as_a_few_statements(
 ) -> None:
     """Issue 11.8: a statement per point (executemany) took 172 s for a 5 MiB file; the
     number of statements an import sends no longer grows with its curves or points."""
-    import planner.store as store_module
+    import planner.store.database as store_module
 
     counts = {"statements": 0}
     shim = types.SimpleNamespace(**{n: getattr(duckdb, n) for n in dir(duckdb) if n[0] != "_"})

@@ -8,9 +8,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from planner.demand import DemandProfile, read_profile_csv, typed_profile
+from planner.demand.profiles import DemandProfile, read_profile_csv, typed_profile
 from planner.errors import BadInput, NotFound
-from planner.store import SCHEMA_VERSION, Store
+from planner.store.database import SCHEMA_VERSION, Store
 
 
 def test_a_profile_is_stored_by_name_and_reads_back_the_same(store: Store) -> None:

@@ -15,13 +15,15 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from planner.errors import BadInput
-from planner.links import PARAMETERS, PlanParams, decode
-from planner.plan import plan_inputs
-from planner.recommend import recommend
-from planner.store import Store
-from planner.study import MAX_CELLS, cells, study_from_dict
-from planner.study_run import StudyInterrupted, run_study
-from planner.study_store import load_study, studies
+from planner.links.parameters import PARAMETERS
+from planner.links.urls import decode
+from planner.plan.params import PlanParams
+from planner.plan.recommend import recommend
+from planner.plan.resolve import plan_inputs
+from planner.store.database import Store
+from planner.studies.run import StudyInterrupted, run_study
+from planner.studies.store import load_study, studies
+from planner.studies.study import MAX_CELLS, cells, study_from_dict
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -97,7 +99,7 @@ def test_a_500_cell_study_resumes_without_recomputing_and_matches_recommend(
 
 
 def _stored_ok(store: Store, study: Any) -> set[str]:
-    from planner.study_store import finished_keys
+    from planner.studies.store import finished_keys
 
     return finished_keys(store, [c.key for c in cells(store, study)])
 
@@ -110,9 +112,9 @@ def test_the_same_study_on_ray_stores_identical_cells(store: Store, tmp_path: Pa
     other = tmp_path / "ray.duckdb"
     probe = (
         "import json, sys\n"
-        "from planner.store import Store\n"
-        "from planner.study import study_from_dict\n"
-        "from planner.study_run import run_study\n"
+        "from planner.store.database import Store\n"
+        "from planner.studies.study import study_from_dict\n"
+        "from planner.studies.run import run_study\n"
         f"study = study_from_dict(json.loads({json.dumps(json.dumps(SMALL))}))\n"
         f"with Store({str(other)!r}) as store:\n"
         "    run_study(store, study, engine='ray', workers=2)\n"
@@ -130,9 +132,9 @@ def test_the_same_study_on_ray_stores_identical_cells(store: Store, tmp_path: Pa
 def test_ray_is_imported_only_for_the_ray_engine(tmp_path: Path) -> None:
     probe = (
         "import json, sys\n"
-        "from planner.store import Store\n"
-        "from planner.study import study_from_dict\n"
-        "from planner.study_run import run_study\n"
+        "from planner.store.database import Store\n"
+        "from planner.studies.study import study_from_dict\n"
+        "from planner.studies.run import run_study\n"
         "study = study_from_dict({'name': 'one', 'curves': {'filters': [{'card': "
         "'server-24gb'}]}, 'fixed': {'seeds': 1, 'duration_s': 1, 'max_sessions': 2}})\n"
         f"with Store({str(tmp_path / 'one.duckdb')!r}) as store:\n"
@@ -232,9 +234,9 @@ def test_the_study_page_draws_a_heatmap_and_links_each_cells_plan(app: AppTest) 
 
 
 def test_cells_with_a_demand_profile_store_the_fleet_over_the_day(store: Store) -> None:
-    from planner.demand import typed_profile
-    from planner.fleet import plan_fleet, plan_profile
-    from planner.study_view import METRICS
+    from planner.demand.profiles import typed_profile
+    from planner.plan.fleet import plan_fleet, plan_profile
+    from planner.studies.view import METRICS
 
     store.save_profile(typed_profile("shifts", [40.0] * 8 + [120.0] * 8 + [10.0] * 8))
     study = study_from_dict(
@@ -269,8 +271,8 @@ def test_cells_with_a_demand_profile_store_the_fleet_over_the_day(store: Store) 
 
 
 def test_cells_use_each_curves_newest_calibration_unless_told_none(store: Store) -> None:
-    from planner.calibration import Calibration
-    from planner.calibration_store import save_calibration
+    from planner.sim.calibration import Calibration
+    from planner.store.calibrations import save_calibration
 
     curve = next(c for c in store.curves(model="ball-detector") if c.card == "server-24gb")
     definition: dict[str, Any] = {
@@ -345,7 +347,7 @@ def test_ctrl_c_stops_the_command_and_keeps_what_finished(db_path: Path, tmp_pat
     import signal
     import time
 
-    from planner.study_store import finished_keys
+    from planner.studies.store import finished_keys
 
     path = tmp_path / "big.json"
     path.write_text(json.dumps(BIG))

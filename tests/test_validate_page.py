@@ -15,12 +15,12 @@ from dashboard import validate_charts
 from dashboard.navigation import PAGES
 from dashboard.state import store
 from dashboard.validate_charts import error_rows, figure
-from planner.fit import fit_curve
-from planner.loadtest import LoadTest, LoadTestOptions, run_loadtest
-from planner.loadtest_store import loadtests, save_loadtest
-from planner.plan import default_curve
-from planner.store import Store
-from planner.worker.backends import SleepBackend
+from planner.curves.fit import fit_curve
+from planner.plan.resolve import default_curve
+from planner.store.database import Store
+from planner.validate.loadtest import LoadTest, LoadTestOptions, run_loadtest
+from planner.validate.loadtest_store import loadtests, save_loadtest
+from planner.validate.worker.backends import SleepBackend
 from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent

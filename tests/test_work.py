@@ -1,4 +1,4 @@
-"""Bounded, interruptible work (``planner.work``): the budget holds, cancelled work stops
+"""Bounded, interruptible work (``planner.sim.work``): the budget holds, cancelled work stops
 at the next chunk, and turns go in arrival order."""
 
 from __future__ import annotations
@@ -10,10 +10,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.curve import Point
-from planner.fit import fit_curve
-from planner.recommend import Request, recommend
-from planner.work import CHUNK_FRAMES, Cancelled, OverBudget, Work, _Turns, budget_frames, chunks
+from planner.curves.curve import Point
+from planner.curves.fit import fit_curve
+from planner.plan.recommend import Request, recommend
+from planner.sim.work import (
+    CHUNK_FRAMES,
+    Cancelled,
+    OverBudget,
+    Work,
+    _Turns,
+    budget_frames,
+    chunks,
+)
 
 # A card so fast that every policy holds every session count: the search runs to the end.
 FAST = fit_curve([Point(1, 0.001), Point(2, 0.001), Point(4, 0.002)])

@@ -15,17 +15,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner import policies
-from planner.arrivals import arrivals
-from planner.engine_reference import run_reference
 from planner.errors import BadInput
-from planner.scenario import Scenario, Sharing
-from planner.worker import serve as serve_module
-from planner.worker.backends import SleepBackend
-from planner.worker.checks import problems
-from planner.worker.frames import DELIVERED, EXPIRED, OVERWRITTEN, PENDING, WorkerRun
-from planner.worker.schedule import schedule
-from planner.worker.serve import serve
+from planner.sim import policies
+from planner.sim.arrivals import arrivals
+from planner.sim.engine_reference import run_reference
+from planner.sim.scenario import Scenario, Sharing
+from planner.validate.worker import serve as serve_module
+from planner.validate.worker.backends import SleepBackend
+from planner.validate.worker.checks import problems
+from planner.validate.worker.frames import DELIVERED, EXPIRED, OVERWRITTEN, PENDING, WorkerRun
+from planner.validate.worker.schedule import schedule
+from planner.validate.worker.serve import serve
 
 TABLE = tuple(6.0 + 4.0 * b for b in range(1, 65))
 
@@ -78,7 +78,7 @@ def test_a_served_run_records_the_schedules_capture_times_exactly() -> None:
 
 
 def test_the_worker_asks_the_simulators_own_policy_function() -> None:
-    # No second implementation: the device loop calls planner.policies.decide itself.
+    # No second implementation: the device loop calls planner.sim.policies.decide itself.
     assert serve_module.decide is policies.decide
     calls: list[int] = []
 
@@ -254,9 +254,9 @@ def test_the_checks_catch_too_many_cpu_jobs_at_once(good: WorkerRun) -> None:
 def test_a_short_cpu_load_test_gives_complete_consistent_records() -> None:
     import torch
 
-    from planner.measure import load_model
-    from planner.measure_options import ModelSpec
-    from planner.worker.backends import TorchBackend
+    from planner.measure.harness import load_model
+    from planner.measure.options import ModelSpec
+    from planner.validate.worker.backends import TorchBackend
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)

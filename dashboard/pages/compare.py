@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import cache, links
+from dashboard import cache, url_state
 from dashboard.charts import Fitted, fit_figure
 from dashboard.controls import Controls
 from dashboard.plan_charts import caps_figure, cost_figure
@@ -23,8 +23,11 @@ from dashboard.ui import (
     static_table,
 )
 from planner import display
-from planner.cards import Card
-from planner.compare import (
+from planner.curves.cards import Card
+from planner.curves.curve import PRECISIONS
+from planner.curves.fit import fit_curve
+from planner.errors import BadInput, NotFound
+from planner.plan.compare_cards import (
     CardPlan,
     comparable_curves,
     compare_cards,
@@ -32,13 +35,10 @@ from planner.compare import (
     model_of,
     settle,
 )
-from planner.curve import PRECISIONS
-from planner.errors import BadInput, NotFound
-from planner.fit import fit_curve
-from planner.links import CompareParams, PlanParams
-from planner.plan import command_line
-from planner.policies import POLICIES
-from planner.work import OverBudget
+from planner.plan.params import CompareParams, PlanParams
+from planner.plan.resolve import command_line
+from planner.sim.policies import POLICIES
+from planner.sim.work import OverBudget
 
 c = Controls("cmp_")
 CRITERIA = ("budget_ms", "percentile", "min_fps", "overhead_ms", "max_overwritten", "policies")
@@ -216,17 +216,17 @@ def what_to_add(plans: list[CardPlan], params: CompareParams, model: str) -> Non
 show_flash()
 db = store()
 default = default_curve_or_stop(db, "Compare cards", "to compare")
-link = links.opened(CompareParams, check=check)
+link = url_state.opened(CompareParams, check=check)
 if link is not None:
     c.load(link.params)
     if link.params.model is None:
         st.session_state[c.key("model")] = default.model
-    links.show_ignored(link.ignored)
+    url_state.show_ignored(link.ignored)
 
 params = controls()
 if params is None:
     st.stop()
-links.publish(params)
+url_state.publish(params)
 model = model_of(db, params)
 st.title(f"Compare cards: {md(model)}", anchor=False)  # no in-page link of user text
 left_out = flagged_left_out(db, params)

@@ -33,13 +33,13 @@ from dashboard.ui import (
     table,
 )
 from dashboard.uploads import LABELS, UploadForm, label, needed, preview
-from planner import measure_next
-from planner.curve import PRECISIONS, Curve
+from planner.curves import measure_next
+from planner.curves.curve import PRECISIONS, Curve
+from planner.curves.fit import fit_curve
+from planner.curves.imports import FORMAT_NAMES, FORMATS, MAX_FILE_BYTES, ImportProblems
+from planner.curves.imports.native import template_csv, to_csv
 from planner.errors import BadInput, NotFound
-from planner.fit import fit_curve
-from planner.imports import FORMAT_NAMES, FORMATS, MAX_FILE_BYTES, ImportProblems
-from planner.imports.native import template_csv, to_csv
-from planner.store import Store
+from planner.store.database import Store
 
 BROWSE, UPLOAD = "Stored curves", "Upload"
 PREVIEW_CURVES = 20  # drawn in the upload preview; a 5 MiB file can hold thousands

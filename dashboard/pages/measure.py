@@ -13,9 +13,9 @@ from dashboard.state import store
 from dashboard.tables import curve_name, point_table
 from dashboard.text import md, md_list
 from dashboard.ui import flash, show_flash, show_problems, table
-from planner.devices import DEVICES, INSTALL_HINT, local_device
 from planner.errors import BadInput, PlannerError
-from planner.measure import (
+from planner.measure.devices import DEVICES, INSTALL_HINT, local_device
+from planner.measure.harness import (
     DEFAULT_BATCHES,
     DEFAULT_REPETITIONS,
     DEFAULT_RESOLUTION,
@@ -29,7 +29,7 @@ from planner.measure import (
     parse_batches,
     parse_input_shape,
 )
-from planner.measure_options import command_for
+from planner.measure.options import command_for
 
 AUTO = "auto"
 # Small enough to finish in seconds on a laptop CPU; the study's settings are for GPUs.

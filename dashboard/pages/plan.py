@@ -8,7 +8,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import cache, calibration, handover, links
+from dashboard import cache, calibration_control, handover, url_state
 from dashboard.charts import Fitted, fit_figure
 from dashboard.controls import Controls, chosen_card, load_curve, name_curve, pick_curve
 from dashboard.plan_charts import pareto_figure, sessions_figure, stages_figure
@@ -17,24 +17,17 @@ from dashboard.tables import option_rows
 from dashboard.text import md, md_list
 from dashboard.ui import default_curve_or_stop, show_over_budget, show_problems, static_table
 from planner import display
-from planner.cards import Card
-from planner.curve import MAX_TEXT, Curve
+from planner.curves.cards import Card
+from planner.curves.curve import MAX_TEXT, Curve
 from planner.errors import BadInput, NotFound
-from planner.links import (
-    PlanParams,
-    SimulateParams,
-    encode,
-    saved_params,
-    saved_plan_url,
-    self_contained,
-    url,
-)
-from planner.pareto import dominated
-from planner.plan import PlanInputs, command_line, modes_of, plan_curve, plan_inputs
-from planner.policies import POLICIES
-from planner.recommend import Option, Recommendation
-from planner.scenario import MODES
-from planner.work import OverBudget
+from planner.links.urls import encode, saved_params, saved_plan_url, self_contained, url
+from planner.plan.params import PlanParams, SimulateParams
+from planner.plan.pareto import dominated
+from planner.plan.recommend import Option, Recommendation
+from planner.plan.resolve import PlanInputs, command_line, modes_of, plan_curve, plan_inputs
+from planner.sim.policies import POLICIES
+from planner.sim.scenario import MODES
+from planner.sim.work import OverBudget
 
 c = Controls("plan_")
 MODE_LABELS = {
@@ -478,7 +471,7 @@ def _sentence(text: str) -> str:
 
 def share(params: PlanParams, inputs: PlanInputs, result: Recommendation) -> None:
     st.subheader("Share this plan")
-    base = links.base_url()
+    base = url_state.base_url()
     left, right = st.columns(2)
     with left:
         st.markdown("**Short link** (opens on this server)")
@@ -502,9 +495,9 @@ def share(params: PlanParams, inputs: PlanInputs, result: Recommendation) -> Non
             except BadInput as exc:
                 show_problems("The plan was not saved:", exc.problems)
             else:
-                links.remember_plan(PlanParams, plan_id, current)
-                links.publish(current)
-        saved = links.saved_plan(PlanParams)
+                url_state.remember_plan(PlanParams, plan_id, current)
+                url_state.publish(current)
+        saved = url_state.saved_plan(PlanParams)
         if saved is not None and saved[1] == current:
             with st.container(key="plan_short_link"):
                 st.code(saved_plan_url(base, saved[0]), language=None, wrap_lines=True)
@@ -701,10 +694,12 @@ def simulate_link(result: Recommendation, params: PlanParams) -> None:
 db = store()
 default = default_curve_or_stop(db, "Plan", "to plan with")
 curves = db.curves()
-link = links.opened(
+link = url_state.opened(
     PlanParams,
     load_plan=db.plan,
-    check=handover.check(db, calibration.check(db, links.curve_check(db, plan_inputs, "plan"))),
+    check=handover.check(
+        db, calibration_control.check(db, url_state.curve_check(db, plan_inputs, "plan"))
+    ),
 )
 if link is not None:
     load_curve(c, link.params, default.id)
@@ -719,16 +714,16 @@ if link is not None:
         else:
             st.session_state.pop(c.key(name), None)
     st.session_state[c.key("modes")] = list(modes_of(link.params))
-    links.show_ignored(link.ignored)
+    url_state.show_ignored(link.ignored)
     handover.opened(c, link.params, db)
-    calibration.load(link.params)
+    calibration_control.load(link.params)
 
 params = controls(default.id, curves)
 demand = handover.demand_controls(c, db)  # drawn even when the rest does not make a plan
 if params is None or demand is None:
     st.stop()
-params = calibration.choose(replace(params, **demand), db)
-links.publish(params, extra=handover.view_extras())
+params = calibration_control.choose(replace(params, **demand), db)
+url_state.publish(params, extra=handover.view_extras())
 try:
     inputs = plan_inputs(params, db)
 except (BadInput, NotFound) as exc:
@@ -748,7 +743,7 @@ except OverBudget as exc:
     st.stop()
 
 headline(result, inputs, simulated=account.done > 0)
-calibration.note(inputs)
+calibration_control.note(inputs)
 stages_view(result)
 simulate_link(result, params)
 charts(result, inputs)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import cache, links
+from dashboard import cache, url_state
 from dashboard.controls import Controls, chosen_card, load_curve, pick_curve
 from dashboard.run_charts import fps_figure, latency_histogram, timeline_figure
 from dashboard.state import store
@@ -19,12 +19,12 @@ from dashboard.ui import (
 )
 from planner import display
 from planner.errors import BadInput, NotFound
-from planner.links import SimulateParams
-from planner.plan import command_line, simulation_inputs
-from planner.policies import POLICIES
-from planner.results import Results
-from planner.scenario import MODES, PHASES
-from planner.work import OverBudget
+from planner.plan.params import SimulateParams
+from planner.plan.resolve import command_line, simulation_inputs
+from planner.sim.policies import POLICIES
+from planner.sim.results import Results
+from planner.sim.scenario import MODES, PHASES
+from planner.sim.work import OverBudget
 
 c = Controls("sim_")
 POLICY_FIELDS = ("max_batch", "max_queue_delay_us", "slo_ms")
@@ -243,7 +243,9 @@ def run_view(results: Results, index: int, wide: bool, params: SimulateParams) -
 db = store()
 default = default_curve_or_stop(db, "Simulate", "to simulate")
 curves = db.curves()
-link = links.opened(SimulateParams, check=links.curve_check(db, simulation_inputs, "scenario"))
+link = url_state.opened(
+    SimulateParams, check=url_state.curve_check(db, simulation_inputs, "scenario")
+)
 if link is not None:
     load_curve(c, link.params, default.id)
     c.load(link.params, [*RUN_FIELDS, *POLICY_FIELDS, *CRITERIA])
@@ -252,13 +254,13 @@ if link is not None:
             c.load(link.params, [name])
         else:
             st.session_state.pop(c.key(name), None)
-    links.show_ignored(link.ignored)
+    url_state.show_ignored(link.ignored)
 
 st.title("Simulate one scenario")
 params = controls()
 if params is None:
     st.stop()
-links.publish(params)
+url_state.publish(params)
 try:
     inputs = simulation_inputs(params, db)
 except (BadInput, NotFound) as exc:

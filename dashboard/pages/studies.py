@@ -9,18 +9,20 @@ from urllib.parse import quote, urlencode
 
 import streamlit as st
 
-from dashboard import links
+from dashboard import url_state
 from dashboard.state import store
 from dashboard.study_charts import front_figure, heatmap_figure
 from dashboard.text import md
 from dashboard.ui import flash, show_flash, show_problems, table
 from planner.errors import BadInput, NotFound, PlannerError
-from planner.links import PlanParams, StudyParams, decode, encode
-from planner.study import read_study
-from planner.study_run import StudyInterrupted, run_study
-from planner.study_store import Member, load_study, studies
-from planner.study_view import CURVE_AXIS, METRICS, axes, coordinates, front, grid, value
-from planner.work import OverBudget, Work
+from planner.links.urls import decode, encode
+from planner.plan.params import PlanParams
+from planner.sim.work import OverBudget, Work
+from planner.studies.params import StudyParams
+from planner.studies.run import StudyInterrupted, run_study
+from planner.studies.store import Member, load_study, studies
+from planner.studies.study import read_study
+from planner.studies.view import CURVE_AXIS, METRICS, axes, coordinates, front, grid, value
 
 PAGE_MAX_CELLS = 200
 """The largest study started from this page; larger ones run from the command line."""
@@ -155,7 +157,7 @@ def start_form() -> None:
 def run_here(text: str) -> None:
     try:
         study = read_study("study.toml", text.encode("utf-8"))
-        from planner.study import cells
+        from planner.studies.study import cells
 
         count = len(cells(db, study))
     except (BadInput, NotFound) as exc:
@@ -204,10 +206,10 @@ show_flash()
 db = store()
 names = studies(db)
 st.title("Studies", anchor=False)
-link = links.opened(StudyParams)
+link = url_state.opened(StudyParams)
 params = link.params if link is not None else StudyParams()
 if link is not None:
-    links.show_ignored(link.ignored)
+    url_state.show_ignored(link.ignored)
 if not names:
     st.info(
         "No study is stored yet. Run one from the command line (`planner study "
@@ -231,7 +233,7 @@ st.caption(
     + (f" · {md(study.description)}" if study.description else "")
 )
 params = views(members, params)
-links.publish(params)
+url_state.publish(params)
 if params.x_axis and params.y_axis:
     held = dict(item.split("=", 1) for item in params.hold if "=" in item)
     view = grid(members, params.x_axis, params.y_axis, held, params.metric)

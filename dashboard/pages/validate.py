@@ -26,12 +26,12 @@ from dashboard.validate_charts import (
     error_rows,
     figure,
 )
-from planner.calibration_store import calibrations
 from planner.errors import PlannerError
-from planner.loadtest import LoadTest, LoadTestOptions, command_for, run_loadtest
-from planner.loadtest import Progress as LoadTestProgress
-from planner.loadtest_store import load_loadtest, loadtests, save_loadtest
-from planner.measure_options import MeasureOptions
+from planner.measure.options import MeasureOptions
+from planner.store.calibrations import calibrations
+from planner.validate.loadtest import LoadTest, LoadTestOptions, command_for, run_loadtest
+from planner.validate.loadtest import Progress as LoadTestProgress
+from planner.validate.loadtest_store import load_loadtest, loadtests, save_loadtest
 
 PAGE_SESSIONS = (1, 2, 3)
 """The session counts a load test started from this page may have."""

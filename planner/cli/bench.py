@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from planner.bench import run
+from planner.bench.registry import run
 from planner.cli.output import csv_list, note, print_json
 
 

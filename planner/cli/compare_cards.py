@@ -16,10 +16,10 @@ from planner.cli.output import (
     print_json,
     table,
 )
-from planner.compare import compare_cards, model_of, settle
 from planner.errors import BadInput
-from planner.links import CompareParams
-from planner.policies import POLICIES
+from planner.plan.compare_cards import compare_cards, model_of, settle
+from planner.plan.params import CompareParams
+from planner.sim.policies import POLICIES
 
 OPTIONS = (
     "budget_ms", "percentile", "min_fps", "max_overwritten", "overhead_ms", "policies",

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from planner.cli.output import note, open_store, print_json, table
-from planner.plan_compare import compare_plans, saved_plan
+from planner.plan.compare_plans import compare_plans, saved_plan
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

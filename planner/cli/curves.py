@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 from planner.cli.output import csv_list, note, open_store, print_json, table
-from planner.curve import Curve, clean_batch
+from planner.curves.curve import Curve, clean_batch
+from planner.curves.imports import FORMATS, MAX_FILE_BYTES, ImportOptions, read_files
+from planner.curves.imports.base import read_limited
+from planner.curves.imports.native import to_csv
 from planner.errors import BadInput
-from planner.imports import FORMATS, MAX_FILE_BYTES, ImportOptions, read_files
-from planner.imports.base import read_limited
-from planner.imports.native import to_csv
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

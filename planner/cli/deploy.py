@@ -7,10 +7,10 @@ from pathlib import Path
 
 from planner.cli.output import note, open_store, print_json
 from planner.cli.planning import add_plan_source, plan_from_args
-from planner.deploy import choose_option, deployment
 from planner.errors import BadInput
-from planner.plan import plan_inputs
-from planner.recommend import recommend
+from planner.plan.deploy import choose_option, deployment
+from planner.plan.recommend import recommend
+from planner.plan.resolve import plan_inputs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

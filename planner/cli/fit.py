@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from planner import measure_next
 from planner.cli.output import open_store, print_json, table
-from planner.curve import MAX_BATCH, Point, parse_points_option
+from planner.curves import measure_next
+from planner.curves.curve import MAX_BATCH, Point, parse_points_option
+from planner.curves.fit import FittedCurve, fit_curve
 from planner.errors import BadInput
-from planner.fit import FittedCurve, fit_curve
 
 DEFAULT_UPTO = 64
 

@@ -8,12 +8,12 @@ from dataclasses import replace
 from urllib.parse import urlsplit
 
 from planner.cli.output import note, open_store, print_json
-from planner.cli.planning import profile_file, with_calibration
-from planner.cli.recommend import add_plan_options, plan_params
+from planner.cli.planning import add_plan_options, plan_params, profile_file, with_calibration
 from planner.errors import BadInput
-from planner.links import PlanParams, encode, saved_params, saved_plan_url, self_contained, url
-from planner.plan import plan_curve, plan_inputs
-from planner.store import Store
+from planner.links.urls import encode, saved_params, saved_plan_url, self_contained, url
+from planner.plan.params import PlanParams
+from planner.plan.resolve import plan_curve, plan_inputs
+from planner.store.database import Store
 
 DEFAULT_BASE = "http://localhost:8501"
 

@@ -15,16 +15,16 @@ from typing import Any
 
 from planner import limits
 from planner.cli.output import StatusLine, note, number, open_store, print_json, table
-from planner.comparison import Figure
 from planner.errors import BadInput
-from planner.loadtest import (
+from planner.sim.policies import POLICIES
+from planner.sim.scenario import PHASES
+from planner.validate.loadtest import (
     MAX_LOADTEST_SESSIONS,
     LoadTest,
     LoadTestOptions,
     Progress,
 )
-from planner.policies import POLICIES
-from planner.scenario import PHASES
+from planner.validate.measured_vs_predicted import Figure
 
 INTERRUPTED = 130
 ACTIONS = ("import", "list", "show")
@@ -168,7 +168,7 @@ def parse_sessions(text: str) -> tuple[int, ...]:
 
 
 def _camera(text: str) -> tuple[int, int]:
-    from planner.curve import parse_resolution
+    from planner.curves.curve import parse_resolution
 
     try:
         return parse_resolution(text)
@@ -260,7 +260,7 @@ def options_from_args(args: argparse.Namespace) -> LoadTestOptions:
 
 
 def criteria_from_args(args: argparse.Namespace) -> Any:
-    from planner.recommend import Criteria
+    from planner.plan.recommend import Criteria
 
     problems: list[str] = []
     values: dict[str, Any] = {}
@@ -281,7 +281,7 @@ def criteria_from_args(args: argparse.Namespace) -> Any:
 def calibration_of(store: Any, choice: str | None, curve_id: str) -> Any:
     """The calibration ``--calibration`` names for this curve (None: none); ``latest``
     must find one here, since the user asked for it."""
-    from planner.calibration_store import resolve
+    from planner.store.calibrations import resolve
 
     found = resolve(store, choice, curve_id, default="none")
     if found is None and choice is not None and choice.strip().lower() == "latest":
@@ -315,8 +315,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from planner.loadtest import run_loadtest
-    from planner.loadtest_store import save_loadtest
+    from planner.validate.loadtest import run_loadtest
+    from planner.validate.loadtest_store import save_loadtest
 
     options = options_from_args(args)
     criteria = criteria_from_args(args)
@@ -341,7 +341,7 @@ def _run(args: argparse.Namespace) -> int:
                     "--calibration needs --curve (a calibration belongs to a stored curve)"
                 )
             applied = calibration_of(store, args.calibration, curve.id)
-    from planner.devices import require_torch, resolve_device
+    from planner.measure.devices import require_torch, resolve_device
 
     require_torch()
     resolve_device(options.measure.device)
@@ -376,10 +376,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from planner.fit import fit_curve
-    from planner.loadtest_import import import_file
-    from planner.loadtest_store import save_loadtest
-    from planner.scenario import Scenario
+    from planner.curves.fit import fit_curve
+    from planner.sim.scenario import Scenario
+    from planner.validate.loadtest_import import import_file
+    from planner.validate.loadtest_store import save_loadtest
 
     if args.target is None:
         raise BadInput("give the file to import: planner loadtest import FILE")
@@ -398,7 +398,7 @@ def _import(args: argparse.Namespace) -> int:
         if args.curve:
             curve = store.curve(args.curve)
         elif args.points:
-            from planner.curve import make_curve, parse_points_option
+            from planner.curves.curve import make_curve, parse_points_option
 
             curve = make_curve(
                 model="unnamed model",
@@ -474,7 +474,7 @@ def _import_scenario(
 
 
 def _list(args: argparse.Namespace) -> int:
-    from planner.loadtest_store import loadtests
+    from planner.validate.loadtest_store import loadtests
 
     with open_store(args) as store:
         rows = loadtests(store)
@@ -505,7 +505,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from planner.loadtest_store import load_loadtest
+    from planner.validate.loadtest_store import load_loadtest
 
     if args.target is None:
         raise BadInput("give the id of a stored load test: planner loadtest show ID")
@@ -663,7 +663,7 @@ def _write_report(args: argparse.Namespace, test: LoadTest) -> None:
         return
     import shlex
 
-    from planner.accuracy import accuracy, markdown
+    from planner.validate.accuracy import accuracy, markdown
 
     judged = accuracy(test, _check_report(args))
     text = markdown(judged, shlex.join(["planner", *getattr(args, "argv", ["loadtest"])]))
@@ -677,7 +677,7 @@ def _write_report(args: argparse.Namespace, test: LoadTest) -> None:
 def _write_out(path: Path | None, test: LoadTest) -> None:
     if path is None:
         return
-    from planner.worker.bundle import write_frames
+    from planner.validate.worker.bundle import write_frames
 
     runs = [(i, r.records) for i, r in enumerate(test.runs) if r.records is not None]
     if not runs:

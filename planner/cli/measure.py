@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from planner.cli.output import StatusLine, note, open_store, print_json, table
-from planner.curve import Curve
-from planner.devices import resolve_device
+from planner.curves.curve import Curve
+from planner.curves.imports.native import to_csv
 from planner.errors import BadInput
-from planner.imports.native import to_csv
-from planner.measure import (
+from planner.measure.devices import resolve_device
+from planner.measure.harness import (
     DEFAULT_BATCHES,
     DEFAULT_REPETITIONS,
     DEFAULT_RESOLUTION,
@@ -205,7 +205,7 @@ def measure(args: argparse.Namespace) -> int:
         with open_store(args) as store:
             store.require_writable()
     if args.cluster == "ray":
-        from planner.cluster import measure_on_cluster
+        from planner.measure.cluster import measure_on_cluster
 
         kinds = [k.strip() for k in (args.accelerators or "").split(",") if k.strip()]
         result = measure_on_cluster(

@@ -49,7 +49,7 @@ def stdout_is_terminal() -> bool:
 
 def open_store(args: Any) -> Any:
     """The store named by ``--db``, else ``PLANNER_DB``, else the per-user default."""
-    from planner.store import Store
+    from planner.store.database import Store
 
     return Store(getattr(args, "db", None))
 
@@ -65,7 +65,7 @@ def add_curve_source(parser: Any) -> None:
 
 def read_curve_source(args: Any) -> tuple[tuple[Any, ...], Any]:
     """(points, stored curve or None) from ``--curve`` / ``--points``."""
-    from planner.curve import parse_points_option
+    from planner.curves.curve import parse_points_option
 
     if getattr(args, "points", None) is not None:
         return parse_points_option(args.points), None
@@ -107,7 +107,7 @@ _DIGITS = re.compile(r"^[+-]?[0-9]{1,30}$")
 def option(parser: argparse.ArgumentParser, name: str, help: str, **extra: Any) -> None:
     """``--NAME`` for the link parameter ``name``, with the library's default (shown in the
     help), so the command line, links and the library cannot disagree on it."""
-    from planner.links import PARAMETERS
+    from planner.links.parameters import PARAMETERS
 
     parameter = PARAMETERS[name]
     default = None if parameter.default is None else parameter.codec.format(parameter.default)
@@ -122,7 +122,7 @@ def link_values(args: Any, names: Sequence[str]) -> dict[str, Any]:
     command line accepts exactly what links and the library accept); BadInput lists
     every option that does not read, by its flag."""
     from planner.errors import BadInput
-    from planner.links import PARAMETERS
+    from planner.links.parameters import PARAMETERS
 
     values: dict[str, Any] = {}
     problems: list[str] = []

@@ -9,21 +9,24 @@ import re
 from pathlib import Path
 from typing import Any
 
-from planner.cli.output import table
-from planner.demand import DemandFleet, DemandProfile, read_profile_csv
+from planner.cli.output import link_values, option, option_name, table
+from planner.curves.curve import parse_points_option
+from planner.curves.imports.base import read_limited
+from planner.demand.profiles import DemandFleet, DemandProfile, read_profile_csv
 from planner.errors import BadInput
-from planner.fleet import plan_profile as named_profile
-from planner.imports.base import read_limited
-from planner.links import PARAMETERS, PlanParams
-from planner.plan import PlanInputs, plan_curve
-from planner.plan_compare import saved_plan
-from planner.store import Store
+from planner.links.parameters import PARAMETERS
+from planner.plan.compare_plans import saved_plan
+from planner.plan.fleet import plan_profile as named_profile
+from planner.plan.params import PlanParams
+from planner.plan.resolve import PlanInputs, plan_curve
+from planner.sim.policies import POLICIES
+from planner.sim.scenario import MODES
+from planner.store.database import Store
 
 
 def add_plan_source(parser: argparse.ArgumentParser) -> None:
     """``--curve ID | --points ... | --plan ID`` (all optional: the default curve), and
     recommend's plan options."""
-    from planner.cli.recommend import add_plan_options
 
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--curve", metavar="ID", help="a stored curve (see `planner curves list`)")
@@ -45,7 +48,6 @@ def plan_from_args(args: argparse.Namespace, store: Store) -> tuple[PlanParams, 
     With ``--plan`` the saved plan is used as it is: an option that would change it is
     refused (save a new plan, or give the options without ``--plan``).
     """
-    from planner.cli.recommend import PLAN_OPTIONS, plan_params
 
     if getattr(args, "plan", None) is None:
         params = plan_params(args)
@@ -88,7 +90,7 @@ def with_calibration(
     the curve's latest (none if it has none); ``none``; or an id of the curve's."""
     from dataclasses import replace
 
-    from planner.calibration_store import resolve
+    from planner.store.calibrations import resolve
 
     curve = plan_curve(params, store)
     found = resolve(store, getattr(args, "calibration", None), curve.id, default=default)
@@ -166,3 +168,105 @@ def print_fleet_summary(fleet: DemandFleet) -> None:
     )
     for line in fleet.notes:
         print(f"  - {line}")
+
+
+def add_plan_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a plan (shared with ``planner link``); defaults and ranges are the
+    library's, read from the link parameters (``planner.links.urls.PARAMETERS``)."""
+    parser.add_argument("--card", help="the card (default: the stored curve's card)")
+    option(parser, "budget_ms", "latency budget, ms end to end")
+    option(parser, "percentile", "percentile of the budget")
+    option(parser, "min_fps", "slowest session's fps floor")
+    parser.add_argument("--max-overwritten", help="largest overwritten fraction, e.g. 0.05")
+    option(parser, "overhead_ms", "per-frame time outside the GPU, ms")
+    parser.add_argument(
+        "--policies", help=f"comma-separated, from {', '.join(POLICIES)} (default: all)"
+    )
+    parser.add_argument(
+        "--modes",
+        help=f"comma-separated, from {', '.join(MODES)} (default: exclusive, plus each mode "
+        "whose parameters are given)",
+    )
+    parser.add_argument("--cotenants", help="time-slicing: co-tenant duty cycles, e.g. 0.9,0.9")
+    option(parser, "busy_period_ms", "co-tenants' mean busy period, ms")
+    parser.add_argument("--mps-share", help="MPS: our compute share in percent, e.g. 50")
+    parser.add_argument("--mig-profile", help="MIG: a profile of the card, e.g. 3g.40gb")
+    add_worker_options(parser)
+    option(parser, "seeds", "phase seeds per session count")
+    option(parser, "duration_s", "simulated seconds per run")
+    option(parser, "max_sessions", "largest session count")
+    parser.add_argument("--peak-sessions", help="peak concurrent sessions, for the fleet size")
+    option(parser, "headroom", "fleet headroom fraction")
+    parser.add_argument("--price-per-hour", help="card price, USD per hour (default: stored)")
+    parser.add_argument(
+        "--other-jobs",
+        action="store_true",
+        help="the rest of the card goes to other jobs (MIG, MPS): count one instance of the "
+        "worker per card and charge a seat our fraction of the card (default: the card's "
+        "other instances run the same worker)",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="NAME|FILE",
+        help="demand over the day: a built-in shape (flat, office-hours, evening-peak; scaled "
+        "to --peak-sessions), a stored profile (`planner profiles list`), or a CSV file of "
+        "time,sessions; adds the fleet and cost per day, fixed and autoscaled",
+    )
+    option(
+        parser,
+        "lead_time_min",
+        "autoscaling lead time, minutes from asking for a GPU to it serving",
+    )
+
+
+PLAN_OPTIONS = (
+    "budget_ms", "percentile", "min_fps", "max_overwritten", "overhead_ms", "policies",
+    "modes", "cotenants", "busy_period_ms", "mps_share", "mig_profile", "seeds",
+    "duration_s", "max_sessions", "peak_sessions", "headroom", "price_per_hour", "profile",
+    "lead_time_min", "network_ms", "pre_ms", "post_ms", "cpu_workers", "cotenant_memory_mb",
+    "mps_memory_mb",
+)  # fmt: skip
+"""The options of ``add_plan_options`` that are plan parameters, read by their codecs."""
+
+
+def add_worker_options(parser: argparse.ArgumentParser) -> None:
+    """The worker beyond the GPU and the memory the card leaves it (SPEC §5.1), shared by
+    ``simulate``, ``recommend`` and ``link``."""
+    option(parser, "network_ms", "one-way network delay, ms; crossed both ways")
+    option(parser, "pre_ms", "CPU work per frame before the GPU (decode, resize), ms")
+    option(parser, "post_ms", "CPU work per frame after the GPU, ms")
+    option(
+        parser,
+        "cpu_workers",
+        "CPU threads doing the pre and post work (0 = unlimited: the stages only delay)",
+    )
+    parser.add_argument(
+        "--cotenant-memory-mb",
+        help="time-slicing: GPU memory each co-tenant uses, MB (one for all or one per co-tenant)",
+    )
+    parser.add_argument("--mps-memory-mb", help="MPS: our client's GPU memory limit, MB")
+    parser.add_argument(
+        "--calibration",
+        metavar="latest|none|ID",
+        help="the curve's calibration by a load test (`planner loadtest`): latest (the "
+        "default for simulate and recommend: the curve's newest, if it has one), none, or a "
+        "calibration id; planner link adds one only when asked",
+    )
+
+
+def plan_params(args: argparse.Namespace) -> PlanParams:
+    """Validated plan parameters from the options (BadInput lists every problem)."""
+    # A profile given as a file is read by ``planning.plan_profile``, not named in the plan.
+    names = [n for n in PLAN_OPTIONS if n != "profile" or profile_file(args) is None]
+    values = link_values(args, names)
+    values["other_jobs"] = bool(args.other_jobs)
+    if args.points is not None:
+        values["points"] = parse_points_option(args.points)
+        if args.card:
+            values["card"] = args.card
+    else:
+        values["curve"] = args.curve
+    try:
+        return PlanParams(**values)
+    except BadInput as exc:
+        raise BadInput([option_name(p) for p in exc.problems]) from None

@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 
 from planner.cli.output import note, open_store, print_json, table
-from planner.demand import SHAPES, DemandProfile, read_profile_csv, typed_profile
+from planner.curves.imports.base import read_limited
+from planner.demand.profiles import SHAPES, DemandProfile, read_profile_csv, typed_profile
 from planner.errors import BadInput
-from planner.imports.base import read_limited
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -9,10 +9,10 @@ from planner.cli.link import DEFAULT_BASE, clean_base
 from planner.cli.output import note, open_store, print_json
 from planner.cli.planning import add_plan_source, plan_from_args, plan_profile
 from planner.errors import BadInput
-from planner.fleet import plan_fleet
-from planner.plan import plan_inputs
-from planner.recommend import recommend
-from planner.report import ReportContext, html_report, markdown_report
+from planner.plan.fleet import plan_fleet
+from planner.plan.recommend import recommend
+from planner.plan.resolve import plan_inputs
+from planner.report.report import ReportContext, html_report, markdown_report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -19,15 +19,15 @@ from planner.cli.output import (
     print_json,
     read_curve_source,
 )
-from planner.cli.recommend import add_worker_options
+from planner.cli.planning import add_worker_options
+from planner.curves.fit import EDGES, fit_curve
 from planner.errors import BadInput, NotFound
-from planner.fit import EDGES, fit_curve
-from planner.memory import MemoryLimit, available, memory_limit, memory_model
-from planner.modes import parse_duties, parse_memory, sharing_for
-from planner.pipeline import PART_LABELS, PARTS
-from planner.policies import POLICIES
-from planner.scenario import MODES, PHASES, Scenario
-from planner.simulate import simulate
+from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
+from planner.sim.modes import parse_duties, parse_memory, sharing_for
+from planner.sim.pipeline import PART_LABELS, PARTS
+from planner.sim.policies import POLICIES
+from planner.sim.scenario import MODES, PHASES, Scenario
+from planner.sim.simulate import simulate
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -247,7 +247,7 @@ def _calibration(args: argparse.Namespace, curve: Any) -> Any:
         if choice is not None and choice.strip().lower() != "none":
             raise BadInput("--calibration needs --curve: a calibration belongs to a stored curve")
         return None
-    from planner.calibration_store import resolve
+    from planner.store.calibrations import resolve
 
     with open_store(args) as store:
         return resolve(store, choice, curve.id)

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from planner.cli.output import StatusLine, note, open_store, print_json
-from planner.study import MAX_CELLS, read_study
-from planner.study_run import ENGINES, Progress, StudyInterrupted, default_workers, run_study
+from planner.studies.run import ENGINES, Progress, StudyInterrupted, default_workers, run_study
+from planner.studies.study import MAX_CELLS, read_study
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -1,0 +1,84 @@
+"""Which batch size to measure next: one definition for every page and command.
+
+The batch size to measure next is the one whose measurement would most narrow the fitted
+curve's band *where a decision depends on it* (``FittedCurve.measure_next`` tries each
+candidate as if measured at the central estimate and keeps the one that leaves the
+smallest weighted sum of relative band widths). What a decision depends on is the
+weighting, and it is the only thing that differs between the two cases:
+
+- **a plan** (the Plan and Compare pages, ``planner recommend``): the batch sizes that ran
+  in the simulations that decided the recommended option's cap — at the cap and one
+  session above it — weighted by the frames each carried (under the MPS and derived MIG
+  models, also the batch of peak throughput, which scales every batch's latency). No
+  advice when the cap is a single number resting on measured batch sizes only: no
+  measurement would change it.
+- **no plan** (the Curves page, ``planner fit``): every batch size from 1 to 64 alike,
+  and the advice says so, since a plan would usually weight a few batch sizes only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.curves.fit import FittedCurve
+
+NO_PLAN_UPTO = 64
+
+
+@dataclass(frozen=True)
+class Advice:
+    """A batch size to measure next (None: nothing worth measuring) and, in words, what
+    the advice is relative to."""
+
+    batch: int | None
+    basis: str
+
+
+def for_curve(curve: FittedCurve, upto: int = NO_PLAN_UPTO) -> Advice:
+    """Advice without a plan: the band over batch sizes 1..upto, all weighted alike."""
+    return Advice(
+        batch=curve.measure_next(upto),
+        basis=f"no plan: it narrows the band most over batch sizes 1–{upto}, weighted alike",
+    )
+
+
+def for_plan(
+    curve: FittedCurve, upto: int, deciding_batches: Sequence[int], *, settled: bool
+) -> Advice:
+    """Advice for a plan whose recommended option's cap was decided by runs that carried
+    ``deciding_batches[b]`` frames in batches of b (index 0 unused); ``settled`` when that
+    cap is a single number resting on measured batch sizes only."""
+    if settled:
+        return Advice(
+            batch=None,
+            basis="this plan: its cap is one number that rests on measured batch sizes only",
+        )
+    weights = np.zeros(upto)
+    frames = np.asarray(deciding_batches[1 : upto + 1], dtype=float)
+    weights[: frames.size] = frames
+    if not weights.any():
+        return Advice(batch=curve.measure_next(upto), basis=_plan_basis(None))
+    used = [int(b) + 1 for b in np.flatnonzero(weights)]
+    return Advice(batch=curve.measure_next(upto, weights), basis=_plan_basis(used))
+
+
+def _plan_basis(used: list[int] | None) -> str:
+    if not used:
+        return "this plan: no batch carried frames in the runs that decided its cap"
+    sizes = _span(used)
+    return (
+        "this plan: it narrows the band most at the batch sizes that decided the cap "
+        f"({sizes}), weighted by the frames each carried"
+    )
+
+
+def _span(batches: list[int]) -> str:
+    if len(batches) == 1:
+        return f"batch {batches[0]}"
+    if batches == list(range(batches[0], batches[-1] + 1)):
+        return f"batches {batches[0]}–{batches[-1]}"
+    shown = ", ".join(str(b) for b in batches[:6])
+    return f"batches {shown}" + (", …" if len(batches) > 6 else "")

@@ -1,0 +1,617 @@
+"""Demand over time: concurrent sessions per step of a day or a week, and the fleet that
+serves it (SPEC §5.3).
+
+A **demand profile** is a regular series of concurrent-session counts: 24 hourly values
+for a day, 168 for a week, or an uploaded CSV (``time, sessions``) with any regular step.
+A profile that covers exactly one day or one week *repeats*: the step after its last is
+its first again. Any other profile does not: it ends at its last step. The built-in
+profiles are *shapes* (fractions of a peak that the user gives), not anyone's measured
+traffic.
+
+For a plan, with ``S`` seats per card and headroom ``h``:
+
+- GPUs needed in step t: ``ceil(D_t (1 + h) / S)`` (the peak rule of SPEC §3.5 per step).
+- **Fixed fleet**: every step runs the peak step's GPUs.
+- **Autoscaling with a lead time T**: a GPU takes T from being asked for to serving, and
+  the scaler acts at step boundaries, so a GPU that must serve at the start of a step is
+  started (and paid for) in an earlier step. Step t therefore runs the GPUs of the largest
+  demand among the steps that begin before its end plus T: itself and the next
+  ``ceil(T / step)`` steps. For a repeating profile the steps after the last are the
+  first ones again; for one that does not repeat there are none, which is the same as
+  demand staying at its last value (the last step is already in every such window), so
+  nothing is provisioned for demand the profile does not describe.
+- GPU-hours per day = the mean GPUs per step x 24 (a week's figure divided by 7; a
+  profile of another length scaled to 24 hours); cost per day = GPU-hours per day x the
+  card's hourly price x the part of the card a seat is charged for; per month = 30 days.
+- Mean seat utilisation = demand over provisioned seats (GPUs x S), averaged over the
+  steps that provision any seat.
+
+Nothing here touches the store or a simulation: the fleet is arithmetic on a plan's
+seats per card, so changing the profile or the lead time simulates nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from planner import limits
+from planner.curves.imports.base import Problems, decode_text
+from planner.errors import BadInput
+from planner.units import UsdPerHour, is_finite
+
+ProfileSource = Literal["built-in", "typed", "uploaded"]
+
+DAY_MINUTES = 1440.0
+WEEK_MINUTES = 7 * DAY_MINUTES
+DAYS_PER_MONTH = 30
+"""A month, for cost per month, is 30 days (SPEC §5.3)."""
+LEAD_TIME_MIN = 15.0
+"""Default autoscaling lead time: minutes from asking for a GPU to it serving (a node
+starting, the image pulled, the model loaded). An assumption to replace with your own."""
+
+PROFILE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+"""A profile's name (lower case): it travels in links and on the command line."""
+_CLOCK = re.compile(r"^([0-9]{1,2}):([0-9]{2})(?::([0-9]{2}(?:\.[0-9]+)?))?$")
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_SEPARATORS = re.compile(r"[\s,;]+")
+
+# Built-in shapes: hourly fractions of the peak, from 00:00. They describe shapes of a
+# day for planning, not any service's measured traffic.
+SHAPES: dict[str, tuple[str, tuple[float, ...]]] = {
+    "flat": ("the peak all day", (1.0,) * 24),
+    "office-hours": (
+        "a working day: low at night, rising from 07:00, the peak from 09:00 to 16:00, "
+        "falling after 17:00",
+        (
+            0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.1, 0.3, 0.7, 1.0, 1.0, 1.0,
+            0.9, 1.0, 1.0, 1.0, 0.9, 0.6, 0.3, 0.15, 0.1, 0.1, 0.05, 0.05,
+        ),
+    ),
+    "evening-peak": (
+        "a consumer evening: low in the small hours, a slow rise through the day, the "
+        "peak from 19:00 to 22:00",
+        (
+            0.2, 0.1, 0.05, 0.05, 0.05, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.3,
+            0.35, 0.35, 0.35, 0.4, 0.5, 0.6, 0.8, 0.95, 1.0, 0.9, 0.6, 0.35,
+        ),
+    ),
+}  # fmt: skip
+"""Built-in shapes by name: (what the shape is, 24 hourly fractions of the peak)."""
+
+
+def clean_profile_name(value: object) -> str:
+    """A profile's name: lower case, 1-64 letters, digits, ``.``, ``_`` or ``-``, starting
+    with a letter or digit (it travels in links and on the command line)."""
+    text = value.strip().lower() if isinstance(value, str) else ""
+    if not PROFILE_NAME.match(text):
+        raise BadInput(
+            f"a profile name must be 1 to 64 letters, digits, '.', '_' or '-', starting with "
+            f"a letter or digit (not {str(value)[:40]!r})"
+        )
+    return text
+
+
+@dataclass(frozen=True)
+class DemandProfile:
+    """Concurrent sessions per step, from the profile's start.
+
+    ``sessions[t]`` is the demand during step t, which lasts ``step_minutes``. ``start``
+    names the first step's time as given (``"00:00"`` for typed and built-in profiles),
+    for labels only. ``description`` says what the profile is (a built-in shape says it
+    is a shape).
+    """
+
+    name: str
+    sessions: tuple[float, ...]
+    step_minutes: float = 60.0
+    source: ProfileSource = "typed"
+    start: str | None = "00:00"
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        problems = []
+        try:
+            object.__setattr__(self, "name", clean_profile_name(self.name))
+        except BadInput as exc:
+            problems.extend(exc.problems)
+        values = tuple(self.sessions)
+        if not limits.PROFILE_STEPS.holds(len(values)):
+            problems.append(
+                f"a profile has {limits.PROFILE_STEPS.words()} steps, not {len(values)}"
+            )
+        bad = [i for i, v in enumerate(values) if not limits.DEMAND_SESSIONS.holds(v)]
+        if bad:
+            problems.append(
+                f"sessions must be {limits.DEMAND_SESSIONS.words()} in every step "
+                f"(step {bad[0] + 1} holds {values[bad[0]]!r})"
+            )
+        if not limits.STEP_MINUTES.holds(self.step_minutes):
+            problems.append(f"the step must be {limits.STEP_MINUTES.words()} minutes")
+        if problems:
+            raise BadInput(problems)
+        object.__setattr__(self, "sessions", tuple(float(v) for v in values))
+        object.__setattr__(self, "step_minutes", float(self.step_minutes))
+
+    @property
+    def steps(self) -> int:
+        return len(self.sessions)
+
+    @property
+    def span_minutes(self) -> float:
+        return self.steps * self.step_minutes
+
+    @property
+    def repeats(self) -> bool:
+        """Whether the profile covers exactly one day or one week, and so wraps around."""
+        span = self.span_minutes
+        return any(math.isclose(span, whole, rel_tol=1e-9) for whole in (DAY_MINUTES, WEEK_MINUTES))
+
+    @property
+    def peak(self) -> float:
+        return max(self.sessions)
+
+    @property
+    def hours(self) -> tuple[float, ...]:
+        """Each step's start, in hours from the profile's start."""
+        return tuple(t * self.step_minutes / 60.0 for t in range(self.steps))
+
+    @property
+    def shape(self) -> str:
+        """The profile in words: ``24 steps of 60 min (a day, repeating)``."""
+        span = self.span_minutes
+        if math.isclose(span, DAY_MINUTES):
+            cover = "a day, repeating"
+        elif math.isclose(span, WEEK_MINUTES):
+            cover = "a week, repeating"
+        else:
+            cover = f"{span / 60:g} hours, not repeating"
+        return f"{self.steps} steps of {self.step_minutes:g} min ({cover})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "step_minutes": self.step_minutes,
+            "start": self.start,
+            "repeats": self.repeats,
+            "peak_sessions": self.peak,
+            "description": self.description,
+            "sessions": list(self.sessions),
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# Where profiles come from: a built-in shape, typed values, a CSV file.
+
+
+def builtin_profile(name: str, peak_sessions: float | None) -> DemandProfile:
+    """The built-in shape ``name`` scaled to ``peak_sessions`` (BadInput without a peak:
+    a shape is a fraction of the peak, not a number of sessions)."""
+    key = name.strip().lower()
+    if key not in SHAPES:
+        raise BadInput(f"no built-in profile {name!r}; the built-in shapes are {', '.join(SHAPES)}")
+    if peak_sessions is None:
+        raise BadInput(
+            f"the {key} profile is a shape, a fraction of the peak; give the peak sessions "
+            "to scale it"
+        )
+    if not limits.DEMAND_SESSIONS.holds(peak_sessions):
+        raise BadInput(f"the peak must be {limits.DEMAND_SESSIONS.words()} sessions")
+    words, fractions = SHAPES[key]
+    return DemandProfile(
+        name=key,
+        sessions=tuple(f * peak_sessions for f in fractions),
+        step_minutes=60.0,
+        source="built-in",
+        description=f"Built-in shape ({words}) scaled to a peak of {peak_sessions:g} "
+        "sessions; a shape to plan with, not measured traffic.",
+    )
+
+
+def typed_profile(name: str, values: str | Sequence[float]) -> DemandProfile:
+    """A profile of 24 hourly values (a day) or 168 (a week, from Monday 00:00), given as a
+    list or as text separated by commas, spaces or new lines."""
+    if isinstance(values, str):
+        items = [v for v in _SEPARATORS.split(values.strip()) if v]
+        numbers: list[float] = []
+        problems = []
+        for position, item in enumerate(items, start=1):
+            try:
+                number = float(item) if len(item) <= 40 else math.nan
+            except ValueError:
+                number = math.nan
+            if not limits.DEMAND_SESSIONS.holds(number):
+                problems.append(
+                    f"value {position} ({item[:40]!r}) is not a number of sessions "
+                    f"{limits.DEMAND_SESSIONS.words()}"
+                )
+            numbers.append(number)
+        if problems:
+            raise BadInput(
+                problems[:10] + ([f"… and {len(problems) - 10} more"] if len(problems) > 10 else [])
+            )
+    else:
+        numbers = [float(v) if is_finite(v) else math.nan for v in values]
+    if len(numbers) not in (24, 168):
+        raise BadInput(
+            f"give 24 hourly values for a day or 168 for a week (from Monday 00:00), "
+            f"not {len(numbers)}"
+        )
+    what = "a day" if len(numbers) == 24 else "a week from Monday 00:00"
+    return DemandProfile(
+        name=name,
+        sessions=tuple(numbers),
+        step_minutes=60.0,
+        source="typed",
+        description=f"Hourly concurrent sessions over {what}, typed in.",
+    )
+
+
+def read_profile_csv(name: str, file_name: str, data: bytes) -> DemandProfile:
+    """A profile from a CSV file with the columns ``time`` and ``sessions`` (any order;
+    other columns are ignored), one row per step, at a regular step.
+
+    ``time`` is, in every row alike, a time of day (``08:00``, ``08:00:30``; a time
+    earlier than the row before is on the next day), a date and time
+    (``2026-11-30T08:00``), or a number of hours from the start. ``sessions`` is the
+    concurrent sessions in the step that starts then. BadInput lists every problem with
+    its line (the first 50, then counts by kind); nothing is returned from a bad file.
+    """
+    text = decode_text(file_name, data)
+    problems = Problems(file_name)
+    reader = csv.reader(io.StringIO(text))
+    header: list[str] | None = None
+    header_line = 0
+    for row in reader:
+        if any(cell.strip() for cell in row):
+            header = [cell.strip().lower() for cell in row]
+            header_line = reader.line_num
+            break
+    if header is None:  # pragma: no cover - decode_text refuses an empty file
+        raise BadInput(f"{file_name}: file is empty")
+    missing = [c for c in ("time", "sessions") if c not in header]
+    if missing:
+        raise BadInput(
+            f"{file_name} line {header_line}: the header needs the columns time and sessions "
+            f"(missing {', '.join(missing)}; found {', '.join(repr(h[:20]) for h in header[:8])})"
+        )
+    at_time, at_sessions = header.index("time"), header.index("sessions")
+    rows: list[tuple[int, str, float]] = []
+    too_many = False
+    for row in reader:
+        if not any(cell.strip() for cell in row):
+            continue
+        line = reader.line_num
+        if len(rows) >= limits.PROFILE_STEPS.high:
+            too_many = True
+            break
+        where = f"{file_name} line {line}"
+        if len(row) <= max(at_time, at_sessions):
+            problems.append(f"{where}: has {len(row)} cells; the header has {len(header)}")
+            continue
+        stamp, count = row[at_time].strip(), row[at_sessions].strip()
+        try:
+            sessions = float(count) if len(count) <= 40 else math.nan
+        except ValueError:
+            sessions = math.nan
+        if not limits.DEMAND_SESSIONS.holds(sessions):
+            problems.append(
+                f"{where}: sessions {count[:40]!r} is not a number {limits.DEMAND_SESSIONS.words()}"
+            )
+        rows.append((line, stamp, sessions))
+    if too_many:
+        problems.append(
+            f"{file_name}: more than {limits.PROFILE_STEPS.high:,.0f} rows; a profile has at "
+            "most that many steps (use a longer step)"
+        )
+    minutes = _minutes(file_name, rows, problems)
+    if len(rows) < 2 and not problems:
+        problems.append(f"{file_name}: needs at least two rows, to know the step")
+    step = 0.0
+    if minutes is not None and len(minutes) >= 2:
+        step = minutes[1] - minutes[0]
+        if step <= 0:
+            problems.append(
+                f"{file_name} line {rows[1][0]}: time {rows[1][1][:40]!r} is not after the "
+                "row before"
+            )
+        else:
+            for (line, stamp, _), before, now in zip(rows[1:], minutes, minutes[1:], strict=False):
+                gap = now - before
+                if not math.isclose(gap, step, rel_tol=1e-9, abs_tol=1e-6):
+                    problems.append(
+                        f"{file_name} line {line}: time {stamp[:40]!r} is {gap:g} min after "
+                        f"the row before; the step is {step:g} min (every step must be the same)"
+                    )
+            if not limits.STEP_MINUTES.holds(step):
+                problems.append(
+                    f"{file_name}: the step must be {limits.STEP_MINUTES.words()} minutes"
+                )
+    problems.check()
+    return DemandProfile(
+        name=name,
+        sessions=tuple(s for _, _, s in rows),
+        step_minutes=step,
+        source="uploaded",
+        start=rows[0][1][:40],
+        description=f"Uploaded from {file_name[:80]}.",
+    )
+
+
+def _minutes(
+    file_name: str, rows: list[tuple[int, str, float]], problems: Problems
+) -> list[float] | None:
+    """Each row's time in minutes from the first row, read the way the first row reads
+    (time of day, date and time, or hours); None when a time does not read."""
+    if not rows:
+        return None
+    first = rows[0][1]
+    if _CLOCK.match(first):
+        kind, reader = "a time of day like 08:00", _clock
+    elif _DATE.match(first):
+        kind, reader = "a date and time like 2026-11-30T08:00", _datetime
+    else:
+        kind, reader = "a number of hours from the start", _hours
+    values: list[float] = []
+    failed = False
+    for line, stamp, _ in rows:
+        value = reader(stamp)
+        if value is None:
+            problems.append(
+                f"{file_name} line {line}: time {stamp[:40]!r} is not {kind} (as in the first row)"
+            )
+            failed = True
+        values.append(value if value is not None else math.nan)
+    if failed:
+        return None
+    if reader is _clock:
+        # A time of day earlier than the row before is on the next day.
+        days, out = 0.0, []
+        for before, now in zip([values[0], *values], values, strict=False):
+            if now < before:
+                days += DAY_MINUTES
+            out.append(now + days)
+        values = out
+    return [v - values[0] for v in values]
+
+
+def _clock(text: str) -> float | None:
+    match = _CLOCK.match(text)
+    if not match:
+        return None
+    hours, minutes = int(match[1]), int(match[2])
+    seconds = float(match[3]) if match[3] else 0.0
+    if hours > 23 or minutes > 59 or seconds >= 60:
+        return None
+    return hours * 60 + minutes + seconds / 60
+
+
+def _datetime(text: str) -> float | None:
+    try:
+        stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    # Minutes since the epoch (naive times read as UTC; the differences are what count).
+    try:
+        if stamp.tzinfo is None:
+            return (stamp - datetime(1970, 1, 1)).total_seconds() / 60
+        return stamp.timestamp() / 60
+    except (OverflowError, OSError):  # pragma: no cover - year 1 or 9999 edge cases
+        return None
+
+
+def _hours(text: str) -> float | None:
+    try:
+        value = float(text) if len(text) <= 40 else math.nan
+    except ValueError:
+        return None
+    return value * 60 if math.isfinite(value) else None
+
+
+# ---------------------------------------------------------------------------------------
+# The fleet over a profile.
+
+
+def gpus_for(sessions: float, headroom: float, seats_per_card: int) -> int:
+    """GPUs for ``sessions`` concurrent sessions: ``ceil(D (1 + h) / seats per card)``,
+    the rule of ``planner.plan.recommend.fleet_size`` (0 for no demand)."""
+    if seats_per_card < 1:
+        raise BadInput("a fleet needs at least one seat per card")
+    return max(0, math.ceil(sessions * (1.0 + headroom) / seats_per_card - 1e-9))
+
+
+@dataclass(frozen=True)
+class Provisioning:
+    """One provisioning rule over a profile: GPUs in every step and what they cost."""
+
+    rule: str  # "fixed" or "autoscaled"
+    gpus: tuple[int, ...]
+    step_minutes: float
+    price_per_hour: UsdPerHour | None
+    card_share: float
+    utilisation: tuple[float | None, ...]  # per step; None where no seat is provisioned
+
+    @property
+    def peak_gpus(self) -> int:
+        return max(self.gpus)
+
+    @property
+    def gpu_hours(self) -> float:
+        """GPU-hours over the whole profile."""
+        return sum(self.gpus) * self.step_minutes / 60.0
+
+    @property
+    def gpu_hours_per_day(self) -> float:
+        """GPU-hours in 24 hours: the mean GPUs per step x 24."""
+        return sum(self.gpus) / len(self.gpus) * 24.0
+
+    @property
+    def cost_per_day(self) -> float | None:
+        if self.price_per_hour is None:
+            return None
+        return self.gpu_hours_per_day * self.price_per_hour * self.card_share
+
+    @property
+    def cost_per_month(self) -> float | None:
+        day = self.cost_per_day
+        return None if day is None else day * DAYS_PER_MONTH
+
+    @property
+    def mean_utilisation(self) -> float | None:
+        """Demand over provisioned seats, averaged over the steps that provision any."""
+        used = [u for u in self.utilisation if u is not None]
+        return sum(used) / len(used) if used else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "gpus": list(self.gpus),
+            "peak_gpus": self.peak_gpus,
+            "gpu_hours": self.gpu_hours,
+            "gpu_hours_per_day": self.gpu_hours_per_day,
+            "cost_per_day": self.cost_per_day,
+            "cost_per_month": self.cost_per_month,
+            "mean_utilisation": self.mean_utilisation,
+        }
+
+
+@dataclass(frozen=True)
+class DemandFleet:
+    """A plan's fleet over a demand profile: GPUs needed per step, and the two
+    provisioning rules side by side (see the module docstring)."""
+
+    profile: DemandProfile
+    seats_per_card: int
+    headroom: float
+    lead_time_min: float
+    needed: tuple[int, ...]
+    fixed: Provisioning
+    autoscaled: Provisioning
+
+    @property
+    def steps_ahead(self) -> int:
+        """How many later steps an autoscaled step provisions for: ``ceil(T / step)``."""
+        return steps_ahead(self.lead_time_min, self.profile.step_minutes)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The assumptions behind these figures, in words."""
+        p = self.profile
+        out = [
+            f"GPUs per step = ceil(sessions x {1 + self.headroom:g} / {self.seats_per_card} "
+            "seats per card); the fixed fleet runs the peak step's GPUs all the time.",
+            f"Autoscaling: a GPU takes {self.lead_time_min:g} min from being asked for to "
+            "serving and the scaler acts at step boundaries, so each step runs the GPUs of "
+            f"the largest demand in itself and the next {self.steps_ahead} step(s) "
+            f"({p.step_minutes:g} min each).",
+        ]
+        if p.repeats:
+            out.append("The profile repeats: after its last step comes its first again.")
+        else:
+            out.append(
+                "The profile does not repeat: it ends at its last step, and the last steps "
+                "provision only for the demand left in the profile (as if demand stayed at "
+                "its last value). Per-day figures scale its "
+                f"{p.span_minutes / 60:g} hours to 24."
+            )
+        out.append(
+            "Cost per day = GPU-hours per day x the card's hourly price"
+            + (
+                f" x our {self.fixed.card_share:.0%} of the card"
+                if self.fixed.card_share < 1
+                else ""
+            )
+            + f"; a month is {DAYS_PER_MONTH} days."
+        )
+        return tuple(out)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile.as_dict(),
+            "seats_per_card": self.seats_per_card,
+            "headroom": self.headroom,
+            "lead_time_min": self.lead_time_min,
+            "steps_ahead": self.steps_ahead,
+            "repeats": self.profile.repeats,
+            "needed_gpus": list(self.needed),
+            "fixed": self.fixed.as_dict(),
+            "autoscaled": self.autoscaled.as_dict(),
+            "notes": list(self.notes),
+        }
+
+
+def steps_ahead(lead_time_min: float, step_minutes: float) -> int:
+    """``ceil(T / step)``: the later steps whose demand a step must already serve."""
+    return max(0, math.ceil(lead_time_min / step_minutes - 1e-9))
+
+
+def demand_fleet(
+    profile: DemandProfile,
+    *,
+    seats_per_card: int,
+    headroom: float,
+    lead_time_min: float = LEAD_TIME_MIN,
+    price_per_hour: UsdPerHour | None = None,
+    card_share: float = 1.0,
+) -> DemandFleet:
+    """The fleet for ``profile`` at ``seats_per_card`` (an option's seats per card),
+    fixed at the peak and autoscaled with ``lead_time_min`` (see the module docstring).
+
+    >>> p = DemandProfile("x", (10, 0, 30, 0) * 6)
+    >>> f = demand_fleet(p, seats_per_card=4, headroom=0.2, lead_time_min=60)
+    >>> f.needed[:4], f.autoscaled.gpus[:4], f.fixed.peak_gpus
+    ((3, 0, 9, 0), (3, 9, 9, 3), 9)
+    """
+    problems = []
+    if not (isinstance(seats_per_card, int) and seats_per_card >= 1):
+        problems.append("a fleet needs at least one seat per card")
+    if not limits.HEADROOM.holds(headroom):
+        problems.append(f"headroom must be a fraction {limits.HEADROOM.words()}")
+    if not limits.LEAD_TIME_MIN.holds(lead_time_min):
+        problems.append(f"the lead time must be {limits.LEAD_TIME_MIN.words()} minutes")
+    if price_per_hour is not None and not limits.PRICE_PER_HOUR.holds(price_per_hour):
+        problems.append(f"the price must be {limits.PRICE_PER_HOUR.words()} USD per hour")
+    if problems:
+        raise BadInput(problems)
+    demand = profile.sessions
+    n = len(demand)
+    needed = tuple(gpus_for(d, headroom, seats_per_card) for d in demand)
+    ahead = steps_ahead(lead_time_min, profile.step_minutes)
+    autoscaled = []
+    for t in range(n):
+        if profile.repeats:
+            window = [needed[(t + k) % n] for k in range(min(ahead, n - 1) + 1)]
+        else:
+            window = list(needed[t : t + ahead + 1])
+        autoscaled.append(max(window))
+    peak = max(needed)
+
+    def rule(name: str, gpus: Sequence[int]) -> Provisioning:
+        return Provisioning(
+            rule=name,
+            gpus=tuple(gpus),
+            step_minutes=profile.step_minutes,
+            price_per_hour=price_per_hour,
+            card_share=card_share,
+            utilisation=tuple(
+                d / (g * seats_per_card) if g > 0 else None
+                for d, g in zip(demand, gpus, strict=True)
+            ),
+        )
+
+    return DemandFleet(
+        profile=profile,
+        seats_per_card=seats_per_card,
+        headroom=headroom,
+        lead_time_min=float(lead_time_min),
+        needed=needed,
+        fixed=rule("fixed", [peak] * n),
+        autoscaled=rule("autoscaled", autoscaled),
+    )

@@ -1,0 +1,296 @@
+"""Deployment settings: the files that apply a plan's option (SPEC §5.3).
+
+For the recommended option (or another option of the plan) this writes what the people
+who run the cluster apply, each file opening with the assumption it encodes:
+
+- ``worker.json``: the worker's session cap and policy parameters (the values the
+  simulation used), its sharing mode, and the criteria the cap was found under. JSON has
+  no comments, so its assumption is the ``comment`` field.
+- ``config.pbtxt`` for ``triton``, ``max-batch`` and ``batch-all``: the ``max_batch_size``
+  and ``dynamic_batching { max_queue_delay_microseconds }`` lines of a Triton model
+  configuration (field names from Triton's ``model_config.proto``: ``ModelConfig``
+  and ``ModelDynamicBatching``), and one model instance per GPU (``instance_group``), as
+  the simulation runs one batch at a time per GPU.
+- ``time-slicing.yaml``: the NVIDIA Kubernetes device plugin's sharing config
+  (``sharing.timeSlicing.resources[].replicas``), replicas = the jobs planned on a card.
+- ``mps.env``: ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`` (the planned share) and
+  ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`` (the same share of the card's memory).
+- ``mig-parted.yaml``: the MIG profile and instance count per card, as an
+  ``nvidia-mig-parted`` configuration.
+
+The text is written by hand (the library needs no YAML package); the tests read every
+file back with a parser of its format.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from planner.curves.cards import Card
+from planner.errors import BadInput
+from planner.plan.recommend import Option, Recommendation
+from planner.sim.policies import POLICIES
+
+TRITON_POLICIES = ("triton", "max-batch", "batch-all")
+"""Policies a Triton dynamic batcher reproduces (SPEC §2.2): batch-all is "whatever is
+queued now" up to the session cap, max-batch the same up to B, triton waits up to D."""
+CONFIG_NAME = "seat-planner"
+"""The name of the configuration inside the MIG file (``nvidia-mig-parted -c``)."""
+
+
+@dataclass(frozen=True)
+class DeployFile:
+    """One file to apply: its name, format, text, and the assumption it encodes."""
+
+    name: str
+    format: str  # "json", "pbtxt", "yaml" or "env"
+    text: str
+    assumption: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "name": self.name,
+            "format": self.format,
+            "assumption": self.assumption,
+            "text": self.text,
+        }
+
+
+def choose_option(result: Recommendation, spec: str | None) -> Option:
+    """The option ``spec`` names (``POLICY`` or ``POLICY,MODE``), else the recommended one.
+
+    BadInput when nothing holds a seat, or when ``spec`` names no option of the plan
+    that holds one (the message lists those that do).
+    """
+    holding = [o for o in result.options if o.cap >= 1]
+    if spec is None or not spec.strip():
+        if result.recommended is None:
+            raise BadInput("no option holds even one session; there is nothing to deploy")
+        return result.recommended
+    policy, _, mode = (part.strip().lower() for part in spec.partition(","))
+    found = [o for o in holding if o.policy == policy and (not mode or o.mode == mode)]
+    if not found:
+        choices = ", ".join(f"{o.policy},{o.mode}" for o in holding) or "none"
+        raise BadInput(
+            f"the plan has no option {spec.strip()[:40]!r} that holds a seat "
+            f"(options with a seat: {choices})"
+        )
+    return found[0]
+
+
+def option_key(option: Option) -> str:
+    """``POLICY,MODE``: how a link and ``--option`` name an option."""
+    return f"{option.policy},{option.mode}"
+
+
+def deployment(
+    result: Recommendation, option: Option | None = None, card: Card | None = None
+) -> tuple[DeployFile, ...]:
+    """The files that apply ``option`` (default: the recommended one) of ``result``;
+    ``card`` (the catalogue entry) gives the memory for the MPS limit."""
+    chosen = option if option is not None else choose_option(result, None)
+    if chosen.cap < 1:
+        raise BadInput(f"{chosen.label} holds no session; there is nothing to deploy")
+    files = [_worker(result, chosen)]
+    if chosen.policy in TRITON_POLICIES:
+        files.append(_triton(result, chosen))
+    if chosen.mode == "time-slicing":
+        files.append(_time_slicing(chosen))
+    elif chosen.mode == "mps":
+        files.append(_mps(chosen, card))
+    elif chosen.mode == "mig":
+        files.append(_mig(result, chosen))
+    return tuple(files)
+
+
+def policy_parameters(result: Recommendation, option: Option) -> dict[str, float]:
+    """The policy's parameters as the simulation used them (defaults filled in)."""
+    scenario = result.request.scenario(option.policy, option.sharing, "central", option.cap, 0)
+    return {name: scenario.param(name) for name in POLICIES[option.policy].params}
+
+
+def _number(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else value
+
+
+def _worker(result: Recommendation, option: Option) -> DeployFile:
+    request = result.request
+    criteria = request.criteria
+    sharing = option.sharing
+    unit = {"mig": "MIG instance", "mps": "MPS client"}.get(option.mode, "card")
+    assumption = (
+        f"One worker per {unit} serves at most {option.cap} session(s) with {option.policy}, "
+        f"keeping only each session's newest frame, as simulated: the p{criteria.percentile:g} "
+        f"end-to-end latency within {criteria.budget_ms:g} ms and the slowest session at "
+        f"{criteria.min_fps:g} fps or more, for {request.fps:g} fps sources"
+        + (
+            f"; a card holds {option.per_card} such workers ({option.seats_per_card} seats)"
+            if option.per_card > 1
+            else ""
+        )
+        + ". Sessions beyond the cap go to another worker."
+    )
+    mode: dict[str, Any] = {"mode": option.mode}
+    if option.mode == "time-slicing":
+        mode["cotenant_duty_cycles"] = list(sharing.cotenants)
+    elif option.mode == "mps":
+        mode["active_thread_percentage"] = _number(sharing.mps_share or 100.0)
+    elif option.mode == "mig":
+        mode["mig_profile"] = sharing.mig_profile
+    document = {
+        "comment": assumption,
+        "option": option.label,
+        "session_cap": option.cap,
+        "session_cap_range": [min(option.cap_low, option.cap), max(option.cap_high, option.cap)],
+        "instances_per_card": option.per_card,
+        "seats_per_card": option.seats_per_card,
+        "policy": option.policy,
+        "policy_parameters": {k: _number(v) for k, v in policy_parameters(result, option).items()},
+        "keep_newest_frame_only": True,
+        "sharing": mode,
+        "criteria": {
+            "latency_budget_ms": criteria.budget_ms,
+            "percentile": criteria.percentile,
+            "min_fps": criteria.min_fps,
+            "overhead_ms": criteria.overhead_ms,
+            "max_overwritten": criteria.max_overwritten,
+        },
+        "fps_per_session": request.fps,
+    }
+    return DeployFile("worker.json", "json", json.dumps(document, indent=2) + "\n", assumption)
+
+
+def _triton(result: Recommendation, option: Option) -> DeployFile:
+    params = policy_parameters(result, option)
+    if option.policy == "batch-all":
+        # Every pending frame: at most one per session, so the cap bounds the batch.
+        batch, delay = option.cap, 0.0
+        why = (
+            f"batch-all runs every waiting frame at once; with at most {option.cap} sessions "
+            "that is at most one frame each, and Triton's default (no queue delay) batches "
+            "whatever is queued now"
+        )
+    elif option.policy == "max-batch":
+        batch, delay = int(params["max_batch"]), 0.0
+        why = "max-batch runs up to B waiting frames at once without waiting for more"
+    else:
+        batch, delay = int(params["max_batch"]), params["max_queue_delay_us"]
+        why = f"triton waits up to {delay:g} µs for a batch of {batch}"
+    micros = round(delay)
+    rounded = "" if math.isclose(micros, delay) else f" ({delay:g} µs rounded to whole µs)"
+    assumption = (
+        f"{why}; one model instance per GPU runs one batch at a time, as simulated. "
+        "Triton does not replace a session's older frame with its newer one: the client "
+        "must send only its newest frame while one is pending."
+    )
+    lines = [
+        f"# Triton model configuration lines for {option.label}.",
+        *_comment(assumption),
+        f"# max_queue_delay_microseconds{rounded}: how long a request waits for a fuller batch.",
+        f"max_batch_size: {batch}",
+        "dynamic_batching {",
+        f"  max_queue_delay_microseconds: {micros}",
+        "}",
+        "instance_group [",
+        "  {",
+        "    count: 1",
+        "    kind: KIND_GPU",
+        "  }",
+        "]",
+    ]
+    return DeployFile("config.pbtxt", "pbtxt", "\n".join(lines) + "\n", assumption)
+
+
+def _time_slicing(option: Option) -> DeployFile:
+    jobs = 1 + len(option.sharing.cotenants)
+    assumption = (
+        f"replicas = the jobs planned on one card: this worker and its "
+        f"{len(option.sharing.cotenants)} co-tenant(s), so {jobs}. Time-slicing isolates "
+        "neither memory nor faults, and a co-tenant busier than planned slows every seat."
+    )
+    lines = [
+        f"# NVIDIA Kubernetes device plugin configuration for {option.label}.",
+        *_comment(assumption),
+        "version: v1",
+        "sharing:",
+        "  timeSlicing:",
+        "    failRequestsGreaterThanOne: true",
+        "    resources:",
+        "      - name: nvidia.com/gpu",
+        f"        replicas: {jobs}",
+    ]
+    return DeployFile("time-slicing.yaml", "yaml", "\n".join(lines) + "\n", assumption)
+
+
+def mps_memory_mb(option: Option, card: Card | None) -> int | None:
+    """The MPS client's memory limit in MB: the planned share of the card's memory."""
+    if card is None or card.memory_gb is None:
+        return None
+    share = float(option.sharing.mps_share or 100.0)
+    return math.floor(card.memory_gb * 1024 * share / 100.0)
+
+
+def _mps(option: Option, card: Card | None) -> DeployFile:
+    share = float(option.sharing.mps_share or 100.0)
+    memory = mps_memory_mb(option, card)
+    assumption = (
+        f"each MPS client of this worker gets {share:g}% of the card's compute and the same "
+        f"share of its memory; a card holds {option.per_card} such client(s)."
+    )
+    lines = [
+        f"# CUDA MPS client environment for {option.label}.",
+        *_comment(assumption),
+        f"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={share:g}",
+    ]
+    if memory is None:
+        lines.append(
+            "# CUDA_MPS_PINNED_DEVICE_MEM_LIMIT: the card's memory is not in the catalogue; "
+            f"set 0=<MB>M to {share:g}% of it."
+        )
+    else:
+        lines.append(f"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0={memory}M")
+    return DeployFile("mps.env", "env", "\n".join(lines) + "\n", assumption)
+
+
+def _mig(result: Recommendation, option: Option) -> DeployFile:
+    profile = option.sharing.mig_profile or ""
+    ours = option.per_card
+    if result.request.other_jobs:
+        assumption = (
+            f"one {profile} instance per card runs this worker; the rest of the card is "
+            "other jobs', so add their instances to this configuration."
+        )
+    else:
+        assumption = (
+            f"every card is split into {ours} {profile} instances, each running this worker "
+            f"(the most of this profile one card holds)."
+        )
+    lines = [
+        f"# nvidia-mig-parted configuration for {option.label}; apply with",
+        f"#   nvidia-mig-parted apply -f mig-parted.yaml -c {CONFIG_NAME}",
+        *_comment(assumption),
+        "version: v1",
+        "mig-configs:",
+        f"  {CONFIG_NAME}:",
+        "    - devices: all",
+        "      mig-enabled: true",
+        "      mig-devices:",
+        f'        "{profile}": {ours}',
+    ]
+    return DeployFile("mig-parted.yaml", "yaml", "\n".join(lines) + "\n", assumption)
+
+
+def _comment(text: str, width: int = 88) -> list[str]:
+    """``text`` as ``# Assumption: ...`` comment lines of at most ``width`` characters."""
+    words = f"Assumption: {text}".split()
+    lines, line = [], "#"
+    for word in words:
+        if len(line) + 1 + len(word) > width and line != "#":
+            lines.append(line)
+            line = "#"
+        line += " " + word
+    lines.append(line)
+    return lines

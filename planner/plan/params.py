@@ -1,0 +1,237 @@
+"""The parameters of each page as frozen, validated values: a plan (``PlanParams``: the Plan
+page, a link, ``planner recommend``), one simulation (``SimulateParams``) and a card
+comparison (``CompareParams``), with the rules that say which values go together.
+
+Their fields come from the one parameter table (``planner.links.parameters``), so a plan
+is encoded into a link, saved and decoded again unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from planner.curves.curve import (
+    Point,
+)
+from planner.links.parameters import ParameterSet, curve_conflicts, param
+from planner.plan.recommend import Request
+from planner.sim.scenario import (
+    Sharing,
+    cotenant_problem,
+    frames_problem,
+)
+from planner.units import FramesPerSecond, Microseconds, Milliseconds, Seconds, UsdPerHour
+
+
+def _mode_conflicts(
+    values: Mapping[str, Any], modes: Sequence[str], field_name: str
+) -> list[tuple[tuple[str, ...], str]]:
+    """A sharing mode without what it needs, and co-tenants too busy to draw."""
+    out: list[tuple[tuple[str, ...], str]] = []
+    cotenants = values.get("cotenants") or ()
+    if "time-slicing" in modes and not cotenants:
+        out.append(((field_name,), "time-slicing needs co-tenants (cotenants=0.9,0.9)"))
+    elif "mig" in modes and not values.get("mig_profile"):
+        out.append(((field_name,), "MIG needs a profile (mig_profile=3g.40gb)"))
+    elif cotenants and ("time-slicing" in modes or (field_name == "modes" and not modes)):
+        busy = values.get("busy_period_ms", Sharing.busy_period_ms)
+        too_busy = cotenant_problem(values.get("duration_s", 30.0), tuple(cotenants), busy)
+        if too_busy:
+            out.append((("cotenants", "busy_period_ms"), too_busy))
+    return out
+
+
+def _memory_conflicts(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    memory = values.get("cotenant_memory_mb") or ()
+    cotenants = values.get("cotenants") or ()
+    if memory and len(memory) not in (1, len(cotenants)):
+        return [
+            (
+                ("cotenant_memory_mb",),
+                f"cotenant_memory_mb has {len(memory)} values for {len(cotenants)} co-tenants "
+                "(needs one for all or one per co-tenant)",
+            )
+        ]
+    return []
+
+
+@dataclass(frozen=True)
+class PlanParams(ParameterSet):
+    """Everything the Plan page (and ``planner recommend``) takes.
+
+    The curve is a stored curve's id (``curve``), or for a self-contained link its points
+    with the labels that describe them (``points``, ``model``, ``card``, ``precision``,
+    ``resolution``); with neither, the page picks its default curve. ``modes`` None means
+    the recommendation's default: exclusive, plus each mode whose parameters are given.
+    ``profile`` names a demand profile (a built-in shape or a stored one) and
+    ``lead_time_min`` the autoscaling lead time for the fleet over a day. The page's view
+    settings beside them (``views``) are the saved plan it is compared with and the option
+    whose deployment settings it shows.
+    """
+
+    page_path: ClassVar[str] = ""
+    views: ClassVar[frozenset[str]] = frozenset({"compare_plan", "deploy_option"})
+
+    @classmethod
+    def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+        out = curve_conflicts(values)
+        budget = values.get("budget_ms", 50.0)
+        outside = {
+            name: values.get(name, 0.0) * (2 if name == "network_ms" else 1)
+            for name in ("overhead_ms", "network_ms", "pre_ms", "post_ms")
+        }
+        if sum(outside.values()) >= budget:
+            names = tuple(n for n, v in outside.items() if v) or ("overhead_ms",)
+            out.append(
+                (
+                    names,
+                    f"{sum(outside.values()):g} ms outside the GPU (network both ways, CPU "
+                    f"work, overhead) leaves nothing of the {budget:g} ms budget for the GPU",
+                )
+            )
+        modes = values.get("modes")
+        out += _mode_conflicts(values, modes or (), "modes")
+        out += _memory_conflicts(values)
+        duration = values.get("duration_s", 30.0)
+        sessions = values.get("max_sessions", 64)
+        too_long = frames_problem(sessions * Request.fps, duration)
+        if too_long:
+            out.append((("duration_s",), f"at {sessions} sessions {too_long}"))
+        return out
+
+    curve: str | None = param("curve")
+    points: tuple[Point, ...] | None = param("points")
+    model: str | None = param("model")
+    card: str | None = param("card")
+    precision: str | None = param("precision")
+    resolution: str | None = param("resolution")
+    budget_ms: Milliseconds = param("budget_ms")
+    percentile: float = param("percentile")
+    min_fps: FramesPerSecond = param("min_fps")
+    max_overwritten: float | None = param("max_overwritten")
+    overhead_ms: Milliseconds = param("overhead_ms")
+    policies: tuple[str, ...] = param("policies")
+    modes: tuple[str, ...] | None = param("modes")
+    cotenants: tuple[float, ...] = param("cotenants")
+    busy_period_ms: Milliseconds = param("busy_period_ms")
+    mps_share: float | None = param("mps_share")
+    mig_profile: str | None = param("mig_profile")
+    seeds: int = param("seeds")
+    duration_s: Seconds = param("duration_s")
+    max_sessions: int = param("max_sessions")
+    peak_sessions: int | None = param("peak_sessions")
+    headroom: float = param("headroom")
+    price_per_hour: UsdPerHour | None = param("price_per_hour")
+    other_jobs: bool = param("other_jobs")
+    # Demand over time (SPEC §5.3): the fleet over a day for the recommended option.
+    profile: str | None = param("profile")
+    lead_time_min: float = param("lead_time_min")
+    network_ms: Milliseconds = param("network_ms")
+    pre_ms: Milliseconds = param("pre_ms")
+    post_ms: Milliseconds = param("post_ms")
+    cpu_workers: int = param("cpu_workers")
+    cotenant_memory_mb: tuple[float, ...] = param("cotenant_memory_mb")
+    mps_memory_mb: float | None = param("mps_memory_mb")
+    flagged: bool = param("flagged")
+    calibration: str | None = param("calibration")
+
+
+@dataclass(frozen=True)
+class SimulateParams(ParameterSet):
+    """Everything the Simulate page (and ``planner simulate``) takes: one scenario.
+
+    ``max_batch``, ``max_queue_delay_us`` and ``slo_ms`` left unset mean the policy's own
+    defaults. ``compare_policy`` is a second policy shown side by side on the same
+    scenario. ``fps`` has one value for every session or one per session. ``budget_ms``
+    (at ``percentile``) and ``min_fps`` are a plan's criteria, drawn on the charts to judge
+    the run by; they change nothing simulated.
+    """
+
+    page_path: ClassVar[str] = "simulate"
+
+    curve: str | None = param("curve")
+    points: tuple[Point, ...] | None = param("points")
+    model: str | None = param("model")
+    card: str | None = param("card")
+    precision: str | None = param("precision")
+    resolution: str | None = param("resolution")
+    sessions: int = param("sessions")
+    policy: str = param("policy")
+    max_batch: int | None = param("max_batch")
+    max_queue_delay_us: Microseconds | None = param("max_queue_delay_us")
+    slo_ms: Milliseconds | None = param("slo_ms")
+    compare_policy: str | None = param("compare_policy")
+    fps: tuple[float, ...] = param("fps")
+    duration_s: Seconds = param("duration_s")
+    phases: str = param("phases")
+    seed: int = param("seed")
+    jitter_ms: Milliseconds = param("jitter_ms")
+    overhead_ms: Milliseconds = param("overhead_ms")
+    mode: str = param("mode")
+    cotenants: tuple[float, ...] = param("cotenants")
+    busy_period_ms: Milliseconds = param("busy_period_ms")
+    mps_share: float | None = param("mps_share")
+    mig_profile: str | None = param("mig_profile")
+    network_ms: Milliseconds = param("network_ms")
+    pre_ms: Milliseconds = param("pre_ms")
+    post_ms: Milliseconds = param("post_ms")
+    cpu_workers: int = param("cpu_workers")
+    cotenant_memory_mb: tuple[float, ...] = param("cotenant_memory_mb")
+    mps_memory_mb: float | None = param("mps_memory_mb")
+    budget_ms: Milliseconds = param("budget_ms")
+    percentile: float = param("percentile")
+    min_fps: FramesPerSecond = param("min_fps")
+
+    @classmethod
+    def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+        out = curve_conflicts(values) + _memory_conflicts(values)
+        fps = values.get("fps") or ()
+        sessions = values.get("sessions", 3)
+        if len(fps) not in (1, sessions):
+            out.append(
+                (
+                    ("fps",),
+                    f"fps has {len(fps)} values for {sessions} sessions (needs 1 or {sessions})",
+                )
+            )
+        else:
+            total = sum(fps) * (sessions if len(fps) == 1 else 1)
+            too_long = frames_problem(total, values.get("duration_s", 30.0))
+            if too_long:
+                out.append((("duration_s",), too_long))
+        out += _mode_conflicts(values, (values.get("mode", "exclusive"),), "mode")
+        return out
+
+
+@dataclass(frozen=True)
+class CompareParams(ParameterSet):
+    """Everything the Compare page takes: one model across cards, under one plan budget.
+
+    ``model`` unset means the page's default model; ``cards`` empty means every card
+    with a curve of that model; ``precision`` and ``resolution`` narrow the curves.
+    """
+
+    page_path: ClassVar[str] = "compare"
+
+    model: str | None = param("model")
+    cards: tuple[str, ...] = param("cards")
+    precision: str | None = param("precision")
+    resolution: str | None = param("resolution")
+    budget_ms: Milliseconds = param("budget_ms")
+    percentile: float = param("percentile")
+    min_fps: FramesPerSecond = param("min_fps")
+    max_overwritten: float | None = param("max_overwritten")
+    overhead_ms: Milliseconds = param("overhead_ms")
+    policies: tuple[str, ...] = param("policies")
+    seeds: int = param("seeds")
+    duration_s: Seconds = param("duration_s")
+    max_sessions: int = param("max_sessions")
+    peak_sessions: int | None = param("peak_sessions")
+    headroom: float = param("headroom")
+    flagged: bool = param("flagged")
+
+    @classmethod
+    def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+        return []

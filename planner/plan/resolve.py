@@ -1,0 +1,343 @@
+"""From a plan's parameters (``PlanParams``: the Plan page, a link, ``planner recommend``)
+to a recommendation request: the curve, the card, the sharing modes and the price; and
+from a simulation's parameters (``SimulateParams``: the Simulate page) to its scenarios."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from planner.curves.cards import Card
+from planner.curves.curve import Curve
+from planner.curves.fit import FittedCurve, fit_curve
+from planner.errors import BadInput, NotFound
+from planner.links.codecs import number_text
+from planner.links.urls import encode, linked_curve
+from planner.plan.params import CompareParams, PlanParams, SimulateParams
+from planner.plan.recommend import Criteria, Request
+from planner.sim.calibration import Calibration
+from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
+from planner.sim.modes import sharing_for
+from planner.sim.scenario import Scenario, Sharing
+from planner.store.database import Store
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """What a plan runs on: the curve (stored or embedded), its card, and the request;
+    ``calibration`` is the one the plan pins (None: uncalibrated) and ``latest`` the
+    curve's newest calibration in the store, whether the plan uses it or not."""
+
+    curve: Curve
+    fitted: FittedCurve
+    card: Card | None
+    request: Request
+    calibration: Calibration | None = None
+    latest: Calibration | None = None
+
+
+def calibration_of(
+    params: PlanParams | SimulateParams, curve: Curve, store: Store | None
+) -> tuple[Calibration | None, Calibration | None]:
+    """The calibration a plan pins (BadInput when the store does not hold it, or when it
+    belongs to another curve) and the curve's newest one (None without a store)."""
+    pinned_id = getattr(params, "calibration", None)  # the Simulate page pins none
+    if store is None:
+        if pinned_id is not None:
+            raise BadInput(f"calibration={pinned_id} needs the store that holds it")
+        return None, None
+    from planner.store.calibrations import calibration, latest_calibration
+
+    latest = latest_calibration(store, curve.id)
+    if pinned_id is None:
+        return None, latest
+    try:
+        pinned = calibration(store, pinned_id)
+    except NotFound:
+        raise BadInput(f"calibration={pinned_id}: no stored calibration has that id") from None
+    if pinned.curve_id != curve.id:
+        raise BadInput(
+            f"calibration={pinned.id} belongs to the curve {pinned.curve_id}, not to this "
+            f"plan's curve {curve.id}"
+        )
+    return pinned, latest
+
+
+def default_curve(store: Store) -> Curve:
+    """The curve a plan opens with: the laptop 512x288 FP16 reference curve if present,
+    else the first stored curve that is not flagged (a failed drift check), else the
+    first."""
+    curves = store.curves()
+    if not curves:
+        raise NotFound("the store holds no curves; import one first")
+    for curve in curves:
+        if (curve.card, curve.precision, curve.resolution, curve.source) == (
+            "laptop-8gb", "fp16", "512x288", "built-in"
+        ):  # fmt: skip
+            return curve
+    return next((c for c in curves if not c.flag), curves[0])
+
+
+def plan_curve(params: PlanParams | SimulateParams, store: Store | None) -> Curve:
+    """The curve a plan names: embedded points, a stored id, or the default curve."""
+    embedded = linked_curve(params)
+    if embedded is not None:
+        return embedded
+    if store is None:
+        raise BadInput("a plan without embedded points needs the store")
+    if params.curve is not None:
+        return store.curve(params.curve)
+    return default_curve(store)
+
+
+def card_of(curve: Curve, store: Store | None) -> Card | None:
+    """The catalogue entry of the curve's card, if the store knows it."""
+    if store is None:
+        return None
+    try:
+        return store.card(curve.card)
+    except NotFound:
+        return None
+
+
+def modes_of(params: PlanParams) -> tuple[str, ...]:
+    """The sharing modes to consider: as given, else exclusive plus each mode whose
+    parameters are given (co-tenants, an MPS share, a MIG profile)."""
+    if params.modes is not None:
+        return params.modes
+    modes = ["exclusive"]
+    if params.cotenants:
+        modes.append("time-slicing")
+    if params.mps_share is not None or params.mps_memory_mb is not None:
+        modes.append("mps")
+    if params.mig_profile is not None:
+        modes.append("mig")
+    return tuple(modes)
+
+
+def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
+    """Resolve a plan's parameters into a recommendation request (BadInput if they
+    do not fit together, e.g. MIG on a card that does not support it)."""
+    curve = plan_curve(params, store)
+    card = card_of(curve, store)
+    fitted = fit_curve(curve.points)
+    calibration, latest = calibration_of(params, curve, store)
+    sharings: list[Sharing] = []
+    profile_curves: list[tuple[str, FittedCurve]] = []
+    problems: list[str] = []
+    for mode in modes_of(params):
+        measured: Curve | None = None
+        if mode == "mig" and params.mig_profile and store is not None:
+            measured = _profile_curve(store, curve, params.mig_profile)
+        try:
+            sharing = sharing_for(
+                mode,
+                cotenants=params.cotenants,
+                busy_period_ms=params.busy_period_ms,
+                mps_share=params.mps_share,
+                mig_profile=params.mig_profile,
+                card=card,
+                measured_on_profile=measured is not None,
+                cotenant_memory_mb=params.cotenant_memory_mb,
+                mps_memory_mb=params.mps_memory_mb,
+            )
+        except BadInput as exc:
+            problems.extend(exc.problems)
+            continue
+        sharings.append(sharing)
+        if measured is not None and sharing.mig_profile:
+            profile_curves.append((sharing.mig_profile, fit_curve(measured.points)))
+    if problems:
+        raise BadInput(problems)
+    price = params.price_per_hour
+    if price is None and card is not None:
+        price = card.price_per_hour
+    request = Request(
+        curve=fitted,
+        criteria=Criteria(
+            budget_ms=params.budget_ms,
+            percentile=params.percentile,
+            min_fps=params.min_fps,
+            max_overwritten=params.max_overwritten,
+            overhead_ms=params.overhead_ms,
+        ),
+        policies=params.policies,
+        sharings=tuple(sharings),
+        seeds=params.seeds,
+        duration_s=params.duration_s,
+        max_sessions=params.max_sessions,
+        profile_curves=tuple(profile_curves),
+        peak_sessions=params.peak_sessions,
+        headroom=params.headroom,
+        price_per_hour=price,
+        other_jobs=params.other_jobs,
+        network_ms=params.network_ms,
+        pre_ms=params.pre_ms,
+        post_ms=params.post_ms,
+        cpu_workers=params.cpu_workers,
+        card_memory_gb=card.memory_gb if card is not None else None,
+        calibration=calibration,
+    )
+    return PlanInputs(
+        curve=curve,
+        fitted=fitted,
+        card=card,
+        request=request,
+        calibration=calibration,
+        latest=latest,
+    )
+
+
+def _profile_curve(store: Store, curve: Curve, profile: str) -> Curve | None:
+    """A stored curve of the same model, card, precision and resolution measured on the
+    MIG profile, if there is one (the newest)."""
+    candidates = [
+        c
+        for c in store.curves(model=curve.model, card=curve.card)
+        if c.mig_profile == profile.strip().lower()
+        and (c.precision, c.resolution) == (curve.precision, curve.resolution)
+    ]
+    return candidates[-1] if candidates else None
+
+
+@dataclass(frozen=True)
+class SimulationInputs:
+    """What a simulation runs on: the curve, its card, the scenario and, when a second
+    policy is asked for, the same scenario under that policy; and the memory limit on the
+    batch (``planner.sim.memory``)."""
+
+    curve: Curve
+    fitted: FittedCurve
+    card: Card | None
+    scenario: Scenario
+    compare: Scenario | None
+    memory: MemoryLimit | None = None
+    calibration: Calibration | None = None
+
+
+def simulation_inputs(params: SimulateParams, store: Store | None) -> SimulationInputs:
+    """Resolve a simulation's parameters into scenarios (BadInput if they do not fit
+    together, e.g. time-slicing without co-tenants, or MIG on a card without it).
+
+    The scenario runs on the fitted curve's central estimate for batch sizes
+    1..max(64, sessions), as ``planner simulate`` does; with MIG, on a curve measured on
+    the profile when one is stored, else on the whole-card curve with the derived model.
+    Its batches are capped by the largest that fits in the memory the mode leaves, where
+    the curve carries memory figures; when not even batch 1 fits, BadInput says so.
+    """
+    curve = plan_curve(params, store)
+    card = card_of(curve, store)
+    fitted = fit_curve(curve.points)
+    calibration, _ = calibration_of(params, curve, store)
+    measured: Curve | None = None
+    if params.mode == "mig" and params.mig_profile and store is not None:
+        measured = _profile_curve(store, curve, params.mig_profile)
+    sharing = sharing_for(
+        params.mode,
+        cotenants=params.cotenants,
+        busy_period_ms=params.busy_period_ms,
+        mps_share=params.mps_share,
+        mig_profile=params.mig_profile,
+        card=card,
+        measured_on_profile=measured is not None,
+        cotenant_memory_mb=params.cotenant_memory_mb,
+        mps_memory_mb=params.mps_memory_mb,
+    )
+    source = fitted if measured is None else fit_curve(measured.points)
+    table = tuple(float(v) for v in source.table(max(64, params.sessions)))
+    memory = memory_limit(
+        memory_model(source.points),
+        available(sharing, card.memory_gb if card is not None else None),
+        params.sessions,
+    )
+    if not memory.fits_one:
+        raise BadInput(f"{memory.needs(1)}: no batch fits, so no session can be served")
+    scenario = Scenario(
+        latency_ms=table,
+        sessions=params.sessions,
+        policy=params.policy,
+        fps=params.fps,
+        duration_s=params.duration_s,
+        phases=params.phases,  # type: ignore[arg-type]
+        seed=params.seed,
+        jitter_ms=params.jitter_ms,
+        overhead_ms=params.overhead_ms,
+        max_batch=params.max_batch,
+        max_queue_delay_us=params.max_queue_delay_us,
+        slo_ms=params.slo_ms,
+        sharing=sharing,
+        network_ms=params.network_ms,
+        pre_ms=params.pre_ms,
+        post_ms=params.post_ms,
+        cpu_workers=params.cpu_workers,
+        memory_batch_limit=memory.batch_limit,
+    )
+    if calibration is not None:
+        scenario = calibration.apply(scenario)
+    compare = None
+    if params.compare_policy is not None:
+        # From the parameters, not from ``scenario``: it dropped those its policy ignores
+        # (the memory limit too, under a policy that runs one frame at a time).
+        compare = replace(
+            scenario,
+            policy=params.compare_policy,
+            max_batch=params.max_batch,
+            max_queue_delay_us=params.max_queue_delay_us,
+            slo_ms=params.slo_ms,
+            memory_batch_limit=memory.batch_limit,
+        )
+    return SimulationInputs(
+        curve=curve,
+        fitted=fitted,
+        card=card,
+        scenario=scenario,
+        compare=compare,
+        memory=memory,
+        calibration=calibration,
+    )
+
+
+LINK_ONLY = ("compare_policy", "flagged")
+"""Link parameters that are the page's, not the command's: a second policy to show side
+by side, and whether flagged curves are offered."""
+DRAWN_ONLY = ("budget_ms", "percentile", "min_fps")
+"""A simulation's criteria: drawn on the Simulate page's charts, not simulated."""
+
+
+def command_line(command: str, params: PlanParams | SimulateParams | CompareParams) -> list[str]:
+    """The ``planner recommend`` (``simulate``, ``compare-cards``) command line that runs
+    what ``params`` describe, options at their default left out (join with
+    ``shlex.join``): for work too large for the dashboard's budget, which the command line
+    does not have. Link-only choices (a second policy to compare) are left out."""
+    argv = ["planner", command]
+    if isinstance(params, CompareParams):
+        for name, value in encode(params).items():
+            if name == "flagged":
+                argv.append("--include-flagged")
+            else:
+                argv += [f"--{name.replace('_', '-')}", value]
+        return argv
+    if params.points is not None:
+        points = ",".join(f"{p.batch}:{number_text(p.latency_ms)}" for p in params.points)
+        argv += ["--points", points]
+        if params.card:
+            argv += ["--card", params.card]
+    elif params.curve is not None:
+        argv += ["--curve", params.curve]
+    given = encode(params)
+    if command == "simulate":
+        given.setdefault("sessions", str(params.sessions))  # type: ignore[union-attr]
+        given.setdefault("policy", str(params.policy))  # type: ignore[union-attr]
+    for name, value in given.items():
+        if name in ("curve", "points", "model", "card", "precision", "resolution"):
+            continue
+        if name in LINK_ONLY or (command == "simulate" and name in DRAWN_ONLY):
+            continue
+        if name == "other_jobs":
+            argv.append("--other-jobs")
+            continue
+        argv += [f"--{name.replace('_', '-')}", value]
+    if getattr(params, "calibration", None) is None and params.points is None:
+        # The command line applies a stored curve's latest calibration unless told not to;
+        # this plan has none, and the command must compute the same plan.
+        argv += ["--calibration", "none"]
+    return argv

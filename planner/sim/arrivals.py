@@ -1,0 +1,82 @@
+"""Frame arrival times of every session, and the scenario's random generators.
+
+Frame k of session i arrives at ``offset_i + k * P_i`` with ``P_i = 1000 / fps_i`` ms
+(computed, never accumulated, so no rounding drift). Phases: ``random`` draws each offset
+uniformly from [0, P_i); ``even`` spaces them ``P_i / N`` apart; ``aligned`` starts all at
+zero. Jitter moves each arrival by a normal draw clipped to ±P_i/2, so a session's frames
+keep their order; frames whose time falls outside [0, duration) are not part of the run.
+
+Randomness: one seed per scenario. Phases, jitter and co-tenant activity each draw from
+their own generator spawned from it (``SeedSequence.spawn``), so adding co-tenants never
+changes the phases of a seed, and adding jitter never changes them either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.sim.scenario import Scenario
+
+PHASE_STREAM, JITTER_STREAM, COTENANT_STREAM = 0, 1, 2
+_STREAMS = 3
+
+
+def generators(seed: int) -> list[np.random.Generator]:
+    """The scenario's independent generators: phases, jitter, co-tenants (in that order)."""
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(_STREAMS)]
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """Arrival times of all frames, session after session (compressed sparse rows).
+
+    Session i's frames are ``times[start[i]:start[i + 1]]``, in arrival order.
+    """
+
+    times: np.ndarray  # float64, ms
+    start: np.ndarray  # int64, length sessions + 1
+
+    @property
+    def sessions(self) -> int:
+        return int(self.start.size - 1)
+
+    def of(self, session: int) -> np.ndarray:
+        return self.times[self.start[session] : self.start[session + 1]]
+
+
+def arrivals(scenario: Scenario) -> Arrivals:
+    """The arrival times of every frame of the scenario (see the module docstring)."""
+    n = scenario.sessions
+    periods = 1000.0 / np.asarray(scenario.session_fps, dtype=np.float64)
+    duration = scenario.duration_ms
+    phase_rng, jitter_rng, _ = generators(scenario.seed)
+    if scenario.phases == "random":
+        offsets = phase_rng.random(n) * periods
+    elif scenario.phases == "even":
+        offsets = np.arange(n, dtype=np.float64) * periods / n
+    else:
+        offsets = np.zeros(n)
+    chunks = []
+    for i in range(n):
+        period, offset = periods[i], offsets[i]
+        if scenario.jitter_ms > 0:
+            # Frames up to half a period beyond the end can be pulled back inside by jitter.
+            count = int(np.floor((duration + period / 2 - offset) / period)) + 1
+            k = np.arange(max(count, 0), dtype=np.float64)
+            shift = np.clip(
+                jitter_rng.normal(0.0, scenario.jitter_ms, k.size), -period / 2, period / 2
+            )
+            # Clipping to ±P/2 keeps the order in exact arithmetic; the running maximum
+            # keeps it when rounding puts two neighbours one ulp the wrong way round.
+            times = np.maximum.accumulate(offset + k * period + shift)
+            times = times[(times >= 0.0) & (times < duration)]
+        else:
+            count = int(np.ceil((duration - offset) / period))
+            times = offset + np.arange(max(count, 0), dtype=np.float64) * period
+            times = times[times < duration]
+        chunks.append(times)
+    start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([c.size for c in chunks], out=start[1:])
+    return Arrivals(times=np.concatenate(chunks) if chunks else np.zeros(0), start=start)

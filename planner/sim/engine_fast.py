@@ -1,0 +1,570 @@
+"""The fast engine: the same semantics as the reference engine, stepping from one GPU
+decision to the next instead of from event to event.
+
+Why this is exact: without a finite pool of CPU threads the GPU is the only resource,
+and a session holds at most one pending frame — its newest. The time each frame becomes
+pending for the GPU is then known in advance (capture + network + pre, each stage a pure
+delay), so the state at any instant is, per session, how many of its frames have become
+pending (``arrived``, an index into its sorted times) and how many are resolved
+(delivered, dropped or overwritten: ``taken``); the pending frame, if any, is the last
+one. Between decisions nothing else happens, so the loop jumps straight to the next
+decision time: the end of the running batch, else the next frame, else the time the
+policy asked to be woken. Overwrites are counted lazily, when a session's pending frame
+is resolved, which gives the same totals as counting each frame.
+
+With K CPU threads (SPEC §5.1) pre and post jobs share one FIFO queue, so when a frame
+becomes pending depends on the GPU's past decisions (their post jobs take threads). The
+loop then steps from event to event instead — a batch completion, a CPU job's end, a
+frame reaching the worker, a wake-up — taking the frames in their order of arrival
+(sorted once per set of arrivals, outside the loop), with a ring buffer for the queue
+(an entry names the session whose pre job it is, so a newer frame replaces the job's
+frame and keeps its place), and one ring per stage for the running jobs, which end in
+the order they started because every job of a stage takes the same time. The same decision code
+serves both, so the policies and the batch bookkeeping are written once.
+
+Compiled with Numba through ``planner.sim.jit`` (compiled once per machine and version of the
+compiled sources, then loaded from cache). The loop releases the GIL, so the many-run
+engine (``planner.sim.ensemble``) runs it on several threads at once.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TypeAlias
+
+import numpy as np
+
+from planner.sim.arrivals import arrivals
+from planner.sim.jit import jit
+from planner.sim.policies import (
+    POLICIES,
+    STATE_SIZE,
+    _aimd,
+    _batch_all,
+    _deadline,
+    _max_batch,
+    _oldest_first,
+    _round_robin,
+    _triton,
+)
+from planner.sim.records import Records
+from planner.sim.scenario import Scenario
+from planner.sim.sharing import Timeline, cotenant_timeline, effective_table, finish, horizon
+
+_NO_TIMELINE = np.zeros(1)
+Order: TypeAlias = tuple[np.ndarray, np.ndarray, np.ndarray] | tuple[None, None, None]
+"""``arrival_order``: frames by arrival, their sessions and arrival times (or Nones)."""
+NO_STAGES = np.zeros(4)
+"""``Scenario.stages()`` of a scenario without network, CPU stages or CPU threads."""
+_POST, _PRE = 0, 1  # CPU job kinds (``Records.job_kind``)
+
+
+def run_fast(scenario: Scenario) -> Records:
+    """Simulate ``scenario`` and return its records (identical to ``run_reference``)."""
+    arrival = arrivals(scenario)
+    table = effective_table(np.asarray(scenario.latency_ms), scenario.sharing)
+    timeline = cotenant_timeline(scenario.sharing, scenario.seed, horizon(scenario, table))
+    return run_prepared(
+        arrival.times,
+        arrival.start,
+        scenario.duration_ms,
+        np.r_[0.0, table],
+        POLICIES[scenario.policy].pid,
+        scenario.policy_params(),
+        timeline,
+        scenario.stages(),
+    )
+
+
+def run_prepared(
+    times: np.ndarray,
+    start: np.ndarray,
+    duration_ms: float,
+    latency: np.ndarray,
+    pid: int,
+    params: np.ndarray,
+    timeline: Timeline | None = None,
+    stages: np.ndarray | None = None,
+) -> Records:
+    """Run the compiled loop on prepared inputs: capture times, latency[b], policy id and
+    params, and ``stages`` (``Scenario.stages()``; None: no stages, as in SPEC §3.3)."""
+    if timeline is None:
+        edges = speed = work = _NO_TIMELINE
+        slicing = False
+    else:
+        edges, speed, work = timeline.edges, timeline.speed, timeline.work
+        slicing = True
+    if stages is None:
+        stages = NO_STAGES
+    order = arrival_order(times, start, stages)
+    out = _loop(times, start, duration_ms, latency, pid, params, slicing, edges, speed, work,
+                stages, order[0], order[1], order[2], True)  # fmt: skip
+    return records_of(out)
+
+
+def arrival_order(times: np.ndarray, start: np.ndarray, stages: np.ndarray) -> Order:
+    """The order in which frames reach the worker, for a scenario with a pool of CPU
+    threads: global frame indices by arrival time, ties to the lower session (then the
+    earlier frame), each one's session and arrival time (kept in that order so the loop
+    reads them one after another). Nones without a pool, for which the loop is compiled
+    without the pool's code.
+
+    Sorted on arrival (capture + network), not capture: adding the delay can make two
+    different capture times equal, and the tie then goes to the lower session. A stable
+    sort of the sessions' sorted runs, laid out one after another, does both.
+    """
+    network, pre, post, workers = (float(v) for v in stages)
+    if not (workers > 0 and (pre > 0 or post > 0)):
+        return None, None, None
+    arrival = times + network if network != 0.0 else times
+    order = np.argsort(arrival, kind="stable").astype(np.int64)
+    owner = np.repeat(np.arange(start.size - 1, dtype=np.int64), np.diff(start))
+    return order, owner[order], arrival[order]
+
+
+def records_of(out: tuple[Any, ...]) -> Records:
+    """The ``Records`` of the compiled loop's output (trimmed to what was filled)."""
+    (
+        frames, batches, frame_session, frame_index, frame_batch, frame_arrival, frame_ready,
+        frame_latency, frame_done, batch_start, batch_end, batch_size, counters, jobs,
+        job_kind, job_ready, job_start, _sums,
+    ) = out  # fmt: skip
+    return Records(
+        frame_session=frame_session[:frames],
+        frame_index=frame_index[:frames],
+        frame_batch=frame_batch[:frames],
+        frame_arrival=frame_arrival[:frames],
+        frame_ready=frame_ready[:frames],
+        frame_latency=frame_latency[:frames],
+        frame_done=frame_done[:frames],
+        batch_start=batch_start[:batches],
+        batch_end=batch_end[:batches],
+        batch_size=batch_size[:batches],
+        arrived=counters[0],
+        delivered=counters[1],
+        overwritten=counters[2],
+        expired=counters[3],
+        pending=counters[4],
+        job_kind=job_kind[:jobs],
+        job_ready=job_ready[:jobs],
+        job_start=job_start[:jobs],
+    )
+
+
+@jit(nogil=True)
+def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order, order_session, order_time, keep_jobs):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
+    """The simulation proper. ``times`` are capture times; ``stages`` is ``[network_ms,
+    pre_ms, post_ms, cpu_workers]``. Returns (frames, batches, the frame records: session,
+    index, batch, arrival, ready, latency, done; the batch records: start, end, size; the
+    per-session counters arrived, delivered, overwritten, expired, pending as rows; then
+    jobs and the job records: kind, ready, start, kept only when ``keep_jobs``; and
+    ``sums``: thread-ms inside the run on pre and on post jobs, their total waits in the
+    queue, and their counts)."""
+    n = start.size - 1
+    total = times.size  # no run delivers more frames, or runs more batches, than arrive
+    network = stages[0]
+    pre = stages[1]
+    post = stages[2]
+    workers = int(stages[3])
+    pool = workers > 0 and (pre > 0.0 or post > 0.0)
+    # When each frame reaches the worker, and (without a pool of threads, where the pre
+    # stage is a pure delay) when it becomes pending for the GPU. Added only when not zero,
+    # so the first wave's runs see their arrival times unchanged.
+    # (Plain loops rather than array expressions: they compile in a fraction of the time.)
+    arrival = times
+    if network != 0.0:
+        arrival = np.empty(total, np.float64)
+        for j in range(total):
+            arrival[j] = times[j] + network
+    ready = arrival
+    if pre != 0.0 and not pool:
+        ready = np.empty(total, np.float64)
+        for j in range(total):
+            ready[j] = arrival[j] + pre
+
+    frame_session = np.empty(total, np.int64)
+    frame_index = np.empty(total, np.int64)
+    frame_batch = np.empty(total, np.int64)
+    frame_arrival = np.empty(total, np.float64)
+    frame_ready = np.empty(total, np.float64)
+    frame_latency = np.empty(total, np.float64)
+    frame_done = np.empty(total, np.float64)
+    batch_start = np.empty(total, np.float64)
+    batch_end = np.empty(total, np.float64)
+    batch_size = np.empty(total, np.int64)
+    counters = np.zeros((5, n), np.int64)
+    arrived = start[:-1].copy()  # global index of each session's next frame to arrive
+    taken = start[:-1].copy()  # global index of each session's first unresolved frame
+    stop = start[1:]
+    # The frames that take part: those pending for the GPU (or, with a pool, reaching the
+    # worker) before the end; the rest of each session's frames count as pending.
+    cut = stop.copy()
+    for i in range(n):
+        edge = arrival if pool else ready
+        while cut[i] > start[i] and edge[cut[i] - 1] >= duration:
+            cut[i] -= 1
+    # Each session's next arrival time and newest arrived frame's time, kept in small
+    # arrays so the scan at every decision stays in cache.
+    upcoming = np.full(n, math.inf)
+    newest_at = np.zeros(n, np.float64)
+    for i in range(n):
+        if start[i] < cut[i] and not pool:
+            upcoming[i] = ready[start[i]]
+    pending = np.empty(n, np.float64)
+    chosen = np.zeros(n, np.int64)
+    dropped = np.zeros(n, np.bool_)
+    state = np.zeros(STATE_SIZE, np.float64)
+    feedback = math.nan
+    frames = 0
+    batches = 0
+
+    # -- the CPU pool's state (used only with K threads) ----------------------------------
+    # Without a pool the order arguments are None, and Numba compiles that case without any
+    # of the pool's code: it drops the branches on ``order is not None`` when it knows the
+    # argument is None. A plan without CPU threads so compiles about as fast as before
+    # they existed, and the pool's code is compiled when a scenario first needs it.
+    busy = False
+    gpu_end = math.inf
+    first_row = 0
+    wake_at = math.inf
+    reason = False
+    q_head = 0  # where the next job is taken from
+    q_size = 0
+    window = 1
+    jobs = 0
+    if order is not None:
+        size = n
+        gpu_frame = np.full(size, -1, np.int64)  # each session's frame pending for the GPU
+        gpu_at = np.zeros(size, np.float64)  # ... and since when
+        late = np.zeros(size, np.int64)  # frames whose pre stage ended after the run
+        # The queue: a ring buffer over the first ``window`` slots of an array allocated
+        # once for the most jobs that can wait at once (a pre job per session and a post
+        # job per delivered frame). Arrays that grow inside the loop made every run
+        # several times slower (reference counting of the arrays); a ring over the whole
+        # array touched all its memory. The window doubles in place when full. An entry is
+        # a session (its pre job, whose frame is ``pre_frame[session]``, so a newer frame
+        # replaces it in place) or -1 - row (the post job of that frame record).
+        window = 2 * size + 64
+        capacity = window  # the window times a power of two, so that it can always double
+        while capacity < total + size + 1:
+            capacity *= 2
+        queue = np.empty(capacity, np.int64)  # only the pages the window reaches are touched
+        pre_frame = np.full(size, -1, np.int64)  # the frame of each session's waiting pre job
+        ring = workers
+        pre_item = np.empty(ring, np.int64)  # running pre jobs, in the order they end
+        pre_session = np.empty(ring, np.int64)
+        pre_end = np.empty(ring, np.float64)
+        pre_head = 0
+        pre_count = 0
+        post_item = np.empty(ring, np.int64)  # running post jobs (rows), in the order they end
+        post_end = np.empty(ring, np.float64)
+        post_head = 0
+        post_count = 0
+        # Frames reach the worker in ``order`` (by time, then session: ``arrival_order``).
+        taken_order = 0
+        next_arrival = math.inf
+        if order.size > 0 and order_time[0] < duration:
+            next_arrival = order_time[0]
+        # A pre job per frame and a post job per delivery, when the caller keeps them.
+        job_capacity = 2 * total if keep_jobs else 0
+        job_kind = np.empty(job_capacity, np.int8)
+        job_ready = np.empty(job_capacity, np.float64)
+        job_start = np.empty(job_capacity, np.float64)
+        # Thread-ms inside the run on pre and post jobs, their total waits, their counts.
+        sums = np.zeros(6)
+        by_session = np.empty(size, np.int64)  # a completed batch's rows by session
+    else:
+        job_kind = np.empty(0, np.int8)
+        job_ready = np.empty(0, np.float64)
+        job_start = np.empty(0, np.float64)
+        sums = np.zeros(6)
+
+    # Without a pool, the first decision happens when the first frame becomes pending.
+    now = upcoming.min() if n > 0 and not pool else math.inf
+
+    while True:
+        if order is not None:
+            # The next instant at which anything happens. A CPU job's end matters at its
+            # own instant only when a job waits for its thread, or (a pre job) when the GPU
+            # is idle and would decide; otherwise it is handled at the next instant (in
+            # step 2, with its own time), which skips an instant per frame on a busy GPU.
+            t = gpu_end if busy else wake_at
+            if next_arrival < t:
+                t = next_arrival
+            if pre_count > 0 and (q_size > 0 or not busy) and pre_end[pre_head] < t:
+                t = pre_end[pre_head]
+            if post_count > 0 and q_size > 0 and post_end[post_head] < t:
+                t = post_end[post_head]
+            if t == math.inf:
+                # Nothing else will happen: only post jobs still running remain.
+                if post_count == 0:
+                    break
+                t = post_end[post_head]
+            # 1. The running batch completes: its frames' post jobs join the queue, by
+            # session (post jobs ready at the same time go in session order).
+            if busy and gpu_end == t:
+                busy = False
+                reason = True
+                members = frames - first_row
+                for c in range(members):
+                    row = first_row + c
+                    position = c
+                    while (
+                        position > 0
+                        and frame_session[by_session[position - 1]] > frame_session[row]
+                    ):
+                        by_session[position] = by_session[position - 1]
+                        position -= 1
+                    by_session[position] = row
+                for c in range(members):
+                    row = by_session[c]
+                    if post == 0.0:
+                        frame_done[row] = t
+                        continue
+                    if q_size == window:  # full: the wrapped part moves past the old end
+                        for j in range(q_head):
+                            queue[window + j] = queue[j]
+                        window *= 2
+                    tail = q_head + q_size
+                    queue[tail - window if tail >= window else tail] = -1 - row
+                    q_size += 1
+            # 2. CPU jobs that ended by now: a pre job's frame becomes pending for the GPU
+            # (at the job's end). Jobs of one stage end in the order they started.
+            while pre_count > 0 and pre_end[pre_head] <= t:
+                g = pre_item[pre_head]
+                i = pre_session[pre_head]
+                ended = pre_end[pre_head]
+                pre_head = pre_head + 1 if pre_head + 1 < ring else 0
+                pre_count -= 1
+                if ended >= duration:
+                    late[i] += 1
+                else:
+                    if gpu_frame[i] >= 0:
+                        counters[2, i] += 1
+                    gpu_frame[i] = g
+                    gpu_at[i] = ended
+                    reason = True
+            while post_count > 0 and post_end[post_head] <= t:
+                frame_done[post_item[post_head]] = post_end[post_head]
+                post_head = post_head + 1 if post_head + 1 < ring else 0
+                post_count -= 1
+            # 3. Frames that reach the worker now, in session order.
+            while next_arrival == t:
+                g = order[taken_order]
+                i = order_session[taken_order]
+                taken_order += 1
+                next_arrival = math.inf
+                if taken_order < order.size and order_time[taken_order] < duration:
+                    next_arrival = order_time[taken_order]
+                if pre == 0.0:
+                    if gpu_frame[i] >= 0:
+                        counters[2, i] += 1
+                    gpu_frame[i] = g
+                    gpu_at[i] = t
+                    reason = True
+                elif pre_frame[i] >= 0:
+                    # Newest only: the newer frame takes the waiting job's place.
+                    counters[2, i] += 1
+                    pre_frame[i] = g
+                elif (
+                    q_size == 0
+                    and pre_count + post_count < workers
+                    and not (next_arrival == t and order_session[taken_order] == i)
+                ):
+                    # A free thread and no one queued: the job starts now, as step 4 would
+                    # start it (unless the session's next frame arrives at this same
+                    # instant and replaces it first).
+                    if keep_jobs:
+                        job_kind[jobs] = _PRE
+                        job_ready[jobs] = t
+                        job_start[jobs] = t
+                        jobs += 1
+                    sums[0] += min(t + pre, duration) - t
+                    sums[4] += 1.0
+                    place = pre_head + pre_count
+                    place = place - ring if place >= ring else place
+                    pre_item[place] = g
+                    pre_session[place] = i
+                    pre_end[place] = t + pre
+                    pre_count += 1
+                else:
+                    pre_frame[i] = g
+                    if q_size == window:  # full: the wrapped part moves past the old end
+                        for j in range(q_head):
+                            queue[window + j] = queue[j]
+                        window *= 2
+                    tail = q_head + q_size
+                    queue[tail - window if tail >= window else tail] = i
+                    q_size += 1
+            # 4. Free threads take jobs, first in first out; after the end only post jobs
+            # start (a pre job still waiting then keeps its frame pending).
+            while pre_count + post_count < workers and q_size > 0:
+                entry = queue[q_head]
+                q_head = q_head + 1 if q_head + 1 < window else 0
+                q_size -= 1
+                if entry >= 0:
+                    g = pre_frame[entry]
+                    pre_frame[entry] = -1
+                    if t >= duration:
+                        late[entry] += 1
+                        continue
+                    if keep_jobs:
+                        job_kind[jobs] = _PRE
+                        job_ready[jobs] = arrival[g]
+                    sums[0] += min(t + pre, duration) - t
+                    sums[2] += t - arrival[g]
+                    sums[4] += 1.0
+                    place = pre_head + pre_count
+                    place = place - ring if place >= ring else place
+                    pre_item[place] = g
+                    pre_session[place] = entry
+                    pre_end[place] = t + pre
+                    pre_count += 1
+                else:
+                    row = -1 - entry
+                    if keep_jobs:
+                        job_kind[jobs] = _POST
+                        job_ready[jobs] = batch_end[frame_batch[row]]
+                    if t < duration:
+                        sums[1] += min(t + post, duration) - t
+                    sums[3] += t - batch_end[frame_batch[row]]
+                    sums[5] += 1.0
+                    place = post_head + post_count
+                    place = place - ring if place >= ring else place
+                    post_item[place] = row
+                    post_end[place] = t + post
+                    post_count += 1
+                if keep_jobs:
+                    job_start[jobs] = t
+                    jobs += 1
+            if not busy and t == wake_at:
+                reason = True
+                wake_at = math.inf
+            # 5. The policy decides, if the GPU is free and something changed.
+            if busy or not reason or t >= duration:
+                continue
+            reason = False
+            now = t
+            for i in range(n):
+                pending[i] = gpu_at[i] if gpu_frame[i] >= 0 else math.inf
+        else:
+            if not now < duration:
+                break
+            # Every frame pending up to and including `now` counts before the decision.
+            for i in range(n):
+                if upcoming[i] <= now:
+                    a = arrived[i] + 1
+                    while a < stop[i] and ready[a] <= now:
+                        a += 1
+                    arrived[i] = a
+                    newest_at[i] = ready[a - 1]
+                    upcoming[i] = ready[a] if a < stop[i] else math.inf
+                pending[i] = newest_at[i] if arrived[i] > taken[i] else math.inf
+
+        # The same switch as ``policies.decide``, written out: calling ``decide`` here (or
+        # inlining it) made runs 10-25% slower, and a kernel called directly costs nothing.
+        # Both switches have an explicit branch per policy id and raise on any other; the
+        # tests run every registered policy through each.
+        if pid == 0:
+            count, wake = _oldest_first(now, pending, latency, params, state, feedback, chosen,
+                                        dropped)  # fmt: skip
+        elif pid == 1:
+            count, wake = _round_robin(now, pending, latency, params, state, feedback, chosen,
+                                       dropped)  # fmt: skip
+        elif pid == 2:
+            count, wake = _batch_all(now, pending, latency, params, state, feedback, chosen,
+                                     dropped)  # fmt: skip
+        elif pid == 3:
+            count, wake = _max_batch(now, pending, latency, params, state, feedback, chosen,
+                                     dropped)  # fmt: skip
+        elif pid == 4:
+            count, wake = _triton(now, pending, latency, params, state, feedback, chosen, dropped)
+        elif pid == 5:
+            count, wake = _aimd(now, pending, latency, params, state, feedback, chosen, dropped)
+        elif pid == 6:
+            count, wake = _deadline(now, pending, latency, params, state, feedback, chosen,
+                                    dropped)  # fmt: skip
+        else:
+            raise ValueError("unknown policy id")
+        feedback = math.nan
+        for i in range(n):
+            if dropped[i]:
+                dropped[i] = False
+                counters[3, i] += 1
+                if order is not None:
+                    gpu_frame[i] = -1
+                else:
+                    counters[2, i] += arrived[i] - 1 - taken[i]
+                    taken[i] = arrived[i]
+
+        if count > 0:
+            if slicing:
+                end = finish(edges, speed, work, now, latency[count])
+            else:
+                end = now + latency[count]
+            worst = 0.0
+            for c in range(count):
+                i = chosen[c]
+                if order is not None:
+                    newest = gpu_frame[i]
+                    became = gpu_at[i]
+                    gpu_frame[i] = -1
+                else:
+                    newest = arrived[i] - 1
+                    became = ready[newest]
+                    counters[2, i] += newest - taken[i]
+                    taken[i] = arrived[i]
+                counters[1, i] += 1
+                frame_session[frames] = i
+                frame_index[frames] = newest - start[i]
+                frame_batch[frames] = batches
+                frame_arrival[frames] = arrival[newest]
+                frame_ready[frames] = became
+                frame_latency[frames] = end - became
+                frame_done[frames] = end + post  # with a pool: set when its post job ends
+                worst = max(worst, end - became)
+                frames += 1
+            batch_start[batches] = now
+            batch_end[batches] = end
+            batch_size[batches] = count
+            batches += 1
+            feedback = worst
+            if order is not None:
+                busy = True
+                gpu_end = end
+                first_row = frames - count
+                wake_at = math.inf
+            else:
+                now = end  # the next decision is when this batch completes
+        elif order is not None:
+            wake_at = wake
+        else:
+            following = wake
+            for i in range(n):
+                following = min(following, upcoming[i])
+            now = following
+
+    for i in range(n):
+        counters[0, i] = stop[i] - start[i]
+        if order is not None:
+            # Still pending for the GPU, in a pre stage that ended after the run, or
+            # reaching the worker after it; jobs still queued are counted below.
+            counters[4, i] = late[i] + (stop[i] - cut[i]) + (1 if gpu_frame[i] >= 0 else 0)
+        else:
+            # Frames the loop did not reach (after the last batch ran past the end) still
+            # count: the newest is pending, the ones before it were overwritten.
+            last = cut[i] - 1
+            counters[4, i] = stop[i] - cut[i]
+            if last >= taken[i]:
+                counters[4, i] += 1
+                counters[2, i] += last - taken[i]
+    if order is not None:
+        for position in range(q_size):
+            entry = queue[(q_head + position) % window]
+            if entry >= 0:
+                counters[4, entry] += 1  # a pre job that never started
+    return (
+        frames, batches, frame_session, frame_index, frame_batch, frame_arrival, frame_ready,
+        frame_latency, frame_done, batch_start, batch_end, batch_size, counters, jobs,
+        job_kind, job_ready, job_start, sums,
+    )  # fmt: skip

@@ -1,0 +1,245 @@
+"""Many simulation runs at once: the engine behind sweeps and the recommendation.
+
+``run_many(scenarios)`` gives the same figures as simulating each scenario on its own
+(a test checks it against ``simulate``) but prepares shared inputs once — runs that
+differ only in policy share their arrivals and co-tenant activity — and runs the fast
+engine's loop on several threads at once (the loop releases the GIL), keeping per-frame
+latencies only.
+
+Threads rather than Numba's ``parallel=True``: the loop is compiled once, for both
+engines, and a parallel kernel around it would cost more to compile on a fresh machine
+(seconds) than it saves at run time. ``threads()`` is the number of cores, or
+``NUMBA_NUM_THREADS`` where that is set (one per worker in a process pool).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numba
+import numpy as np
+
+from planner.sim.arrivals import Arrivals, arrivals
+from planner.sim.engine_fast import Order, _loop, arrival_order, records_of
+from planner.sim.pipeline import frame_parts
+from planner.sim.policies import POLICIES
+from planner.sim.scenario import Scenario, Sharing
+from planner.sim.sharing import Timeline, cotenant_timeline, effective_table, horizon
+
+_NO_TIMELINE = np.zeros(1)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The summary of one run that sweeps and recommendations need.
+
+    ``latency_ms`` holds the GPU-side latency of every delivered frame and ``worker_ms``
+    its time at the worker (post completion minus arrival: end-to-end latency less the
+    network and the overhead; the same array when the scenario has no stages); ``fps``
+    each session's delivered frame rate; counts are totals over sessions. With a finite
+    pool of CPU threads, ``cpu_sums`` has the thread-time inside the run on pre and on
+    post jobs, their total waits and their counts (``planner.sim.pipeline.job_sums``). Only
+    when the runs were asked for in detail: ``parts`` (the pre, GPU wait, GPU and post
+    time of each frame, as rows: ``planner.sim.pipeline.frame_parts``) and ``job_waits`` (each
+    job's kind and wait).
+    """
+
+    scenario: Scenario
+    fps: np.ndarray
+    arrived: int
+    delivered: int
+    overwritten: int
+    expired: int
+    busy_ms: float
+    latency_ms: np.ndarray
+    batch_sizes: np.ndarray  # batch_sizes[b] = how many batches of b frames ran
+    worker_ms: np.ndarray
+    parts: np.ndarray | None = None
+    cpu_sums: np.ndarray | None = None
+    job_waits: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def min_fps(self) -> float:
+        return float(self.fps.min())
+
+    @property
+    def gpu_busy_fraction(self) -> float:
+        return self.busy_ms / self.scenario.duration_ms
+
+
+def _arrival_key(s: Scenario) -> tuple[object, ...]:
+    return (s.sessions, s.session_fps, s.duration_s, s.phases, s.seed, s.jitter_ms)
+
+
+def _timeline_key(s: Scenario) -> tuple[object, ...]:
+    return (s.sharing.mode, s.sharing.cotenants, s.sharing.busy_period_ms, s.seed)
+
+
+_THREADS: list[int] = []
+
+
+def set_threads(count: int) -> None:
+    """Run this many runs at once from now on in this process (a study's pool worker
+    runs one, so that the pool and these threads do not oversubscribe the cores)."""
+    _THREADS[:] = [max(1, int(count))]
+
+
+def threads() -> int:
+    """How many runs go at once: as ``set_threads`` said, else ``NUMBA_NUM_THREADS``
+    (default: the number of cores)."""
+    if _THREADS:
+        return _THREADS[0]
+    configured = getattr(numba.config, "NUMBA_NUM_THREADS", 0)
+    return max(1, int(configured or os.cpu_count() or 1))
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One run's prepared inputs, shared with the runs that have the same ones."""
+
+    scenario: Scenario
+    arrivals: Arrivals
+    latency: np.ndarray  # latency[b] for a batch of b (index 0 unused)
+    timeline: Timeline | None
+    order: Order  # engine_fast.arrival_order
+
+
+def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcome]:
+    """Simulate every scenario; outcomes come back in the same order (with each frame's
+    stage times when ``detail``)."""
+    if not scenarios:
+        return []
+    arrival_sets: dict[tuple[object, ...], Arrivals] = {}
+    table_sets: dict[tuple[object, ...], np.ndarray] = {}
+    timeline_sets: dict[tuple[object, ...], Timeline | None] = {}
+    # A co-tenant timeline drawn further is the same process drawn longer (the prefix is
+    # identical), so one timeline per seed covers every run of that seed.
+    horizons: dict[tuple[object, ...], float] = {}
+    # The order frames reach the worker in, shared by the runs with a pool of CPU threads
+    # that have the same arrivals and network delay (key None: no pool, no order needed).
+    orders: dict[object, Order] = {}
+    for s in scenarios:
+        key = (s.latency_ms, _sharing_table_key(s.sharing))
+        if key not in table_sets:
+            table = effective_table(np.asarray(s.latency_ms), s.sharing)
+            table_sets[key] = np.r_[0.0, table]
+        if s.sharing.mode == "time-slicing":
+            tkey = _timeline_key(s)
+            reach = horizon(s, table_sets[key][1:])
+            horizons[tkey] = max(horizons.get(tkey, 0.0), reach)
+    jobs = []
+    for s in scenarios:
+        akey = _arrival_key(s)
+        if akey not in arrival_sets:
+            arrival_sets[akey] = arrivals(s)
+        timeline = None
+        if s.sharing.mode == "time-slicing":
+            tkey = _timeline_key(s)
+            if tkey not in timeline_sets:
+                timeline_sets[tkey] = cotenant_timeline(s.sharing, s.seed, horizons[tkey])
+            timeline = timeline_sets[tkey]
+        table = table_sets[(s.latency_ms, _sharing_table_key(s.sharing))]
+        stages = s.stages()
+        okey = (akey, s.network_ms) if s.cpu_pool else None
+        if okey not in orders:
+            orders[okey] = arrival_order(arrival_sets[akey].times, arrival_sets[akey].start, stages)
+        jobs.append(_Job(s, arrival_sets[akey], table, timeline, orders[okey]))
+    workers = min(threads(), len(jobs))
+    run = _run_in_detail if detail else _run
+    if workers == 1:
+        return [run(job) for job in jobs]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(run, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
+
+
+def warm_up(cpu_pool: bool = False) -> float:
+    """Compile the fast engine (or load it from the compiled-code cache) by simulating a
+    few frames under every policy, and return the seconds it took.
+
+    The dashboard calls this when its server starts, so the first plan a visitor asks for
+    does not wait for the compiler. Safe to call from any thread at any time: Numba
+    compiles each function once, and a caller that needs it meanwhile waits for it.
+
+    The loop has a second compiled version for scenarios with a pool of CPU threads;
+    ``cpu_pool=True`` compiles it too (after the first). By default it is left to the
+    first scenario that needs it: compiled in the background at start-up, it competed with
+    the first visitor's plan for the CPU and delayed it by seconds on a small machine.
+    """
+    start = time.perf_counter()
+    table = tuple(float(b) for b in range(1, 5))
+    for pre, workers in ((0.0, 0), (1.0, 1)) if cpu_pool else ((0.0, 0),):
+        run_many(
+            [
+                Scenario(
+                    latency_ms=table,
+                    sessions=2,
+                    policy=policy,
+                    duration_s=0.1,
+                    sharing=sharing,
+                    pre_ms=pre,
+                    cpu_workers=workers,
+                )
+                for policy in POLICIES
+                for sharing in (Sharing(), Sharing(mode="time-slicing", cotenants=(0.5,)))
+            ]
+        )
+    return time.perf_counter() - start
+
+
+def _run_in_detail(job: _Job) -> Outcome:
+    return _run(job, detail=True)
+
+
+def _run(job: _Job, detail: bool = False) -> Outcome:
+    """One run on the fast engine's loop, summarised as ``planner.sim.results`` does."""
+    s = job.scenario
+    if job.timeline is None:
+        edges = speed = work = _NO_TIMELINE
+    else:
+        edges, speed, work = job.timeline.edges, job.timeline.speed, job.timeline.work
+    out = _loop(
+        job.arrivals.times, job.arrivals.start, s.duration_ms, job.latency,
+        POLICIES[s.policy].pid, s.policy_params(), job.timeline is not None,
+        edges, speed, work, s.stages(), job.order[0], job.order[1], job.order[2], detail,
+    )  # fmt: skip
+    r = records_of(out)
+    busy = np.minimum(r.batch_end, s.duration_ms) - r.batch_start
+    arrived, delivered, overwritten, expired = r.arrived, r.delivered, r.overwritten, r.expired
+    pool: dict[str, Any] = {}
+    if s.cpu_pool:
+        pool["cpu_sums"] = out[-1]
+        if detail:
+            pool["job_waits"] = (r.job_kind, r.job_start - r.job_ready)
+    staged = s.network_ms or s.pre_ms or s.post_ms
+    worker = r.frame_done - r.frame_arrival if staged else r.frame_latency
+    parts = None
+    if detail:
+        start, end = r.batch_start[r.frame_batch], r.batch_end[r.frame_batch]
+        parts = frame_parts(r.frame_arrival, r.frame_ready, start, end, r.frame_done)
+    return Outcome(
+        scenario=s,
+        fps=delivered / s.duration_s,
+        arrived=int(arrived.sum()),
+        delivered=int(delivered.sum()),
+        overwritten=int(overwritten.sum()),
+        expired=int(expired.sum()),
+        busy_ms=float(busy.sum()),
+        latency_ms=r.frame_latency,
+        batch_sizes=np.bincount(r.batch_size, minlength=s.sessions + 1),
+        worker_ms=worker,
+        parts=parts,
+        **pool,
+    )
+
+
+def _sharing_table_key(sharing: Sharing) -> tuple[object, ...]:
+    """What of the sharing mode changes the latency table (time-slicing does not)."""
+    if sharing.mode in ("mps", "mig"):
+        return (sharing.mode, sharing.mps_share, sharing.mig_slices, sharing.mig_total,
+                sharing.mig_derived)  # fmt: skip
+    return ("exclusive",)

@@ -1,0 +1,413 @@
+"""Studies: a grid of recommendations over curves, criteria, sharing modes and more
+(SPEC §5.4), defined in one file and stored cell by cell.
+
+A study file (TOML or JSON; ``examples/study.toml``) names the curves, the plan
+parameters every cell shares, and the axes whose every combination is a cell::
+
+    name = "ball-detector on every card"
+    [curves]
+    filters = [{ model = "ball-detector", precision = "fp16" }]   # and/or ids = [...]
+    [fixed]
+    seeds = 4
+    peak_sessions = 200
+    [axes]
+    budget_ms = [30, 50, 80]
+    modes = ["exclusive", "mps"]
+    policies = ["all", "batch-all"]
+
+Fixed values and axes are plan parameters by their link names (``planner.links.urls``), read
+by the same codecs as links and the command line, so a study accepts exactly what a plan
+does; ``modes`` and ``policies`` take one name per cell (``policies = "all"`` plans every
+policy). A cell is keyed by a hash of its plan parameters, the planner's version and the
+calibration used, so a cell is computed once however many studies contain it.
+
+Each curve's cells use its newest calibration from a load test (SPEC §5.2), as a plan on
+the Plan page does, and pin it by id; ``calibration = "none"`` among the fixed values
+plans every cell uncalibrated, and a calibration made later makes new cells rather than
+changing stored ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from planner import __version__
+from planner.curves.curve import Curve
+from planner.demand.profiles import SHAPES, DemandFleet
+from planner.errors import BadInput, NotFound
+from planner.links.parameters import PARAMETERS, schema
+from planner.links.urls import saved_params
+from planner.plan.params import PlanParams
+from planner.plan.recommend import Recommendation
+from planner.sim.policies import POLICIES
+from planner.store.calibrations import latest_calibration
+from planner.store.database import Store
+
+MAX_CELLS = 100_000
+"""The most cells one study may have (a 20-model x 8-card x 4-mode x 10-budget x 3-floor
+grid is 19,200); larger grids are split into several studies."""
+MAX_FILE_BYTES = 1 << 20
+
+_TOP_KEYS = {"name", "description", "curves", "fixed", "axes"}
+_CURVE_KEYS = {"ids", "filters"}
+_FILTER_KEYS = ("model", "card", "precision", "resolution")
+_CURVE_PARAMS = {"curve", "points", "model", "card", "precision", "resolution"}
+_NOT_AXES = _CURVE_PARAMS | {"modes", "policies"}
+
+
+@dataclass(frozen=True)
+class Study:
+    """A validated study definition: its name, curve selection, fixed values and axes."""
+
+    name: str
+    description: str
+    curve_ids: tuple[str, ...]
+    curve_filters: tuple[tuple[tuple[str, str], ...], ...]
+    fixed: tuple[tuple[str, Any], ...]
+    axes: tuple[tuple[str, tuple[Any, ...]], ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The definition as the study file would write it (stored with the study)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "curves": {
+                "ids": list(self.curve_ids),
+                "filters": [dict(f) for f in self.curve_filters],
+            },
+            "fixed": {k: _plain(v) for k, v in self.fixed},
+            "axes": {k: [_plain(v) for v in values] for k, values in self.axes},
+        }
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.axes)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One combination: its key, its coordinates on the study's axes and its plan, or,
+    for a combination no plan can be made of, the problems that say why."""
+
+    key: str
+    curve_id: str
+    coordinates: tuple[tuple[str, Any], ...]
+    params: PlanParams
+    problems: tuple[str, ...] = ()
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+# ---------------------------------------------------------------------------------------
+# Reading a study file.
+
+
+def read_study(path: str | Path, data: bytes | None = None) -> Study:
+    """A study from a TOML or JSON file (by its suffix; ``data`` instead of reading it).
+
+    BadInput lists every problem: unknown keys, empty axes, values a plan would refuse,
+    a grid over ``MAX_CELLS`` (checked when the curves are known, by ``cells``).
+    """
+    name = Path(path).name
+    if data is None:
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_FILE_BYTES + 1)
+        except OSError as exc:
+            raise BadInput(f"cannot read the study file {name}: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise BadInput(f"the study file {name} is over {MAX_FILE_BYTES >> 20} MiB")
+    try:
+        text = data.decode("utf-8")
+        raw = json.loads(text) if str(path).lower().endswith(".json") else tomllib.loads(text)
+    except UnicodeDecodeError:
+        raise BadInput(f"the study file {name} is not UTF-8 text") from None
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise BadInput(f"the study file {name} does not parse: {str(exc)[:200]}") from None
+    return study_from_dict(raw)
+
+
+def study_from_dict(raw: object) -> Study:
+    """A study from the parsed contents of a study file (BadInput lists every problem)."""
+    problems: list[str] = []
+    if not isinstance(raw, Mapping):
+        raise BadInput("a study file is a table of name, curves, fixed and axes")
+    for key in raw:
+        if key not in _TOP_KEYS:
+            problems.append(f"unknown key {key!r} (a study has {', '.join(sorted(_TOP_KEYS))})")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip() or len(name) > 200:
+        problems.append("name: give the study a name (one line, at most 200 characters)")
+        name = ""
+    description = raw.get("description", "")
+    if not isinstance(description, str):
+        problems.append("description: must be text")
+        description = ""
+    ids, filters = _curves(raw.get("curves"), problems)
+    fixed = _fixed(raw.get("fixed", {}), problems)
+    axes = _axes(raw.get("axes", {}), problems)
+    for key in dict(fixed).keys() & dict(axes).keys():
+        problems.append(f"{key}: is both fixed and an axis; give it in one place")
+    if problems:
+        raise BadInput(problems)
+    return Study(name.strip(), description, ids, filters, fixed, axes)
+
+
+def _curves(
+    raw: object, problems: list[str]
+) -> tuple[tuple[str, ...], tuple[tuple[tuple[str, str], ...], ...]]:
+    if not isinstance(raw, Mapping):
+        problems.append("curves: give ids = [...] and/or filters = [{ model = ... }]")
+        return (), ()
+    for key in raw:
+        if key not in _CURVE_KEYS:
+            problems.append(f"curves: unknown key {key!r} (ids, filters)")
+    ids_raw, filters_raw = raw.get("ids", []), raw.get("filters", [])
+    ids: list[str] = []
+    if not isinstance(ids_raw, list) or not all(isinstance(i, str) for i in ids_raw):
+        problems.append("curves.ids: a list of curve ids")
+    else:
+        ids = [i.strip() for i in ids_raw]
+    filters: list[tuple[tuple[str, str], ...]] = []
+    if not isinstance(filters_raw, list):
+        problems.append('curves.filters: a list of tables such as { model = "m", card = "c" }')
+    else:
+        for position, item in enumerate(filters_raw, start=1):
+            if not isinstance(item, Mapping) or not item:
+                problems.append(f"curves.filters[{position}]: a table of {', '.join(_FILTER_KEYS)}")
+                continue
+            unknown = [k for k in item if k not in _FILTER_KEYS]
+            if unknown:
+                problems.append(
+                    f"curves.filters[{position}]: unknown key {unknown[0]!r} "
+                    f"({', '.join(_FILTER_KEYS)})"
+                )
+                continue
+            if not all(isinstance(v, str) and v.strip() for v in item.values()):
+                problems.append(f"curves.filters[{position}]: values are names (text)")
+                continue
+            filters.append(tuple(sorted((k, str(v).strip()) for k, v in item.items())))
+    if not ids and not filters and not any("curves" in p for p in problems):
+        problems.append("curves: name at least one curve (ids) or filter")
+    return tuple(ids), tuple(filters)
+
+
+def _value(key: str, value: Any, where: str, problems: list[str]) -> Any:
+    """A plan parameter's value read by its link codec; a problem names ``where``."""
+    if key == "policies":
+        if value == "all":
+            return tuple(POLICIES)
+        value = [value] if isinstance(value, str) else value
+    if key == "modes" and isinstance(value, str):
+        value = [value]
+    codec = PARAMETERS[key].codec
+    try:
+        return codec.check(tuple(value) if isinstance(value, list) else value)
+    except BadInput as exc:
+        problems.extend(f"{where}: {p}" for p in exc.problems)
+        return None
+
+
+def _fixed(raw: object, problems: list[str]) -> tuple[tuple[str, Any], ...]:
+    if not isinstance(raw, Mapping):
+        problems.append("fixed: a table of plan parameters, such as seeds = 4")
+        return ()
+    names = schema(PlanParams)
+    out = []
+    for key, value in raw.items():
+        if key not in names or key in _CURVE_PARAMS:
+            problems.append(f"fixed: unknown plan parameter {key!r}" + _curve_hint(key))
+            continue
+        checked = _value(key, value, f"fixed.{key}", problems)
+        out.append((key, checked))
+    return tuple(sorted(out))
+
+
+def _axes(raw: object, problems: list[str]) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    if not isinstance(raw, Mapping):
+        problems.append("axes: a table of lists, such as budget_ms = [30, 50]")
+        return ()
+    names = schema(PlanParams)
+    out = []
+    for key, values in raw.items():
+        if key not in names or key in _CURVE_PARAMS:
+            problems.append(f"axes: unknown plan parameter {key!r}" + _curve_hint(key))
+            continue
+        if not isinstance(values, list):
+            problems.append(f"axes.{key}: a list of values, such as [30, 50]")
+            continue
+        if not values:
+            problems.append(f"axes.{key}: is empty; give at least one value")
+            continue
+        checked = [_value(key, v, f"axes.{key}[{i}]", problems) for i, v in enumerate(values, 1)]
+        if len({json.dumps(_plain(v), sort_keys=True) for v in checked}) != len(checked):
+            problems.append(f"axes.{key}: a value is listed twice")
+        out.append((key, tuple(checked)))
+    return tuple(out)
+
+
+def _curve_hint(key: str) -> str:
+    return "; curves are chosen under [curves]" if key in _CURVE_PARAMS else ""
+
+
+# ---------------------------------------------------------------------------------------
+# Cells.
+
+
+def selected_curves(store: Store, study: Study) -> list[Curve]:
+    """The study's curves, in the order its ids and filters name them (each once).
+    BadInput for an id the store does not hold or a filter that matches nothing."""
+    problems: list[str] = []
+    chosen: dict[str, Curve] = {}
+    for curve_id in study.curve_ids:
+        try:
+            curve = store.curve(curve_id)
+        except (NotFound, BadInput):
+            problems.append(f"curves.ids: no stored curve has the id {curve_id!r}")
+            continue
+        chosen.setdefault(curve.id, curve)
+    for position, pairs in enumerate(study.curve_filters, start=1):
+        wanted = dict(pairs)
+        found = [
+            c
+            for c in store.curves(model=wanted.get("model"), card=wanted.get("card"))
+            if c.mig_profile is None
+            and wanted.get("precision", c.precision) == c.precision
+            and wanted.get("resolution", c.resolution) == c.resolution
+        ]
+        if not found:
+            described = ", ".join(f"{k}={v}" for k, v in pairs)
+            problems.append(f"curves.filters[{position}]: no stored curve has {described}")
+        for curve in found:
+            chosen.setdefault(curve.id, curve)
+    if problems:
+        raise BadInput(problems)
+    return list(chosen.values())
+
+
+def cell_count(study: Study, curves: int) -> int:
+    return curves * math.prod(len(values) for _, values in study.axes)
+
+
+def cells(store: Store, study: Study) -> list[Cell]:
+    """Every cell of the study, curve by curve, in the axes' order. BadInput when the
+    grid is over ``MAX_CELLS`` or a curve is unknown."""
+    curves = selected_curves(store, study)
+    count = cell_count(study, len(curves))
+    if count > MAX_CELLS:
+        raise BadInput(
+            f"the study has {count:,} cells ({len(curves)} curves x "
+            + " x ".join(f"{len(v)} {k}" for k, v in study.axes)
+            + f"); at most {MAX_CELLS:,} fit in one study: split it"
+        )
+    fixed = dict(study.fixed)
+    names = study.axis_names
+    explicit = "calibration" in fixed or "calibration" in names
+    demands: dict[str, tuple[float, ...] | None] = {}
+    out = []
+    for curve in curves:
+        latest = None if explicit else latest_calibration(store, curve.id)
+        for combination in itertools.product(*(values for _, values in study.axes)):
+            coordinates = tuple(zip(names, combination, strict=True))
+            values = {**fixed, **dict(coordinates), "curve": curve.id}
+            if latest is not None:
+                values["calibration"] = latest.id
+            try:
+                params = PlanParams(**values)
+            except BadInput as exc:
+                # A combination a plan refuses (say, an overhead above the budget) is a
+                # cell that fails with the reason, not a bad file.
+                failed = Cell(_failed_key(values), curve.id, coordinates,
+                              PlanParams(curve=curve.id), tuple(exc.problems))  # fmt: skip
+                out.append(failed)
+                continue
+            demand = _stored_demand(store, params.profile, demands)
+            out.append(Cell(cell_key(params, demand=demand), curve.id, coordinates, params))
+    return out
+
+
+def _stored_demand(
+    store: Store, name: str | None, seen: dict[str, tuple[float, ...] | None]
+) -> tuple[float, ...] | None:
+    """A stored demand profile's values (None for none, a built-in shape or an unknown
+    name: the shape is fixed by the planner's version, an unknown one fails the cell)."""
+    if name is None or name in SHAPES:
+        return None
+    if name not in seen:
+        try:
+            profile = store.profile(name)
+            seen[name] = (profile.step_minutes, *profile.sessions)
+        except (NotFound, BadInput):
+            seen[name] = None
+    return seen[name]
+
+
+def cell_key(params: PlanParams, demand: tuple[float, ...] | None = None) -> str:
+    """A cell's key: a hash of its plan parameters (defaults included), the planner's
+    version, the calibration used (its id, or ``none``) and, for a stored demand profile,
+    its values (a profile saved again under the same name makes new cells)."""
+    inputs: dict[str, Any] = {
+        "params": saved_params(params),
+        "version": __version__,
+        "calibration": params.calibration or "none",
+    }
+    if demand is not None:
+        inputs["demand"] = list(demand)
+    text = json.dumps(inputs, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:20]
+
+
+def _failed_key(values: Mapping[str, Any]) -> str:
+    text = json.dumps({k: _plain(v) for k, v in values.items()}, sort_keys=True, default=str)
+    return "x" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:19]
+
+
+# ---------------------------------------------------------------------------------------
+# What a cell stores.
+
+OUTPUTS = (
+    "cap", "cap_low", "cap_high", "seats_per_card", "seats", "option", "policy", "mode",
+    "binding_constraint", "latency_ms", "min_fps", "gpus", "cost_per_seat_hour",
+    "day_peak_gpus", "day_gpu_hours", "cost_per_day", "measure_next", "simulations",
+)  # fmt: skip
+
+
+def outputs(result: Recommendation, day: DemandFleet | None = None) -> dict[str, Any]:
+    """What a study keeps of one recommendation: the recommended option's cap and range,
+    seats per card, the binding constraint, latency at the cap, fleet and cost for the
+    peak and, for a cell with a demand profile, its autoscaled fleet over the day
+    (``day``: peak GPUs, GPU-hours and cost per day)."""
+    best = result.recommended
+    closest = best or (result.options[0] if result.options else None)
+    at = best.at_cap if best is not None else None
+    fleet = result.fleet
+    return {
+        "cap": best.cap if best else 0,
+        "cap_low": best.cap_low if best else 0,
+        "cap_high": best.cap_high if best else 0,
+        "seats_per_card": best.seats_per_card if best else 0,
+        "seats": best.seats if best else "0",
+        "option": closest.label if closest else None,
+        "policy": closest.policy if closest else None,
+        "mode": closest.mode if closest else None,
+        "binding_constraint": closest.binding_constraint if closest else None,
+        "latency_ms": at.e2e_latency_ms if at else None,
+        "min_fps": at.min_fps if at else None,
+        "gpus": fleet.gpus if fleet else None,
+        "cost_per_seat_hour": fleet.cost_per_seat_hour if fleet else None,
+        "day_peak_gpus": day.autoscaled.peak_gpus if day else None,
+        "day_gpu_hours": day.autoscaled.gpu_hours_per_day if day else None,
+        "cost_per_day": day.autoscaled.cost_per_day if day else None,
+        "measure_next": result.measure_next,
+        "simulations": result.simulations,
+    }

@@ -1,0 +1,490 @@
+"""The accuracy report (SPEC §5.2): how far the simulator's predictions are from a real
+worker serving the same sessions, before and after calibration, and the measured seat cap
+beside the predicted one.
+
+``accuracy`` reads a finished load test (run here, stored, or imported from a bundle made
+on another machine) and works out:
+
+- the median and largest relative error of the slowest session's fps, the mean fps and
+  the end-to-end p50 and p99 over the *loaded* runs (``LOADED`` of
+  ``planner.validate.measured_vs_predicted``: on
+  an idle device every session gets the source rate and fps errors are zero by
+  construction, so those runs would flatter the figures);
+- a held-out calibration: fitted on the runs with an odd session count only, and judged
+  on the even ones, against the plain prediction of the same even runs. A calibration
+  judged on the runs it was fitted to would prove little;
+- each policy's seat cap measured on the worker (searched upward by ``--find-cap``, or,
+  for a test without that search, read off its runs at 1, 2, … sessions, stopping at the
+  first failure exactly as the search does) beside the predicted cap, plain and with the
+  held-out calibration.
+
+``markdown`` writes it as the page ``docs/accuracy.md`` is. Nothing here measures; the
+figures are the load test's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from planner.curves.fit import fit_curve
+from planner.errors import BadInput
+from planner.plan.recommend import Criteria, recommend
+from planner.sim.calibration import Calibration
+from planner.sim.simulate import simulate
+from planner.validate.loadtest import (
+    Cap,
+    LoadTest,
+    Run,
+    calibrate,
+    cap_of,
+    pooled,
+    prediction_request,
+)
+from planner.validate.measured_vs_predicted import (
+    ACCURACY_METRICS,
+    LOADED,
+    METRICS,
+    TARGETS,
+    ErrorStats,
+    Summary,
+    error_stats,
+)
+
+LABELS = {m.name: m.label for m in METRICS}
+
+
+@dataclass(frozen=True)
+class CapRow:
+    """One policy's seat cap: measured on the worker, predicted plainly and with the
+    held-out calibration (each with its range from the curve's band)."""
+
+    policy: str
+    measured: int
+    searched_to: int
+    how: str  # "searched on the worker" or "read off the runs"
+    measured_reason: str
+    predicted: tuple[int, int, int]  # cap, low, high
+    calibrated: tuple[int, int, int] | None
+
+    @staticmethod
+    def _inside(value: int, cap: tuple[int, int, int]) -> bool:
+        return min(cap) <= value <= max(cap)
+
+    @property
+    def agrees(self) -> bool:
+        return self._inside(self.measured, self.predicted)
+
+    @property
+    def agrees_calibrated(self) -> bool | None:
+        return None if self.calibrated is None else self._inside(self.measured, self.calibrated)
+
+    @property
+    def measured_text(self) -> str:
+        at_least = self.measured == self.searched_to and "meets every" in self.measured_reason
+        return f"at least {self.measured}" if at_least else str(self.measured)
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """A load test judged (see the module docstring)."""
+
+    test: LoadTest
+    criteria: Criteria
+    loaded: tuple[Run, ...]
+    every: tuple[ErrorStats, ...]  # all loaded runs, plain prediction
+    judged: tuple[Run, ...]  # the loaded runs with an even session count
+    before: tuple[ErrorStats, ...]  # judged runs, plain prediction
+    after: tuple[ErrorStats, ...]  # judged runs, held-out calibration
+    held_out: Calibration | None
+    held_out_note: str
+    calibrated: dict[int, Summary]  # run index -> prediction with the held-out calibration
+    caps: tuple[CapRow, ...]
+    lateness_ms: np.ndarray
+
+    def stats(self, which: str) -> dict[str, ErrorStats]:
+        return {s.metric: s for s in getattr(self, which)}
+
+    def met(self) -> dict[str, bool | None]:
+        """Whether each §5.2 target is met by the median error after calibration (None:
+        no loaded even run to judge it on)."""
+        after = self.stats("after")
+        out: dict[str, bool | None] = {}
+        for name, target in TARGETS.items():
+            s = after.get(name)
+            out[name] = None if s is None or s.median is None else s.median <= target
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        late = self.lateness_ms
+        return {
+            "loadtest": self.test.id,
+            "loaded_runs": len(self.loaded),
+            "judged_runs": len(self.judged),
+            "every": [s.as_dict() for s in self.every],
+            "before": [s.as_dict() for s in self.before],
+            "after": [s.as_dict() for s in self.after],
+            "targets": TARGETS,
+            "met": self.met(),
+            "held_out_calibration": None if self.held_out is None else self.held_out.as_dict(),
+            "held_out_note": self.held_out_note,
+            "caps": [
+                {
+                    "policy": c.policy,
+                    "measured": c.measured,
+                    "measured_text": c.measured_text,
+                    "how": c.how,
+                    "predicted": list(c.predicted),
+                    "calibrated": None if c.calibrated is None else list(c.calibrated),
+                    "agrees": c.agrees,
+                    "agrees_calibrated": c.agrees_calibrated,
+                }
+                for c in self.caps
+            ],
+            "lateness_ms": None
+            if late.size == 0
+            else {
+                "p50": float(np.percentile(late, 50)),
+                "p99": float(np.percentile(late, 99)),
+                "max": float(late.max()),
+            },
+        }
+
+
+def accuracy(test: LoadTest, criteria: Criteria | None = None) -> Accuracy:
+    """Judge ``test`` (see the module docstring); ``criteria`` are the seat cap's (the
+    recommendation's defaults when None). BadInput when it has no runs."""
+    if not test.runs:
+        raise BadInput("the load test has no runs to judge")
+    criteria = criteria or Criteria()
+    loaded = tuple(r for r in test.runs if r.loaded)
+    every = error_stats([(r.measured, r.predicted) for r in loaded])
+
+    fitting = [r for r in test.runs if r.sessions % 2 == 1 and r.records is not None]
+    held_out: Calibration | None = None
+    note = ""
+    if not fitting:
+        note = "no run with an odd session count kept its records: nothing to fit"
+    else:
+        try:
+            held_out = calibrate(fitting, test.curve.id)
+        except BadInput as exc:
+            note = "; ".join(exc.problems)
+    judged = tuple(r for r in loaded if r.sessions % 2 == 0)
+    calibrated: dict[int, Summary] = {}
+    if held_out is not None:
+        for index, run in enumerate(test.runs):
+            if run.sessions % 2 == 0:
+                calibrated[index] = Summary.of(simulate(held_out.apply(run.scenario)))
+    before = error_stats([(r.measured, r.predicted) for r in judged])
+    after = (
+        error_stats(
+            [
+                (run.measured, calibrated[index])
+                for index, run in enumerate(test.runs)
+                if run.loaded and run.sessions % 2 == 0
+            ]
+        )
+        if held_out is not None
+        else ()
+    )
+    return Accuracy(
+        test=test,
+        criteria=criteria,
+        loaded=loaded,
+        every=tuple(every),
+        judged=judged,
+        before=tuple(before),
+        after=tuple(after),
+        held_out=held_out,
+        held_out_note=note,
+        calibrated=calibrated,
+        caps=tuple(_caps(test, criteria, held_out)),
+        lateness_ms=test.lateness_ms,
+    )
+
+
+def _caps(test: LoadTest, criteria: Criteria, held_out: Calibration | None) -> list[CapRow]:
+    """Each policy's measured cap (searched, or read off the runs) beside the predicted
+    one, plain and calibrated. A policy whose runs do not start at 1 session and go up
+    one by one gets no row: its cap cannot be read off them."""
+    options = test.options
+    if options.seed != 0:
+        return []  # the recommendation draws seeds from 0: no like-for-like prediction
+    fitted = fit_curve(test.curve.points)
+    stage = (test.pre_ms, test.post_ms)
+    searched = {c.policy: c for c in test.caps}
+    rows = []
+    for policy in options.policies:
+        cap: Cap | None = searched.get(policy)
+        if cap is not None:
+            measured, upto, reason = cap.measured, cap.largest, cap.measured_reason
+            how = "searched on the worker"
+        else:
+            found = _cap_from_runs(test, policy, criteria)
+            if found is None:
+                continue
+            measured, upto, reason = found
+            how = "read off the runs"
+
+        def predict(
+            calibration: Calibration | None, upto: int = upto, policy: str = policy
+        ) -> tuple[int, int, int]:
+            request = prediction_request(
+                options, fitted, policy, criteria, upto, stage, calibration
+            )
+            option = recommend(request).options[0]
+            return option.cap, option.cap_low, option.cap_high
+
+        rows.append(
+            CapRow(
+                policy=policy,
+                measured=measured,
+                searched_to=upto,
+                how=how,
+                measured_reason=reason,
+                predicted=predict(None),
+                calibrated=None if held_out is None else predict(held_out),
+            )
+        )
+    return rows
+
+
+def _cap_from_runs(test: LoadTest, policy: str, criteria: Criteria) -> tuple[int, int, str] | None:
+    by_count: dict[int, list[Any]] = {}
+    for run in test.runs:
+        if run.policy == policy and run.records is not None:
+            by_count.setdefault(run.sessions, []).append(run.records)
+    counts = sorted(by_count)
+    if not counts or counts != list(range(1, len(counts) + 1)):
+        return None
+    rows = [pooled(by_count[n], criteria.percentile) for n in counts]
+    cap, reason = cap_of(rows, criteria)
+    return cap, len(counts), reason
+
+
+# ---------------------------------------------------------------------------------------
+# The page
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _cap_text(cap: tuple[int, int, int] | None) -> str:
+    if cap is None:
+        return "-"
+    value, low, high = cap
+    low, high = min(cap), max(cap)
+    return str(value) if low == high else f"{value} ({low}–{high})"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
+    """The report as Markdown: what ran where, the targets, the errors before and after
+    the held-out calibration, the seat caps, every run, and the command that made it
+    (the one the load test recorded when it ran, else ``command``)."""
+    test = result.test
+    command = str(test.environment.get("command") or command)
+    env = test.environment
+    options = test.options
+    points = test.curve.points
+    lines = [f"# {title}", ""]
+    lines += [
+        "How far the planner's predictions are from a real worker serving the same "
+        "sessions on the same device (SPEC §5.2): the reference worker "
+        "(`planner/validate/worker/`) runs each scenario in real time, newest frame only, with "
+        "the simulator's own policy code deciding every batch; the simulator predicts the "
+        "same scenarios (the same capture times, bit for bit) on the curve measured "
+        "first on that device. Generated by:",
+        "",
+        "```",
+        command,
+        "```",
+        "",
+        "## What ran, and where",
+        "",
+    ]
+    machine = env.get("machine") or {}
+    order = ["cpu", "cores", "system", "python", "numpy"]
+    keys = [k for k in order if k in machine] + sorted(k for k in machine if k not in order)
+    described = ", ".join(f"{k} {machine[k]}" for k in keys) if machine else "unknown"
+    lines.append(f"- Machine: {described}.")
+    if env.get("device"):
+        lines.append(f"- Device: {env['device']}.")
+    start, end = env.get("load_average_start"), env.get("load_average_end")
+    if start or end:
+
+        def load(values: object) -> str:
+            return "?" if not values else " / ".join(f"{v:.2f}" for v in values)  # type: ignore[attr-defined]
+
+        lines.append(
+            f"- Load average (1 / 5 / 15 min) at the start {load(start)}, at the end "
+            f"{load(end)}; measured {env.get('started_at', '?')} to "
+            f"{env.get('finished_at', '?')} (UTC)."
+        )
+    if env.get("torch"):
+        threads = env.get("torch_threads")
+        lines.append(
+            f"- PyTorch {env['torch']}"
+            + (f", {threads} thread{'s' if threads != 1 else ''} for the model" if threads
+               else "")
+            + "."
+        )  # fmt: skip
+    model = options.measure.model.path or f"the reference model at {options.measure.resolution}"
+    lines.append(
+        f"- Model: {model}; curve `{test.curve.id}` ({test.curve.label}), measured "
+        "batch latencies: "
+        + ", ".join(
+            f"{p.batch}: {p.latency_ms:.2f} ms"
+            + (f" (p90 {p.p90_ms:.2f})" if p.p90_ms is not None else "")
+            for p in points
+        )
+        + " (the simulator uses each batch size's median; the p90 shows the spread)."
+    )
+    if options.camera:
+        lines.append(
+            f"- CPU work: a {options.camera} uint8 camera frame resized and normalised before "
+            f"the model ({test.pre_ms:.2f} ms) and the heatmap's arg-max after it "
+            f"({test.post_ms:.2f} ms), measured here and given to the simulator as "
+            f"`pre_ms` and `post_ms`, on {options.cpu_workers} CPU "
+            f"thread{'s' if options.cpu_workers != 1 else ''}."
+        )
+    lines.append(
+        f"- Sessions {', '.join(map(str, options.sessions))} at {options.fps:g} fps, "
+        f"{options.duration_s:g} s per run, {options.seeds} seed"
+        f"{'s' if options.seeds != 1 else ''} from {options.seed}, {options.phases} phases; "
+        f"policies {', '.join(options.policies)}."
+    )
+    late = result.lateness_ms
+    if late.size:
+        p50, p99 = np.percentile(late, [50, 99])
+        lines.append(
+            f"- Arrival timing: the worker sleeps until each scheduled capture on a monotonic "
+            f"clock; arrivals were handled {p50:.3f} ms late at the median, {p99:.3f} ms "
+            f"at p99 and {late.max():.3f} ms at worst, over {late.size:,} arrivals."
+        )
+    lines += ["", "## Errors against the targets", ""]
+    lines.append(
+        f"Relative error = (predicted − measured) / measured, over the loaded runs (the "
+        f"slowest session measured below {LOADED:.0%} of the source rate): "
+        f"{len(result.loaded)} of {len(test.runs)} runs. The calibration is fitted on the "
+        f"runs with an odd session count and judged on the loaded runs with an even one "
+        f"({len(result.judged)}), so it is judged on runs it has not seen."
+    )
+    lines.append("")
+    before, after, every = result.stats("before"), result.stats("after"), result.stats("every")
+    met = result.met()
+    rows = []
+    for name in ACCURACY_METRICS:
+        b, a, e = before.get(name), after.get(name), every.get(name)
+        verdict = {True: "met", False: "**missed**", None: "-"}[met.get(name)]
+        rows.append(
+            (
+                LABELS[name],
+                f"≤ {TARGETS[name]:.0%}",
+                f"{_pct(b.median if b else None)} / {_pct(b.largest if b else None)}",
+                f"{_pct(a.median if a else None)} / {_pct(a.largest if a else None)}",
+                verdict,
+                f"{_pct(e.median if e else None)} / {_pct(e.largest if e else None)}",
+            )
+        )
+    lines += _table(
+        (
+            "figure",
+            "target (median, after)",
+            "even runs before: median / largest",
+            "even runs after: median / largest",
+            "target",
+            "every loaded run, uncalibrated",
+        ),
+        rows,
+    )
+    lines.append("")
+    if result.held_out is not None:
+        c = result.held_out
+        lines.append(
+            f"Held-out calibration (odd session counts): a = {c.a_ms:.3f} ms per batch, "
+            f"c = {c.c_ms:.4f} ms per frame of a batch, d = {c.d_ms:.3f} ms per frame "
+            f"outside the device, from {c.batches:,} batches and {c.frames:,} frames"
+            + (f" ({c.note})" if c.note else "")
+            + "."
+        )
+    else:
+        lines.append(f"No held-out calibration: {result.held_out_note}.")
+    if test.calibration is not None:
+        c = test.calibration
+        lines.append(
+            f"The calibration fitted on every run and stored with the curve: a = "
+            f"{c.a_ms:.3f} ms, c = {c.c_ms:.4f} ms, d = {c.d_ms:.3f} ms."
+        )
+    lines += ["", "## Seat caps", ""]
+    crit = result.criteria
+    lines.append(
+        f"Criteria: p{crit.percentile:g} end to end within {crit.budget_ms:g} ms, the "
+        f"slowest session at least {crit.min_fps:g} fps"
+        + (f", at most {crit.max_overwritten:.0%} overwritten" if crit.max_overwritten
+           is not None else "")
+        + "; n = 1, 2, … sessions, stopping at the first failure, as the recommendation "
+        "does. The prediction's range comes from the curve's uncertainty band."
+    )  # fmt: skip
+    lines.append("")
+    if result.caps:
+        cap_rows = [
+            (
+                c.policy,
+                c.measured_text,
+                c.how,
+                _cap_text(c.predicted),
+                "yes" if c.agrees else "**no**",
+                _cap_text(c.calibrated),
+                {True: "yes", False: "**no**", None: "-"}[c.agrees_calibrated],
+                c.measured_reason,
+            )
+            for c in result.caps
+        ]
+        lines += _table(
+            ("policy", "measured", "how", "predicted", "agrees", "calibrated", "agrees",
+             "why the measured cap stops there"),
+            cap_rows,
+        )  # fmt: skip
+        agree = sum(c.agrees for c in result.caps)
+        lines += ["", f"Measured cap equal to the prediction or inside its range: {agree} of "
+                      f"{len(result.caps)} policies uncalibrated"
+                  + (f", {sum(bool(c.agrees_calibrated) for c in result.caps)} calibrated"
+                     if any(c.calibrated for c in result.caps) else "") + "."]  # fmt: skip
+    else:
+        lines.append("No seat caps: the runs do not go up one session at a time from 1.")
+    lines += ["", "## Every run", ""]
+    lines.append(
+        "Measured / predicted (relative error); for even session counts, the held-out "
+        "calibrated prediction last."
+    )
+    lines.append("")
+    run_rows = []
+    for index, run in enumerate(test.runs):
+        calibrated = result.calibrated.get(index)
+        cells = []
+        for name in ACCURACY_METRICS:
+            m, p = getattr(run.measured, name), getattr(run.predicted, name)
+            text = "-" if m is None or p is None else f"{m:.1f} / {p:.1f}"
+            if m and p is not None:
+                text += f" ({(p - m) / abs(m):+.1%})"
+            if calibrated is not None and m:
+                q = getattr(calibrated, name)
+                if q is not None:
+                    text += f"; cal. {q:.1f} ({(q - m) / abs(m):+.1%})"
+            cells.append(text)
+        run_rows.append((run.sessions, run.policy, "yes" if run.loaded else "", *cells))
+    lines += _table(("sessions", "policy", "loaded", *(LABELS[n] for n in ACCURACY_METRICS)),
+                    run_rows)  # fmt: skip
+    lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,164 @@
+"""A load test's raw results as plain files, to carry from the machine that has the
+device to the one that runs the planner.
+
+A bundle is a folder with ``loadtest.json`` (the format, the curve measured there in the
+planner's JSON import format, the load test's options, the CPU stage costs, what it ran
+on, and one entry per run: sessions, policy, seed and the latency table the worker's
+scheduler used) and ``frames.csv`` (every frame of every run: a ``run`` column, then the
+worker's record columns, ``planner.validate.worker.frames.COLUMNS``). ``planner loadtest import
+FOLDER`` reads it back, simulates the same scenarios here and compares.
+
+This module needs NumPy and the standard library only, so the script that runs a load
+test on a bare GPU image (``scripts/accuracy_gpu.py``) can write bundles.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from planner.errors import BadInput
+from planner.validate.worker.frames import COLUMNS, TIME_COLUMNS, WorkerRun
+
+FORMAT = "planner-loadtest-bundle/1"
+MANIFEST = "loadtest.json"
+FRAMES = "frames.csv"
+MAX_BUNDLE_BYTES = 512 * 1024 * 1024
+"""The largest frames file a bundle may have (about three million frames)."""
+
+
+def scheduler_table(batches: Sequence[int], latency_ms: Sequence[float], upto: int) -> list[float]:
+    """Latency for batch 1..upto by straight lines through the measured points (beyond
+    them, the line through the last two; below, the first two): what the worker's
+    scheduler knows on a machine without the planner's curve fit. Only the ``deadline``
+    policy reads it; the planner predicts with its own fit of the same points."""
+    b = np.asarray(batches, np.float64)
+    lat = np.asarray(latency_ms, np.float64)
+    wanted = np.arange(1, upto + 1, dtype=np.float64)
+    if b.size == 1:
+        table = lat[0] * wanted / b[0]
+    else:
+        table = np.interp(wanted, b, lat)
+        high = wanted > b[-1]
+        table[high] = lat[-1] + (wanted[high] - b[-1]) * (lat[-1] - lat[-2]) / (b[-1] - b[-2])
+        low = wanted < b[0]
+        table[low] = lat[0] + (wanted[low] - b[0]) * (lat[1] - lat[0]) / (b[1] - b[0])
+    return [float(max(v, 1e-3)) for v in np.maximum.accumulate(table)]
+
+
+def write_bundle(
+    folder: Path,
+    *,
+    curve: Mapping[str, Any],
+    options: Mapping[str, Any],
+    runs: Sequence[WorkerRun],
+    pre_ms: float,
+    post_ms: float,
+    environment: Mapping[str, Any],
+) -> None:
+    """Write a bundle (see the module docstring) into ``folder`` (created if missing)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = {
+        "format": FORMAT,
+        "curve": dict(curve),
+        "options": dict(options),
+        "pre_ms": pre_ms,
+        "post_ms": post_ms,
+        "environment": dict(environment),
+        "runs": [
+            {
+                "run": i,
+                "sessions": r.scenario.sessions,
+                "policy": r.scenario.policy,
+                "seed": r.scenario.seed,
+                "latency_ms": list(r.scenario.latency_ms),
+            }
+            for i, r in enumerate(runs)
+        ],
+    }
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str) + "\n", "utf-8")
+    with (folder / FRAMES).open("w", newline="", encoding="utf-8") as handle:
+        write_frames(handle, [(i, r) for i, r in enumerate(runs)])
+
+
+def write_frames(handle: Any, runs: Sequence[tuple[int, WorkerRun]], extra: bool = False) -> None:
+    """Every frame of ``runs`` as CSV: ``run`` (and with ``extra``, ``sessions``,
+    ``policy`` and ``seed``), then the record columns; missing times are empty."""
+    writer = csv.writer(handle)
+    head = ["run", *(["sessions", "policy", "seed"] if extra else []), *COLUMNS]
+    writer.writerow(head)
+    for number, run in runs:
+        columns = run.columns()
+        front = [number, *([run.scenario.sessions, run.scenario.policy, run.scenario.seed]
+                           if extra else [])]  # fmt: skip
+        for i in range(run.frames):
+            row = list(front)
+            for name in COLUMNS:
+                value = columns[name][i]
+                if name in TIME_COLUMNS:
+                    row.append("" if math.isnan(value) else repr(float(value)))
+                else:
+                    row.append(str(value))
+            writer.writerow(row)
+
+
+def read_bundle(path: Path) -> tuple[dict[str, Any], dict[int, dict[str, list[Any]]]]:
+    """A bundle's manifest and each run's frame columns (by run number). ``path`` is the
+    folder or its ``loadtest.json``. BadInput when it is not a readable bundle."""
+    folder = path.parent if path.is_file() else path
+    manifest_path = folder / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text("utf-8"))
+    except OSError as exc:
+        raise BadInput(f"{manifest_path}: cannot read ({exc.strerror or exc})") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{manifest_path}: not JSON ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise BadInput(f"{manifest_path}: not a load test bundle (format {FORMAT} expected)")
+    frames_path = folder / FRAMES
+    try:
+        with frames_path.open("rb") as handle:
+            data = handle.read(MAX_BUNDLE_BYTES + 1)
+    except OSError as exc:
+        raise BadInput(f"{frames_path}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise BadInput(f"{frames_path}: larger than {MAX_BUNDLE_BYTES // 2**20} MiB")
+    return manifest, read_frames(frames_path.name, data.decode("utf-8-sig", errors="strict"))
+
+
+def read_frames(name: str, text: str) -> dict[int, dict[str, list[Any]]]:
+    """Frame columns by run number from CSV text written by ``write_frames``."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if header is None:
+        raise BadInput(f"{name}: file is empty")
+    header = [h.strip().lower() for h in header]
+    missing = [c for c in ("run", *COLUMNS) if c not in header]
+    if missing:
+        raise BadInput(f"{name}: the columns {', '.join(missing)} are missing")
+    at = {c: header.index(c) for c in ("run", *COLUMNS)}
+    out: dict[int, dict[str, list[Any]]] = {}
+    for line, row in enumerate(reader, start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        try:
+            number = int(row[at["run"]])
+            columns = out.setdefault(number, {c: [] for c in COLUMNS})
+            for c in COLUMNS:
+                cell = row[at[c]].strip()
+                if c in TIME_COLUMNS:
+                    columns[c].append(float(cell) if cell else math.nan)
+                elif c == "status":
+                    columns[c].append(cell)
+                else:
+                    columns[c].append(int(cell))
+        except (ValueError, IndexError):
+            raise BadInput(f"{name} line {line}: not a row of worker records") from None
+    return out
