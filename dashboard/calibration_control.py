@@ -19,7 +19,7 @@ from planner.errors import NotFound, PlannerError
 from planner.plan.params import PlanParams
 from planner.plan.resolve import PlanInputs, plan_curve
 from planner.store.calibrations import calibration, calibrations
-from planner.store.database import Store
+from planner.store.repository import Store
 
 KEY = "plan_calibration"
 NONE = "none"

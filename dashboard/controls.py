@@ -21,7 +21,7 @@ from planner.curves.curve import Curve
 from planner.errors import BadInput, NotFound
 from planner.links.codecs import Float, Int, Maybe, Numbers, Subset, Texts
 from planner.links.parameters import PARAMETERS, ParameterSet, schema
-from planner.store.database import Store
+from planner.store.repository import Store
 
 
 def _codec(name: str) -> Any:

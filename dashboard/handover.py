@@ -42,7 +42,7 @@ from planner.report.report import ReportContext, html_report, markdown_report
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import MODES
 from planner.sim.work import OverBudget
-from planner.store.database import Store
+from planner.store.repository import Store
 
 DEMAND = ("profile", "lead_time_min")
 COMPARE_KEY = "plan_compare_plan"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from planner.paths import default_store_path
-from planner.store.database import Store
+from planner.store.repository import Store
 
 
 def store() -> Store:

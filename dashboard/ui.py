@@ -18,7 +18,7 @@ from planner.curves.curve import Curve
 from planner.errors import NotFound
 from planner.plan.resolve import default_curve
 from planner.sim.work import OverBudget
-from planner.store.database import Store
+from planner.store.repository import Store
 
 Kind = Literal["success", "info", "warning", "error"]
 _FLASH = "_flash"

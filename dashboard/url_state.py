@@ -23,7 +23,7 @@ from dashboard.text import md_list
 from planner.errors import BadInput, NotFound
 from planner.links.parameters import ParameterSet
 from planner.links.urls import PLAN_KEY, decode, encode
-from planner.store.database import Store
+from planner.store.repository import Store
 
 P = TypeVar("P", bound=ParameterSet)
 QueryKey = tuple[tuple[str, tuple[str, ...]], ...]

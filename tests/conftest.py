@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from planner.cli import main
-from planner.store.database import Store
+from planner.store.repository import Store
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO.parent / "shared" / "data" / "import-samples"

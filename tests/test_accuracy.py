@@ -16,7 +16,7 @@ import planner.validate.loadtest as loadtest_module
 from planner.curves.curve import Point, make_curve
 from planner.curves.fit import fit_curve
 from planner.plan.recommend import Criteria
-from planner.store.database import Store
+from planner.store.repository import Store
 from planner.validate.accuracy import accuracy, markdown
 from planner.validate.loadtest import LoadTest, LoadTestOptions, calibrate, run_loadtest
 from planner.validate.loadtest_store import loadtests

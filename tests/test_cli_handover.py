@@ -13,7 +13,7 @@ from planner.demand.profiles import demand_fleet, read_profile_csv
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
-from planner.store.database import Store
+from planner.store.repository import Store
 
 QUICK = ("--seeds", "2", "--duration-s", "5", "--policies", "oldest-first,batch-all,triton")
 MORNING = "time,sessions\n08:00,60\n09:00,20\n10:00,10\n11:00,30\n"

@@ -15,7 +15,7 @@ from planner.links.urls import decode
 from planner.measure.harness import MeasureOptions, ModelSpec
 from planner.measure.options import command_for
 from planner.plan.params import PlanParams
-from planner.store.database import Store
+from planner.store.repository import Store
 
 LAPTOP = "1:9.82,2:20.36,3:32.71,4:46.15,8:103.77,16:221.25"
 

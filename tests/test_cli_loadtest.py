@@ -15,7 +15,7 @@ import pytest
 import planner.validate.loadtest as loadtest_module
 from planner.curves.fit import fit_curve
 from planner.plan.resolve import default_curve
-from planner.store.database import Store
+from planner.store.repository import Store
 from planner.validate.loadtest_store import load_loadtest, loadtests
 from planner.validate.worker.backends import SleepBackend
 

@@ -18,7 +18,7 @@ import pytest
 from planner.errors import BadInput
 from planner.measure.cluster import accelerator_types, measure_on_cluster
 from planner.measure.options import MeasureOptions
-from planner.store.database import Store
+from planner.store.repository import Store
 
 pytestmark = pytest.mark.torch
 

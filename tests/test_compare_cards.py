@@ -7,7 +7,7 @@ from planner.plan.compare_cards import compare_cards, settle
 from planner.plan.params import CompareParams, PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
-from planner.store.database import Store
+from planner.store.repository import Store
 
 QUICK = {"seeds": 2, "duration_s": 5.0, "precision": "fp16", "resolution": "512x288"}
 

@@ -17,7 +17,7 @@ from dashboard.state import store
 from planner.curves.imports import MAX_FILE_BYTES
 from planner.links.urls import saved_params
 from planner.plan.params import PlanParams
-from planner.store.database import Store
+from planner.store.repository import Store
 from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent

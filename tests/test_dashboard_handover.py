@@ -20,7 +20,7 @@ from planner.plan.fleet import plan_fleet, plan_profile
 from planner.plan.params import PlanParams
 from planner.plan.recommend import Recommendation, recommend
 from planner.plan.resolve import plan_inputs
-from planner.store.database import Store
+from planner.store.repository import Store
 from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent

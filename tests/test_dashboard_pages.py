@@ -24,7 +24,7 @@ from planner.plan.params import CompareParams, PlanParams, SimulateParams
 from planner.plan.recommend import Recommendation, fleet_size, recommend
 from planner.plan.resolve import default_curve, plan_inputs, simulation_inputs
 from planner.sim.simulate import simulate
-from planner.store.database import Store
+from planner.store.repository import Store
 from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.state import store
 from planner.curves.curve import Point, make_curve
-from planner.store.database import Store
+from planner.store.repository import Store
 from tests.conftest import run
 from tests.test_import_tools import ADD_SUB, PERF_HEADER, perf_row
 

@@ -11,7 +11,7 @@ import planner
 
 def test_importing_every_planner_module_does_not_load_streamlit() -> None:
     modules = sorted(m.name for m in pkgutil.walk_packages(planner.__path__, prefix="planner."))
-    assert "planner.store.database" in modules and "planner.cli" in modules
+    assert "planner.store.repository" in modules and "planner.cli" in modules
     code = (
         "import importlib, sys\n"
         f"for name in {modules!r}:\n"

@@ -41,7 +41,7 @@ from planner.links.urls import (
 )
 from planner.plan.params import CompareParams, PlanParams, SimulateParams
 from planner.plan.resolve import plan_inputs, simulation_inputs
-from planner.store.database import Store
+from planner.store.repository import Store
 from planner.studies.params import StudyParams
 
 PARAM_SETS = (PlanParams, SimulateParams, CompareParams, StudyParams)

@@ -22,7 +22,7 @@ from planner.plan.resolve import default_curve
 from planner.sim.scenario import Scenario
 from planner.sim.sweep import pooled_runs
 from planner.store.calibrations import calibrations, latest_calibration, resolve
-from planner.store.database import Store
+from planner.store.repository import Store
 from planner.validate.loadtest import (
     LoadTestOptions,
     cap_of,

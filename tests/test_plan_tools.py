@@ -29,7 +29,7 @@ from planner.plan.recommend import (
 from planner.plan.resolve import default_curve, plan_inputs, simulation_inputs
 from planner.sim.scenario import Sharing
 from planner.sim.sweep import Pooled, sweep
-from planner.store.database import Store
+from planner.store.repository import Store
 
 LAPTOP = [(1, 9.82), (2, 20.36), (3, 32.71), (4, 46.15), (8, 103.77), (16, 221.25)]
 QUICK = {"seeds": 2, "duration_s": 5.0}

@@ -19,7 +19,7 @@ from planner.plan.resolve import plan_inputs
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
 from planner.sim.simulate import simulate
-from planner.store.database import Store
+from planner.store.repository import Store
 
 LAPTOP = [(1, 9.82), (2, 20.36), (3, 32.71), (4, 46.15), (8, 103.77), (16, 221.25)]
 SERVER = [(1, 8.0), (3, 20.0)]

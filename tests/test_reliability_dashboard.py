@@ -17,7 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from planner.curves.imports.base import MAX_PROBLEMS_PER_FILE
-from planner.store.database import Store
+from planner.store.repository import Store
 from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent

@@ -24,7 +24,7 @@ import pytest
 
 from planner.bench.store import bulk_file
 from planner.errors import StoreError
-from planner.store.database import Store
+from planner.store.repository import Store
 
 SMALL = "batch,latency_ms,model,card\n1,5,mine,gpu-x\n2,9,mine,gpu-x\n"
 

@@ -25,7 +25,7 @@ from planner.report.report import (
     markdown_report,
     report_sections,
 )
-from planner.store.database import Store
+from planner.store.repository import Store
 
 XSS = "<img src=x onerror=alert(1)>"
 QUICK: dict[str, Any] = {"seeds": 2, "duration_s": 5.0, "policies": ("oldest-first", "batch-all")}

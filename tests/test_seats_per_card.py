@@ -16,7 +16,7 @@ from planner.plan.recommend import Option, Recommendation, recommend
 from planner.plan.resolve import plan_inputs
 from planner.sim.scenario import Sharing
 from planner.sim.sharing import card_fraction, instances_per_card
-from planner.store.database import Store
+from planner.store.repository import Store
 
 # The laptop card at 256x144 FP16 (SPEC §2.3): batching pays, so a slice of a card slows
 # a batch of one less than in proportion to its share.

@@ -16,7 +16,8 @@ import pytest
 
 from planner.curves.curve import Point, make_curve
 from planner.errors import BadInput, NotFound, StoreLocked
-from planner.store.database import SCHEMA_VERSION, Store
+from planner.store.repository import Store
+from planner.store.schema import SCHEMA_VERSION
 
 FP16 = (9.82, 20.36, 32.71, 46.15, 103.77, 221.25)
 
@@ -284,7 +285,7 @@ def test_many_curves_go_in_as_a_few_statements(
 ) -> None:
     """Issue 11.8: a statement per point (executemany) took 172 s for a 5 MiB file; the
     number of statements an import sends no longer grows with its curves or points."""
-    import planner.store.database as store_module
+    import planner.store.repository as store_module
 
     counts = {"statements": 0}
     shim = types.SimpleNamespace(**{n: getattr(duckdb, n) for n in dir(duckdb) if n[0] != "_"})
@@ -355,7 +356,7 @@ def test_a_schema_2_store_gains_curve_flags_renames_and_plan_names(tmp_path: Pat
         assert reopened.plans()[0].name == "spring peak"
     with duckdb.connect(str(path)) as raw:
         row = raw.execute("SELECT max(version) FROM schema_version").fetchone()
-    assert row is not None and row[0] == SCHEMA_VERSION == 4
+    assert row is not None and row[0] == SCHEMA_VERSION == 5
 
 
 def test_renaming_a_curve_makes_a_new_one_and_keeps_the_old(store: Store) -> None:

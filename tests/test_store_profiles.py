@@ -10,7 +10,8 @@ import pytest
 
 from planner.demand.profiles import DemandProfile, read_profile_csv, typed_profile
 from planner.errors import BadInput, NotFound
-from planner.store.database import SCHEMA_VERSION, Store
+from planner.store.repository import Store
+from planner.store.schema import SCHEMA_VERSION
 
 
 def test_a_profile_is_stored_by_name_and_reads_back_the_same(store: Store) -> None:
@@ -75,7 +76,7 @@ def test_a_store_of_schema_2_or_3_gains_the_profiles_table(tmp_path: Path, versi
         assert reopened.plan(plan) == {"budget_ms": "40"}  # nothing else changed
     with duckdb.connect(str(path)) as raw:
         row = raw.execute("SELECT max(version) FROM schema_version").fetchone()
-    assert row is not None and row[0] == SCHEMA_VERSION == 4
+    assert row is not None and row[0] == SCHEMA_VERSION == 5
     with Store(path) as third:  # opening again migrates nothing more
         assert [p.name for p in third.profiles()] == ["after-upgrade"]
 

@@ -20,7 +20,7 @@ from planner.links.urls import decode
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
-from planner.store.database import Store
+from planner.store.repository import Store
 from planner.studies.run import StudyInterrupted, run_study
 from planner.studies.store import load_study, studies
 from planner.studies.study import MAX_CELLS, cells, study_from_dict
@@ -112,7 +112,7 @@ def test_the_same_study_on_ray_stores_identical_cells(store: Store, tmp_path: Pa
     other = tmp_path / "ray.duckdb"
     probe = (
         "import json, sys\n"
-        "from planner.store.database import Store\n"
+        "from planner.store.repository import Store\n"
         "from planner.studies.study import study_from_dict\n"
         "from planner.studies.run import run_study\n"
         f"study = study_from_dict(json.loads({json.dumps(json.dumps(SMALL))}))\n"
@@ -132,7 +132,7 @@ def test_the_same_study_on_ray_stores_identical_cells(store: Store, tmp_path: Pa
 def test_ray_is_imported_only_for_the_ray_engine(tmp_path: Path) -> None:
     probe = (
         "import json, sys\n"
-        "from planner.store.database import Store\n"
+        "from planner.store.repository import Store\n"
         "from planner.studies.study import study_from_dict\n"
         "from planner.studies.run import run_study\n"
         "study = study_from_dict({'name': 'one', 'curves': {'filters': [{'card': "
@@ -297,7 +297,7 @@ def test_cells_use_each_curves_newest_calibration_unless_told_none(store: Store)
         assert alone.request.calibration == slower
         assert alone.recommended is not None
         assert member.result.outputs["cap"] == alone.recommended.cap
-    with store._read() as cur:
+    with store.read() as cur:
         stored = {r[0] for r in cur.execute("SELECT calibration FROM study_cells").fetchall()}
     assert stored == {slower.id}
 

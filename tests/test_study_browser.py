@@ -71,7 +71,7 @@ def test_a_stored_study_draws_its_heatmap_and_opens_a_cells_plan(
         plan.goto(base + href)
         headline = plan.locator(".st-key-headline h1")
         expect(headline).to_have_text(__import__("re").compile(r"seats? per card"), timeout=180_000)
-        with __import__("planner.store.database", fromlist=["Store"]).Store(db) as store:
+        with __import__("planner.store.repository", fromlist=["Store"]).Store(db) as store:
             from planner.studies.store import load_study
 
             _study, members = load_study(store, "small")

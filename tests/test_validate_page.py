@@ -17,7 +17,7 @@ from dashboard.state import store
 from dashboard.validate_charts import error_rows, figure
 from planner.curves.fit import fit_curve
 from planner.plan.resolve import default_curve
-from planner.store.database import Store
+from planner.store.repository import Store
 from planner.validate.loadtest import LoadTest, LoadTestOptions, run_loadtest
 from planner.validate.loadtest_store import loadtests, save_loadtest
 from planner.validate.worker.backends import SleepBackend

@@ -39,7 +39,7 @@ from planner.curves.fit import fit_curve
 from planner.curves.imports import FORMAT_NAMES, FORMATS, MAX_FILE_BYTES, ImportProblems
 from planner.curves.imports.native import template_csv, to_csv
 from planner.errors import BadInput, NotFound
-from planner.store.database import Store
+from planner.store.repository import Store
 
 BROWSE, UPLOAD = "Stored curves", "Upload"
 PREVIEW_CURVES = 20  # drawn in the upload preview; a 5 MiB file can hold thousands

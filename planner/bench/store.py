@@ -70,7 +70,7 @@ def _store_one_by_one(path: Path, curves: list[Curve]) -> None:
 @section("import")
 def bench_import(progress: Callable[[str], None]) -> Figures:
     """A 5 MiB, ~187k-row CSV read and stored in bulk; per-point statements as reference."""
-    from planner.store.database import Store
+    from planner.store.repository import Store
 
     data = bulk_file()
     rows = data.count(b"\n") - 1
@@ -121,7 +121,7 @@ print(time.monotonic(), flush=True)
 def bench_store(progress: Callable[[str], None]) -> Figures:
     """What one store operation costs now that it opens and closes the file, against a
     cursor of a connection kept open; and the wait for a file another process held."""
-    from planner.store.database import Store
+    from planner.store.repository import Store
 
     with tempfile.TemporaryDirectory() as folder:
         store = Store(Path(folder) / "store.duckdb")

@@ -41,7 +41,7 @@ def _timed(run: Callable[[Callable[[Any], None]], Any]) -> dict[str, float]:
 def bench_study(progress: Callable[[str], None]) -> Figures:
     """The same 48-cell study on one process (one thread), the local pool and local Ray."""
     from planner.sim import ensemble
-    from planner.store.database import Store
+    from planner.store.repository import Store
     from planner.studies.run import default_workers, evaluate, prepare, run_study
     from planner.studies.study import study_from_dict
 

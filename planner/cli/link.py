@@ -13,7 +13,7 @@ from planner.errors import BadInput
 from planner.links.urls import encode, saved_params, saved_plan_url, self_contained, url
 from planner.plan.params import PlanParams
 from planner.plan.resolve import plan_curve, plan_inputs
-from planner.store.database import Store
+from planner.store.repository import Store
 
 DEFAULT_BASE = "http://localhost:8501"
 

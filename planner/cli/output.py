@@ -49,7 +49,7 @@ def stdout_is_terminal() -> bool:
 
 def open_store(args: Any) -> Any:
     """The store named by ``--db``, else ``PLANNER_DB``, else the per-user default."""
-    from planner.store.database import Store
+    from planner.store.repository import Store
 
     return Store(getattr(args, "db", None))
 

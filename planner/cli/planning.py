@@ -21,7 +21,7 @@ from planner.plan.params import PlanParams
 from planner.plan.resolve import PlanInputs, plan_curve
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import MODES
-from planner.store.database import Store
+from planner.store.repository import Store
 
 
 def add_plan_source(parser: argparse.ArgumentParser) -> None:

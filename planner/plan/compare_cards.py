@@ -19,7 +19,7 @@ from planner.links.parameters import schema
 from planner.plan.params import CompareParams, PlanParams
 from planner.plan.recommend import Recommendation, Request, recommend
 from planner.plan.resolve import default_curve, plan_inputs
-from planner.store.database import Store
+from planner.store.repository import Store
 
 SHARED = tuple(
     n

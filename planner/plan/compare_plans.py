@@ -21,7 +21,7 @@ from planner.plan.params import PlanParams
 from planner.plan.recommend import Recommendation, Request, recommend
 from planner.plan.resolve import plan_curve, plan_inputs
 from planner.sim.work import OverBudget
-from planner.store.database import Store
+from planner.store.repository import Store
 
 
 @dataclass(frozen=True)

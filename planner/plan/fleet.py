@@ -24,7 +24,7 @@ from planner.plan.compare_cards import SHARED, CardPlan, compare_cards
 from planner.plan.params import CompareParams, PlanParams
 from planner.plan.recommend import Option, Recommendation, Request, recommend
 from planner.plan.resolve import plan_curve
-from planner.store.database import Store
+from planner.store.repository import Store
 
 
 def plan_profile(params: PlanParams, store: Store | None) -> DemandProfile | None:

@@ -18,7 +18,7 @@ from planner.sim.calibration import Calibration
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
 from planner.sim.modes import sharing_for
 from planner.sim.scenario import Scenario, Sharing
-from planner.store.database import Store
+from planner.store.repository import Store
 
 
 @dataclass(frozen=True)

@@ -10,28 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
 from planner.errors import BadInput, NotFound
 from planner.sim.calibration import Calibration
-from planner.store.database import Store
+from planner.store.connection import timestamp
+from planner.store.repository import Store
 
-CALIBRATIONS_TABLE = """CREATE TABLE IF NOT EXISTS calibrations (
-        id VARCHAR PRIMARY KEY,
-        curve_id VARCHAR NOT NULL,
-        loadtest_id INTEGER,
-        created_at TIMESTAMP,
-        a_ms DOUBLE NOT NULL,
-        c_ms DOUBLE NOT NULL,
-        d_ms DOUBLE NOT NULL,
-        batches INTEGER NOT NULL,
-        frames INTEGER NOT NULL,
-        sizes INTEGER[] NOT NULL,
-        note VARCHAR NOT NULL
-    )"""
 _CALIBRATION_COLUMNS = (
     "SELECT curve_id, a_ms, c_ms, d_ms, loadtest_id, created_at, batches, frames, sizes, note "
     "FROM calibrations "
@@ -46,18 +33,6 @@ _SELECT_CALIBRATIONS = {
 """The calibration queries, one per filter (the values are always bound)."""
 
 
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
-
-
-def _has(cur: duckdb.DuckDBPyConnection) -> bool:
-    row = cur.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
-        "AND table_name = 'calibrations'"
-    ).fetchone()
-    return bool(row and row[0])
-
-
 def insert_calibration(cur: duckdb.DuckDBPyConnection, c: Calibration) -> None:
     cur.execute(
         "INSERT INTO calibrations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO "
@@ -70,9 +45,8 @@ def insert_calibration(cur: duckdb.DuckDBPyConnection, c: Calibration) -> None:
 def save_calibration(store: Store, calibration: Calibration) -> Calibration:
     """Store a calibration (the same one twice is stored once); returns it."""
     if calibration.created_at is None:
-        calibration = replace(calibration, created_at=_now())
-    with store._write() as cur:
-        cur.execute(CALIBRATIONS_TABLE)
+        calibration = replace(calibration, created_at=timestamp())
+    with store.write() as cur:
         insert_calibration(cur, calibration)
     return calibration
 
@@ -80,8 +54,6 @@ def save_calibration(store: Store, calibration: Calibration) -> Calibration:
 def select_calibrations(
     cur: duckdb.DuckDBPyConnection, where: str, values: Sequence[Any]
 ) -> list[Calibration]:
-    if not _has(cur):
-        return []
     rows = cur.execute(_SELECT_CALIBRATIONS[where], list(values)).fetchall()
     return [
         Calibration(
@@ -94,7 +66,7 @@ def select_calibrations(
 
 def calibrations(store: Store, curve_id: str | None = None) -> list[Calibration]:
     """The stored calibrations (of one curve), newest first."""
-    with store._read() as cur:
+    with store.read() as cur:
         if curve_id is None:
             return select_calibrations(cur, "all", [])
         return select_calibrations(cur, "curve", [curve_id])
@@ -102,7 +74,7 @@ def calibrations(store: Store, curve_id: str | None = None) -> list[Calibration]
 
 def calibration(store: Store, calibration_id: str) -> Calibration:
     """A stored calibration by id (NotFound)."""
-    with store._read() as cur:
+    with store.read() as cur:
         found = select_calibrations(cur, "id", [calibration_id.strip().lower()])
     if not found:
         raise NotFound(f"no stored calibration has the id {calibration_id!r}")

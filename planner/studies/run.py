@@ -35,7 +35,7 @@ from planner.plan.recommend import Request, recommend
 from planner.plan.resolve import plan_inputs
 from planner.sim import ensemble
 from planner.sim.work import Work
-from planner.store.database import Store
+from planner.store.repository import Store
 from planner.studies.store import CellResult, finished_keys, save_results, save_study
 from planner.studies.study import Cell, Study, cells, outputs
 

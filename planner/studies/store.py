@@ -14,48 +14,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
-
-import duckdb
 
 from planner import __version__
 from planner.errors import NotFound
 from planner.links.urls import saved_params
-from planner.store.database import Store
+from planner.store.connection import timestamp
+from planner.store.repository import Store
 from planner.studies.study import Cell, Study, study_from_dict
-
-_TABLES = [
-    """CREATE TABLE IF NOT EXISTS studies (
-        name VARCHAR PRIMARY KEY,
-        spec VARCHAR NOT NULL,
-        created_at TIMESTAMP NOT NULL,
-        updated_at TIMESTAMP NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS study_members (
-        study VARCHAR NOT NULL,
-        key VARCHAR NOT NULL,
-        position INTEGER NOT NULL,
-        curve_id VARCHAR NOT NULL,
-        coordinates VARCHAR NOT NULL,
-        params VARCHAR NOT NULL,
-        PRIMARY KEY (study, key)
-    )""",
-    """CREATE TABLE IF NOT EXISTS study_cells (
-        key VARCHAR PRIMARY KEY,
-        status VARCHAR NOT NULL,
-        error VARCHAR,
-        attempts INTEGER NOT NULL,
-        outputs VARCHAR,
-        seats_per_card INTEGER,
-        cost_per_seat_hour DOUBLE,
-        latency_ms DOUBLE,
-        elapsed_s DOUBLE,
-        finished_at TIMESTAMP NOT NULL,
-        planner_version VARCHAR NOT NULL,
-        calibration VARCHAR NOT NULL
-    )""",
-]
 
 
 @dataclass(frozen=True)
@@ -81,24 +47,10 @@ class Member:
     result: CellResult | None
 
 
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
-
-
-def _has_tables(cur: duckdb.DuckDBPyConnection) -> bool:
-    row = cur.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
-        "AND table_name = 'study_cells'"
-    ).fetchone()
-    return bool(row and row[0])
-
-
 def save_study(store: Store, study: Study, cells: Sequence[Cell]) -> None:
     """Store (or update) a study's definition and its members, in one transaction."""
-    with store._write() as cur:
-        for statement in _TABLES:
-            cur.execute(statement)
-        now = _now()
+    with store.write() as cur:
+        now = timestamp()
         cur.execute(
             "INSERT INTO studies VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
             "spec = excluded.spec, updated_at = excluded.updated_at",
@@ -124,9 +76,7 @@ def finished_keys(store: Store, keys: Iterable[str]) -> set[str]:
     wanted = list(keys)
     if not wanted:
         return set()
-    with store._read() as cur:
-        if not _has_tables(cur):
-            return set()
+    with store.read() as cur:
         rows = cur.execute(
             "SELECT key FROM study_cells WHERE status = 'ok' AND list_contains(?, key)",
             [wanted],
@@ -138,7 +88,7 @@ def save_results(store: Store, results: Sequence[CellResult]) -> None:
     """Store finished cells, in one short transaction."""
     if not results:
         return
-    now = _now()
+    now = timestamp()
     rows = [
         (r.key, r.status, r.error, r.attempts, json.dumps(r.outputs, sort_keys=True),
          r.outputs.get("seats_per_card"), r.outputs.get("cost_per_seat_hour"),
@@ -146,9 +96,7 @@ def save_results(store: Store, results: Sequence[CellResult]) -> None:
          r.outputs.get("calibration") or "none")
         for r in results
     ]  # fmt: skip
-    with store._write() as cur:
-        for statement in _TABLES:
-            cur.execute(statement)
+    with store.write() as cur:
         cur.executemany(
             "INSERT INTO study_cells VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (key) DO UPDATE SET status = excluded.status, error = excluded.error, "
@@ -163,18 +111,14 @@ def save_results(store: Store, results: Sequence[CellResult]) -> None:
 
 def studies(store: Store) -> list[str]:
     """The stored studies' names, newest first."""
-    with store._read() as cur:
-        if not _has_tables(cur):
-            return []
+    with store.read() as cur:
         rows = cur.execute("SELECT name FROM studies ORDER BY updated_at DESC, name").fetchall()
     return [r[0] for r in rows]
 
 
 def load_study(store: Store, name: str) -> tuple[Study, list[Member]]:
     """A stored study's definition and its members with their results (NotFound)."""
-    with store._read() as cur:
-        if not _has_tables(cur):
-            raise NotFound(f"no stored study is called {name!r}")
+    with store.read() as cur:
         row = cur.execute("SELECT spec FROM studies WHERE name = ?", [name]).fetchone()
         if row is None:
             raise NotFound(f"no stored study is called {name!r}")

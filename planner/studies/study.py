@@ -49,7 +49,7 @@ from planner.plan.params import PlanParams
 from planner.plan.recommend import Recommendation
 from planner.sim.policies import POLICIES
 from planner.store.calibrations import latest_calibration
-from planner.store.database import Store
+from planner.store.repository import Store
 
 MAX_CELLS = 100_000
 """The most cells one study may have (a 20-model x 8-card x 4-mode x 10-budget x 3-floor

@@ -6,9 +6,8 @@ predicted figures and, when there are any, the worker's per-frame records; the c
 was predicted on is named by id. A calibration is stored with the curve it belongs to,
 its date and the load test it was fitted from.
 
-The tables are created the first time something is stored (``CREATE TABLE IF NOT
-EXISTS`` inside the write), so a store without them simply has no load tests and needs no
-schema step. Each save is one transaction: a load test is stored whole or not at all.
+The tables are part of the store's schema (``planner.store.schema``). Each save is one
+transaction: a load test is stored whole or not at all.
 Every value goes into SQL as a bound parameter.
 """
 
@@ -16,7 +15,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, replace
-from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
@@ -24,60 +22,13 @@ import numpy as np
 
 from planner.errors import BadInput, NotFound
 from planner.sim.scenario import Scenario, Sharing
-from planner.store.calibrations import CALIBRATIONS_TABLE, insert_calibration, select_calibrations
-from planner.store.database import Store
+from planner.store.calibrations import insert_calibration, select_calibrations
+from planner.store.connection import timestamp
+from planner.store.repository import Store
 from planner.validate.loadtest import Cap, LoadTest, LoadTestOptions, Run
 from planner.validate.measured_vs_predicted import Summary
 from planner.validate.worker.frames import COLUMNS, TIME_COLUMNS, WorkerRun, from_columns
 
-_TABLES = [
-    """CREATE TABLE IF NOT EXISTS loadtests (
-        id INTEGER PRIMARY KEY,
-        created_at TIMESTAMP NOT NULL,
-        source VARCHAR NOT NULL,
-        curve_id VARCHAR NOT NULL,
-        description VARCHAR NOT NULL DEFAULT '',
-        options VARCHAR NOT NULL,
-        environment VARCHAR NOT NULL,
-        pre_ms DOUBLE NOT NULL,
-        post_ms DOUBLE NOT NULL,
-        interrupted BOOLEAN NOT NULL,
-        caps VARCHAR NOT NULL,
-        applied_calibration VARCHAR
-    )""",
-    """CREATE TABLE IF NOT EXISTS loadtest_runs (
-        loadtest_id INTEGER NOT NULL,
-        position INTEGER NOT NULL,
-        sessions INTEGER NOT NULL,
-        policy VARCHAR NOT NULL,
-        seed BIGINT NOT NULL,
-        scenario VARCHAR NOT NULL,
-        measured VARCHAR NOT NULL,
-        ranges VARCHAR NOT NULL,
-        predicted VARCHAR NOT NULL,
-        calibrated VARCHAR,
-        PRIMARY KEY (loadtest_id, position)
-    )""",
-    """CREATE TABLE IF NOT EXISTS loadtest_frames (
-        loadtest_id INTEGER NOT NULL,
-        position INTEGER NOT NULL,
-        session INTEGER NOT NULL,
-        frame INTEGER NOT NULL,
-        capture_ms DOUBLE,
-        arrival_ms DOUBLE,
-        arrived_ms DOUBLE,
-        pre_start_ms DOUBLE,
-        pre_end_ms DOUBLE,
-        ready_ms DOUBLE,
-        batch INTEGER NOT NULL,
-        batch_size INTEGER NOT NULL,
-        batch_start_ms DOUBLE,
-        batch_end_ms DOUBLE,
-        post_start_ms DOUBLE,
-        post_end_ms DOUBLE,
-        status VARCHAR NOT NULL
-    )""",
-]
 # One statement for all of a run's frames: each column goes in as one list (in the order
 # of ``COLUMNS``; a test checks the two agree).
 _INSERT_FRAMES = (
@@ -98,19 +49,6 @@ _SELECT_FRAMES = (
     "post_end_ms, status FROM loadtest_frames WHERE loadtest_id = ? "
     "ORDER BY position, session, frame"
 )
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
-
-
-def _has(cur: duckdb.DuckDBPyConnection, table: str) -> bool:
-    row = cur.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() "
-        "AND table_name = ?",
-        [table],
-    ).fetchone()
-    return bool(row and row[0])
 
 
 # ---------------------------------------------------------------------------------------
@@ -145,12 +83,10 @@ def scenario_from_dict(values: dict[str, Any]) -> Scenario:
 def save_loadtest(store: Store, test: LoadTest) -> LoadTest:
     """Store a load test whole (runs, records, and the calibration fitted from it, which
     then names this load test) in one transaction; returns it with its id."""
-    with store._write() as cur:
-        for statement in (*_TABLES, CALIBRATIONS_TABLE):
-            cur.execute(statement)
+    with store.write() as cur:
         row = cur.execute("SELECT coalesce(max(id), 0) + 1 FROM loadtests").fetchone()
         number = int(row[0]) if row else 1
-        created = test.created_at or _now()
+        created = test.created_at or timestamp()
         cur.execute(
             "INSERT INTO loadtests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
@@ -200,9 +136,7 @@ def _insert_run(cur: duckdb.DuckDBPyConnection, number: int, position: int, run:
 
 def loadtests(store: Store) -> list[dict[str, Any]]:
     """The stored load tests, newest first: id, date, source, curve, description, runs."""
-    with store._read() as cur:
-        if not _has(cur, "loadtests"):
-            return []
+    with store.read() as cur:
         rows = cur.execute(
             "SELECT l.id, l.created_at, l.source, l.curve_id, l.description, l.interrupted, "
             "count(r.position) FROM loadtests l LEFT JOIN loadtest_runs r ON r.loadtest_id = "
@@ -217,9 +151,7 @@ def loadtests(store: Store) -> list[dict[str, Any]]:
 
 def load_loadtest(store: Store, number: int, *, records: bool = False) -> LoadTest:
     """A stored load test (NotFound); with ``records``, each run's per-frame records too."""
-    with store._read() as cur:
-        if not _has(cur, "loadtests"):
-            raise NotFound(f"no stored load test has the id {number}")
+    with store.read() as cur:
         head = cur.execute(
             "SELECT created_at, source, curve_id, description, options, environment, pre_ms, "
             "post_ms, interrupted, caps, applied_calibration FROM loadtests WHERE id = ?",
