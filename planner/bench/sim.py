@@ -58,7 +58,7 @@ def bench_simulator(progress: Callable[[str], None]) -> Figures:
     sweep(template, POLICIES, range(1, 3), range(1))
     run_fast(template)
     warmup = time.perf_counter() - start
-    loop: Any = engine_fast._loop
+    loop: Any = engine_fast.decision_loop
     from_cache = bool(loop.stats.cache_hits)
 
     single = Scenario(latency_ms=table, sessions=6)

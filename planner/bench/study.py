@@ -64,7 +64,7 @@ def bench_study(progress: Callable[[str], None]) -> Figures:
 
             one = _timed(each)
         finally:
-            ensemble._THREADS.clear()
+            ensemble.reset_threads()
 
         def engine(name: str) -> dict[str, float]:
             progress(f"bench: study: {len(jobs)} cells on the {name} engine, {workers} workers ...")

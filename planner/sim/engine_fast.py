@@ -36,20 +36,20 @@ import numpy as np
 
 from planner.sim.arrivals import arrivals
 from planner.sim.jit import jit
-from planner.sim.policies import (
-    POLICIES,
-    STATE_SIZE,
-    _aimd,
-    _batch_all,
-    _deadline,
-    _max_batch,
-    _oldest_first,
-    _round_robin,
-    _triton,
-)
+from planner.sim.policies import POLICIES, STATE_SIZE
 from planner.sim.records import Records
 from planner.sim.scenario import Scenario
 from planner.sim.sharing import Timeline, cotenant_timeline, effective_table, finish, horizon
+
+# The policy kernels, taken from their registry entries: the decision loop's switch calls
+# them by these names, so Numba compiles each call in.
+_oldest_first = POLICIES["oldest-first"].kernel
+_round_robin = POLICIES["round-robin"].kernel
+_batch_all = POLICIES["batch-all"].kernel
+_max_batch = POLICIES["max-batch"].kernel
+_triton = POLICIES["triton"].kernel
+_aimd = POLICIES["aimd"].kernel
+_deadline = POLICIES["deadline"].kernel
 
 _NO_TIMELINE = np.zeros(1)
 Order: TypeAlias = tuple[np.ndarray, np.ndarray, np.ndarray] | tuple[None, None, None]
@@ -97,8 +97,8 @@ def run_prepared(
     if stages is None:
         stages = NO_STAGES
     order = arrival_order(times, start, stages)
-    out = _loop(times, start, duration_ms, latency, pid, params, slicing, edges, speed, work,
-                stages, order[0], order[1], order[2], True)  # fmt: skip
+    out = decision_loop(times, start, duration_ms, latency, pid, params, slicing, edges, speed,
+                        work, stages, order[0], order[1], order[2], True)  # fmt: skip
     return records_of(out)
 
 
@@ -152,7 +152,7 @@ def records_of(out: tuple[Any, ...]) -> Records:
 
 
 @jit(nogil=True)
-def _loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order, order_session, order_time, keep_jobs):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
+def decision_loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order, order_session, order_time, keep_jobs):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
     """The simulation proper. ``times`` are capture times; ``stages`` is ``[network_ms,
     pre_ms, post_ms, cpu_workers]``. Returns (frames, batches, the frame records: session,
     index, batch, arrival, ready, latency, done; the batch records: start, end, size; the

@@ -25,7 +25,7 @@ import numba
 import numpy as np
 
 from planner.sim.arrivals import Arrivals, arrivals
-from planner.sim.engine_fast import Order, _loop, arrival_order, records_of
+from planner.sim.engine_fast import Order, arrival_order, decision_loop, records_of
 from planner.sim.pipeline import frame_parts
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
@@ -87,6 +87,11 @@ def set_threads(count: int) -> None:
     """Run this many runs at once from now on in this process (a study's pool worker
     runs one, so that the pool and these threads do not oversubscribe the cores)."""
     _THREADS[:] = [max(1, int(count))]
+
+
+def reset_threads() -> None:
+    """Forget ``set_threads``: run as many runs at once as ``NUMBA_NUM_THREADS`` says."""
+    _THREADS.clear()
 
 
 def threads() -> int:
@@ -202,7 +207,7 @@ def _run(job: _Job, detail: bool = False) -> Outcome:
         edges = speed = work = _NO_TIMELINE
     else:
         edges, speed, work = job.timeline.edges, job.timeline.speed, job.timeline.work
-    out = _loop(
+    out = decision_loop(
         job.arrivals.times, job.arrivals.start, s.duration_ms, job.latency,
         POLICIES[s.policy].pid, s.policy_params(), job.timeline is not None,
         edges, speed, work, s.stages(), job.order[0], job.order[1], job.order[2], detail,

@@ -25,7 +25,8 @@ Sessions it marks in ``expired`` drop their pending frame as expired.
 
 Adding a policy: write its kernel, add a ``Policy`` entry to ``_REGISTRY``, and give its
 id (its position in the registry) a branch in ``decide`` here and in the fast engine's
-switch (``planner.sim.engine_fast._loop``, which spells the switch out for speed: see there).
+switch (``planner.sim.engine_fast.decision_loop``, which spells the switch out for speed:
+see there).
 An id without a branch raises instead of running another policy, and the tests run every
 registered policy through both switches and check that its own kernel answered. The
 dashboard and the command line list ``POLICIES``.
