@@ -57,7 +57,33 @@ _EXPORTS: dict[str, str] = {
     "StoreError": "planner.errors",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "POLICIES",
+    "BadInput",
+    "Card",
+    "Criteria",
+    "Curve",
+    "FittedCurve",
+    "NotFound",
+    "PlanParams",
+    "PlannerError",
+    "Point",
+    "Recommendation",
+    "Request",
+    "Results",
+    "Scenario",
+    "Sharing",
+    "Store",
+    "StoreError",
+    "__version__",
+    "fit_curve",
+    "make_curve",
+    "plan_inputs",
+    "read_files",
+    "recommend",
+    "simulate",
+    "sweep",
+]
 
 
 def __getattr__(name: str) -> Any:
