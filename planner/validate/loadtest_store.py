@@ -1,10 +1,10 @@
-"""Where load tests and calibrations live, in the planner's DuckDB store.
+"""Where load tests live, in the planner's DuckDB store.
 
 A load test (measured here by ``planner loadtest``, or imported from another worker) is
 stored with its options, what it ran on, and per run its scenario, the measured and the
 predicted figures and, when there are any, the worker's per-frame records; the curve it
-was predicted on is named by id. A calibration is stored with the curve it belongs to,
-its date and the load test it was fitted from.
+was predicted on is named by id. The calibration fitted from a load test is stored in the
+same transaction, through ``planner.store.calibrations``, where calibrations live.
 
 The tables are part of the store's schema (``planner.store.schema``). Each save is one
 transaction: a load test is stored whole or not at all.
