@@ -23,13 +23,8 @@ from dashboard import cache, url_state
 from dashboard.controls import Controls
 from dashboard.text import md, md_list
 from dashboard.ui import show_over_budget, show_problems, table
-from planner.demand.profiles import (
-    SHAPES,
-    DemandFleet,
-    DemandProfile,
-    read_profile_csv,
-    typed_profile,
-)
+from planner.demand.fleet import DemandFleet
+from planner.demand.profiles import SHAPES, DemandProfile, read_profile_csv, typed_profile
 from planner.errors import BadInput, NotFound, PlannerError
 from planner.plan.compare_plans import compare_plans, saved_plan
 from planner.plan.deploy import choose_option, deployment, option_key

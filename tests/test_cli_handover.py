@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from planner.demand.profiles import demand_fleet, read_profile_csv
+from planner.demand.fleet import demand_fleet
+from planner.demand.profiles import read_profile_csv
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs

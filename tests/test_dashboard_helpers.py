@@ -37,10 +37,11 @@ from planner import display
 from planner.curves.curve import Curve, Point, make_curve
 from planner.curves.fit import fit_curve
 from planner.curves.imports import MAX_FILE_BYTES
+from planner.demand.fleet import gpus_for
 from planner.errors import BadInput
 from planner.links.parameters import POLICIES
 from planner.plan.pareto import dominated
-from planner.plan.recommend import Request, fleet_size, option_sweep, recommend
+from planner.plan.recommend import Request, option_sweep, recommend
 from planner.sim.scenario import MAX_FPS, Scenario, Sharing
 from planner.sim.simulate import simulate
 
@@ -241,7 +242,7 @@ def test_plan_figures_and_option_rows() -> None:
     best = result.options[0]
     assert table[0]["seats per card"] == best.seats
     assert table[0]["isolation (memory; faults)"] == "whole card"
-    assert table[0]["GPUs for peak"] == str(fleet_size(40, 0.2, best.cap))
+    assert table[0]["GPUs for peak"] == str(gpus_for(40, 0.2, best.cap))
     assert table[0]["cost per seat-hour"] == display.money(3.0 / best.cap)
     assert list(table[0])[:4] == ["option", "seats per card", "GPUs for peak",
                                   "cost per seat-hour"]  # fmt: skip

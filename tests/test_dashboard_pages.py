@@ -19,9 +19,10 @@ from dashboard.state import store
 from planner import display
 from planner.cli import build_parser
 from planner.cli.measure import options_from_args
+from planner.demand.fleet import gpus_for
 from planner.links.urls import encode, saved_params, self_contained, url
 from planner.plan.params import CompareParams, PlanParams, SimulateParams
-from planner.plan.recommend import Recommendation, fleet_size, recommend
+from planner.plan.recommend import Recommendation, recommend
 from planner.plan.resolve import default_curve, plan_inputs, simulation_inputs
 from planner.sim.simulate import simulate
 from planner.store.repository import Store
@@ -160,7 +161,7 @@ def test_fleet_and_cost_follow_peak_and_price_without_new_simulations(app: AppTe
     best = expected(PlanParams()).recommended
     assert best is not None
     metrics = {m.label: m.value for m in app.metric}
-    assert metrics["GPUs for 100 at peak"].startswith(str(fleet_size(100, 0.2, best.cap)))
+    assert metrics["GPUs for 100 at peak"].startswith(str(gpus_for(100, 0.2, best.cap)))
     cost = display.money(3.0 / best.cap)
     assert any(f"{cost} per seat-hour" in plain(m) for m in texts(app.markdown))
     assert query(app) == {"peak_sessions": "100", "price_per_hour": "3"}
@@ -168,7 +169,7 @@ def test_fleet_and_cost_follow_peak_and_price_without_new_simulations(app: AppTe
     assert list(table[0])[:4] == ["option", "seats per card", "GPUs for peak",
                                   "cost per seat-hour"]  # fmt: skip
     assert table[0]["cost per seat-hour"] == cost and table[0]["GPUs for peak"] == str(
-        fleet_size(100, 0.2, best.cap)
+        gpus_for(100, 0.2, best.cap)
     )
 
 

@@ -11,18 +11,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from planner.demand.fleet import demand_fleet, gpus_for, steps_ahead
 from planner.demand.profiles import (
     SHAPES,
     DemandProfile,
     builtin_profile,
-    demand_fleet,
-    gpus_for,
     read_profile_csv,
-    steps_ahead,
     typed_profile,
 )
 from planner.errors import BadInput
-from planner.plan.recommend import fleet_size
 
 
 def day(**hours: float) -> DemandProfile:
@@ -166,10 +163,14 @@ def test_cost_charges_our_part_of_a_shared_card_and_is_none_without_a_price() ->
     st.floats(min_value=0, max_value=10),
     st.integers(min_value=1, max_value=512),
 )
-def test_gpus_per_step_follow_the_peak_rule_of_the_recommendation(
+def test_gpus_per_step_are_the_fewest_cards_whose_seats_hold_the_demand_with_headroom(
     sessions: int, headroom: float, seats: int
 ) -> None:
-    assert gpus_for(sessions, headroom, seats) == fleet_size(sessions, headroom, seats)
+    # The one rule for the peak and for every step of a profile: ceil(D (1 + h) / S).
+    gpus = gpus_for(sessions, headroom, seats)
+    needed = sessions * (1.0 + headroom)
+    assert gpus * seats >= needed - 1e-6
+    assert (gpus - 1) * seats < needed
 
 
 def test_a_fleet_refuses_bad_numbers() -> None:

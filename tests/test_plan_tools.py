@@ -12,6 +12,7 @@ import planner.sim.policies
 import planner.sim.scenario
 from planner.curves.curve import Point
 from planner.curves.fit import fit_curve
+from planner.demand.fleet import gpus_for
 from planner.errors import BadInput
 from planner.links.parameters import MODES, PHASES, POLICIES
 from planner.links.urls import self_contained
@@ -22,7 +23,6 @@ from planner.plan.recommend import (
     Option,
     Request,
     fleet,
-    fleet_size,
     option_sweep,
     recommend,
 )
@@ -85,7 +85,7 @@ def test_fleet_on_a_recommendation_made_without_peak_or_price() -> None:
     assert best is not None and result.fleet is None
     sized = fleet(best, peak_sessions=100, headroom=0.2, price_per_hour=2.4)
     assert sized is not None
-    assert sized.gpus == fleet_size(100, 0.2, best.cap)
+    assert sized.gpus == gpus_for(100, 0.2, best.cap)
     assert sized.cost_per_seat_hour == pytest.approx(2.4 / best.cap)
     full = recommend(request(peak_sessions=100, headroom=0.2, price_per_hour=2.4))
     assert full.fleet == sized

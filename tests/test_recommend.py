@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from planner.curves.curve import Point
 from planner.curves.fit import fit_curve
+from planner.demand.fleet import gpus_for
 from planner.errors import BadInput
 from planner.plan.params import PlanParams
-from planner.plan.recommend import Criteria, Request, fleet_size, recommend
+from planner.plan.recommend import Criteria, Request, recommend
 from planner.plan.resolve import plan_inputs
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
@@ -118,9 +119,9 @@ def test_budget_nothing_meets_recommends_nothing_and_names_the_closest_option() 
 
 
 def test_fleet_and_cost_per_seat() -> None:
-    assert fleet_size(100, 0.2, 3) == 40
-    assert fleet_size(10, 0.0, 5) == 2
-    assert fleet_size(11, 0.0, 5) == 3
+    assert gpus_for(100, 0.2, 3) == 40
+    assert gpus_for(10, 0.0, 5) == 2
+    assert gpus_for(11, 0.0, 5) == 3
     result = recommend(
         Request(
             curve=curve(LAPTOP),

@@ -8,7 +8,7 @@ from typing import Any
 
 from planner.cli.output import note, open_store, print_json, table
 from planner.cli.planning import add_plan_source, plan_from_args, plan_profile, print_fleet_summary
-from planner.demand.profiles import DemandFleet
+from planner.demand.fleet import DemandFleet
 from planner.errors import BadInput
 from planner.plan.fleet import card_costs, option_fleets, plan_fleet
 from planner.plan.recommend import recommend

@@ -12,7 +12,8 @@ from typing import Any
 from planner.cli.output import link_values, option, option_name, table
 from planner.curves.curve import parse_points_option
 from planner.curves.imports.base import read_limited
-from planner.demand.profiles import DemandFleet, DemandProfile, read_profile_csv
+from planner.demand.fleet import DemandFleet
+from planner.demand.profiles import DemandProfile, read_profile_csv
 from planner.errors import BadInput
 from planner.links.parameters import PARAMETERS
 from planner.plan.compare_plans import saved_plan

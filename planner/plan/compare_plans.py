@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from planner.demand.profiles import DemandFleet
+from planner.demand.fleet import DemandFleet
 from planner.errors import BadInput, NotFound
 from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import decode

@@ -12,13 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from planner.demand.profiles import (
-    SHAPES,
-    DemandFleet,
-    DemandProfile,
-    builtin_profile,
-    demand_fleet,
-)
+from planner.demand.fleet import DemandFleet, demand_fleet
+from planner.demand.profiles import SHAPES, DemandProfile, builtin_profile
 from planner.errors import BadInput
 from planner.plan.compare_cards import SHARED, CardPlan, compare_cards
 from planner.plan.params import CompareParams, PlanParams

@@ -33,6 +33,7 @@ from planner import display, limits
 from planner.curves import measure_next
 from planner.curves.fit import EDGES, Edge, FittedCurve
 from planner.curves.measure_next import Advice
+from planner.demand.fleet import gpus_for
 from planner.errors import BadInput
 from planner.sim.calibration import Calibration
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
@@ -451,11 +452,6 @@ class Recommendation:
         }
 
 
-def fleet_size(peak_sessions: int, headroom: float, seats_per_card: int) -> int:
-    """GPUs needed: ``ceil(D * (1 + h) / seats per card)``."""
-    return math.ceil(peak_sessions * (1.0 + headroom) / seats_per_card - 1e-9)
-
-
 def failures(pooled: Pooled, criteria: Criteria) -> tuple[Failure, ...]:
     """The criteria ``pooled`` fails, latency budget first, then fps floor, then overwriting."""
     n, policy = pooled.sessions, pooled.policy
@@ -800,8 +796,8 @@ def fleet(
         headroom=headroom,
         seats_per_card=seats,
         seats_per_card_low=low,
-        gpus=None if peak is None else fleet_size(peak, headroom, seats),
-        gpus_worst=None if peak is None or low < 1 else fleet_size(peak, headroom, low),
+        gpus=None if peak is None else gpus_for(peak, headroom, seats),
+        gpus_worst=None if peak is None or low < 1 else gpus_for(peak, headroom, low),
         price_per_hour=price,
         cost_per_seat_hour=None if price is None else price * option.card_share / seats,
         card_share=option.card_share,

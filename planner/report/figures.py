@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 
 from planner.curves.curve import Point
 from planner.curves.fit import FittedCurve
-from planner.demand.profiles import DemandFleet
+from planner.demand.fleet import DemandFleet
 from planner.plan.recommend import Option
 
 COLOURS = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#bf3989", "#0a3069")

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import plotly.graph_objects as go
 
 from planner import __version__
-from planner.demand.profiles import DemandFleet
+from planner.demand.fleet import DemandFleet
 from planner.errors import BadInput
 from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import encode, saved_plan_url, self_contained, url

@@ -41,7 +41,8 @@ from typing import Any
 
 from planner import __version__
 from planner.curves.curve import Curve
-from planner.demand.profiles import SHAPES, DemandFleet
+from planner.demand.fleet import DemandFleet
+from planner.demand.profiles import SHAPES
 from planner.errors import BadInput, NotFound
 from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import saved_params
