@@ -21,6 +21,13 @@ def default_store_path() -> Path:
     """``PLANNER_DB`` if set, else ``planner.duckdb`` in the per-user data directory."""
     configured = os.environ.get("PLANNER_DB", "").strip()
     if configured:
+        if "://" in configured:  # Path would fold "s3://b/x" into "s3:/b/x"; say it as given
+            from planner.errors import StoreError
+
+            raise StoreError(
+                f"PLANNER_DB={configured[:80]!r} is a URL; the store is a local file: point "
+                "PLANNER_DB or --db at a file"
+            )
         return Path(configured).expanduser()
     # Imported here so that commands which never open a store (``planner measure`` on a
     # GPU host with only PyTorch installed) do not need it.

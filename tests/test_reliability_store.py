@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -213,3 +214,54 @@ def test_a_store_held_by_a_foreign_connection_waits_then_works(filled: Path) -> 
     assert listed.returncode == 0, listed.stderr
     con = duckdb.connect(str(filled))  # and the planner let go of it afterwards
     con.close()
+
+
+def test_another_applications_duckdb_file_is_left_as_it_was(tmp_path: Path, cli: Any) -> None:
+    other = tmp_path / "sales.duckdb"
+    with duckdb.connect(str(other)) as raw:
+        raw.execute("CREATE TABLE sales (region VARCHAR, amount DOUBLE)")
+        raw.execute("INSERT INTO sales VALUES ('north', 12.5)")
+    before = other.read_bytes()
+    run = cli("--db", other, "curves", "list")
+    assert run.status == 2 and run.out == ""
+    assert run.err.count("\n") == 1 and "another application (it holds sales)" in run.err
+    assert other.read_bytes() == before  # no planner table, no built-in curve written
+    with duckdb.connect(str(other), read_only=True) as raw:
+        tables = raw.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+    assert tables == [("sales",)]
+
+
+@pytest.mark.parametrize(
+    ("store", "says"),
+    [
+        ("s3://bucket/planner.duckdb", "is a URL"),
+        ("http://example.invalid/planner.duckdb", "is a URL"),
+        (":memory:", "is not a file"),
+    ],
+)
+def test_a_store_that_is_no_local_file_is_refused_and_makes_no_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Any, store: str, says: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for how in (("--db", store), ()):
+        if not how:
+            monkeypatch.setenv("PLANNER_DB", store)
+        run = cli(*how, "curves", "list")
+        assert run.status == 2 and run.err.count("\n") == 1 and says in run.err, run.err
+    assert list(tmp_path.iterdir()) == []  # no "s3:" or "http:" folder
+
+
+def test_a_named_pipe_or_a_folder_as_the_store_is_refused_at_once(tmp_path: Path, cli: Any) -> None:
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    start = time.monotonic()
+    run = cli("--db", pipe, "curves", "list")  # opening a pipe would block until a writer
+    assert run.status == 2 and "not a regular file" in run.err
+    assert time.monotonic() - start < 30
+    run = cli("--db", tmp_path, "curves", "list")
+    assert run.status == 2 and "is a folder" in run.err
+
+
+def test_a_store_path_with_an_overlong_name_is_one_line(tmp_path: Path, cli: Any) -> None:
+    run = cli("--db", tmp_path / ("x" * 300) / "planner.duckdb", "curves", "list")
+    assert run.status == 2 and run.err.count("\n") == 1 and "longer than 255 bytes" in run.err

@@ -26,6 +26,7 @@ import math
 import os
 import random
 import re
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -123,6 +124,37 @@ def store_wait_s() -> float:
     return value
 
 
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_MAX_NAME_BYTES = 255  # the longest file or folder name Linux, macOS and Windows allow
+
+
+def checked_path(path: Path) -> Path:
+    """``path`` if it can be a store file; StoreError with the reason otherwise.
+
+    A store is a local file: not a URL (``s3://…``, ``http://…``: DuckDB would treat
+    them as remote or a folder named ``s3:`` would appear), not ``:memory:`` (nothing
+    would be kept), and nothing that exists but is not a regular file (a folder, a named
+    pipe that would block the open forever, a device).
+    """
+    text = str(path)
+    where = "point PLANNER_DB or --db at a file"
+    if _URL.match(text) or text.startswith(("s3:", "gs:", "az:", "http:", "https:")):
+        raise StoreError(f"the store {text[:80]!r} is a URL; the store is a local file: {where}")
+    if text.strip() in ("", ":memory:") or text.startswith(":memory:"):
+        raise StoreError(f"the store {text[:80]!r} is not a file: {where}")
+    if any(len(part.encode("utf-8", "surrogateescape")) > _MAX_NAME_BYTES for part in path.parts):
+        raise StoreError(
+            f"the store path {text[:60]!r}… has a name longer than {_MAX_NAME_BYTES} bytes: "
+            f"{where} with shorter names"
+        )
+    with suppress(OSError):
+        mode = path.stat().st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+            raise StoreError(f"the store {text[:120]} is {kind}: {where}")
+    return path
+
+
 def _reason(exc: BaseException) -> str:
     """The first line of a DuckDB error, without its "IO Error: " style prefix."""
     lines = str(exc).strip().splitlines() or [type(exc).__name__]
@@ -152,7 +184,7 @@ class StoreFile:
         *,
         wait_s: float | None = None,
     ) -> None:
-        self.path = Path(path) if path is not None else default_store_path()
+        self.path = checked_path(Path(path) if path is not None else default_store_path())
         self.wait_s = store_wait_s() if wait_s is None else wait_s
         self.read_only = self.path.is_file() and not os.access(self.path, os.W_OK)
         if not self.read_only:
@@ -324,6 +356,21 @@ class StoreFile:
             if found and found[0]:
                 row = con.execute("SELECT max(version) FROM schema_version").fetchone()
                 current = row[0] if row else None
+            else:
+                others = con.execute(
+                    "SELECT table_name FROM duckdb_tables() WHERE database_name = "
+                    "current_database() UNION SELECT view_name FROM duckdb_views() WHERE "
+                    "database_name = current_database() AND NOT internal ORDER BY 1 LIMIT 4"
+                ).fetchall()
+                if others:
+                    # Another application's database: never write the planner's tables into it.
+                    names = ", ".join(str(r[0]) for r in others[:3])
+                    raise StoreError(
+                        f"{self.path} is a DuckDB file of another application (it holds "
+                        f"{names}{', …' if len(others) > 3 else ''}), not a planner store; it "
+                        "was left as it was: point PLANNER_DB or --db at a planner store or a "
+                        "new file"
+                    )
         if current is not None and current > SCHEMA_VERSION:
             raise StoreError(
                 f"the store {self.path} was written by a newer planner (schema "
