@@ -14,8 +14,11 @@ from dashboard.navigation import pages
 from dashboard.state import store
 from dashboard.text import md_list
 from planner.errors import PlannerError
+from planner.sim.work import budget_frames, turns
 
 WORDMARK = Path(__file__).resolve().parent / "assets" / "wordmark.svg"
+ICON = Path(__file__).resolve().parent / "assets" / "icon.png"
+"""The browser tab's icon, shipped: a Material icon name would be fetched from a font server."""
 PRODUCT = "GPU Seat Planner"
 
 
@@ -39,7 +42,7 @@ def prepare() -> None:
 
 def main() -> None:
     """Lay out the page frame and run the page the visitor is on."""
-    st.set_page_config(page_title=PRODUCT, page_icon=":material/memory:", layout="wide")
+    st.set_page_config(page_title=PRODUCT, page_icon=str(ICON), layout="wide")
     st.logo(str(WORDMARK), size="large")
     page = st.navigation(pages())
     # The browser's title names the page, so that tabs and history tell pages apart.
@@ -51,6 +54,12 @@ def main() -> None:
         store()
     except PlannerError as exc:  # e.g. a damaged file, or another process held it too long
         st.error(f"**The curve store cannot be opened.**\n\n{md_list(exc.problems)}")
+        st.stop()
+    try:  # the server's own settings, read where every page can say what is wrong
+        budget_frames()
+        turns()
+    except PlannerError as exc:
+        st.error(f"**The server's settings are not valid.**\n\n{md_list(exc.problems)}")
         st.stop()
 
     try:

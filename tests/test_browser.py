@@ -23,9 +23,10 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, Route, expect, sync_playwright
 
 from dashboard.navigation import PAGES
 
@@ -39,6 +40,7 @@ INSTALL = (
     "chromium chromium-headless-shell fonts-liberation"
 )
 # Headless in a sandboxed container, and never reaching outside hosts.
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -157,16 +159,36 @@ def chromium() -> Iterator[Browser]:
         playwright.stop()
 
 
+def stay_on_this_machine(context: BrowserContext) -> list[str]:
+    """Block every request that would leave this machine; the list of them fills as the
+    pages try (a dashboard must work offline: no fonts, icons or scripts from outside)."""
+    outside: list[str] = []
+
+    def handle(route: Route) -> None:
+        host = urlsplit(route.request.url).hostname or ""
+        if route.request.url.startswith(("data:", "blob:")) or host in LOCAL_HOSTS:
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", handle)
+    return outside
+
+
 @pytest.fixture
 def page(chromium: Browser) -> Iterator[Page]:
-    """A page in a fresh browser context (no cookies or storage from other tests)."""
+    """A page in a fresh browser context (no cookies or storage from other tests), which
+    fails the test if it asks for anything from outside this machine."""
     context = chromium.new_context(viewport={"width": WIDTH, "height": 1000})
     context.set_default_timeout(UI_TIMEOUT_MS)
     expect.set_options(timeout=UI_TIMEOUT_MS)
+    outside = stay_on_this_machine(context)
     try:
         yield context.new_page()
     finally:
         context.close()
+    assert outside == [], f"the dashboard asked for addresses outside this machine: {outside}"
 
 
 def settle(page: Page) -> None:

@@ -249,3 +249,17 @@ def test_a_store_held_too_long_mid_page_is_a_message(
         holder.wait()
     messages = [plain(e.value) for e in app.error]
     assert any("This page stopped" in m and "is busy: process" in m for m in messages), messages
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("PLANNER_BUDGET_FRAMES", "abc"), ("PLANNER_CONCURRENT_WORK", "lots")]
+)
+def test_a_bad_server_setting_is_named_on_the_page(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    run(app)
+    assert not app.exception
+    (error,) = app.error
+    shown = error.value.replace("\\", "")  # the message is escaped for Markdown
+    assert "settings are not valid" in shown and f"{name}='{value}' is not" in shown

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from planner.curves.curve import Point
 from planner.curves.fit import fit_curve
+from planner.errors import BadInput
 from planner.plan.recommend import Request, recommend
 from planner.sim.work import (
     CHUNK_FRAMES,
@@ -21,6 +22,7 @@ from planner.sim.work import (
     _Turns,
     budget_frames,
     chunks,
+    turns,
 )
 
 # A card so fast that every policy holds every session count: the search runs to the end.
@@ -125,8 +127,29 @@ def test_the_budget_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) 
     assert budget_frames() == 1e6 and Work().budget == 1e6
     monkeypatch.setenv("PLANNER_BUDGET_FRAMES", "inf")
     assert budget_frames() == float("inf")
-    monkeypatch.setenv("PLANNER_BUDGET_FRAMES", "lots")
+    monkeypatch.delenv("PLANNER_BUDGET_FRAMES")
     assert budget_frames() == 400_000_000
+
+
+@pytest.mark.parametrize("text", ["lots", "-1", "0", "nan", "1e400"])
+def test_a_budget_that_is_no_number_of_frames_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    # Not the default in disguise, and 1e400 (which reads as inf) is not "no budget".
+    monkeypatch.setenv("PLANNER_BUDGET_FRAMES", text)
+    with pytest.raises(BadInput, match="PLANNER_BUDGET_FRAMES="):
+        budget_frames()
+
+
+@pytest.mark.parametrize("text", ["junk", "0", "-3", "2.5", "65"])
+def test_concurrent_work_that_is_no_count_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    monkeypatch.setenv("PLANNER_CONCURRENT_WORK", text)
+    with pytest.raises(BadInput, match="PLANNER_CONCURRENT_WORK="):
+        turns()
+    monkeypatch.setenv("PLANNER_CONCURRENT_WORK", "3")
+    assert turns() == 3
 
 
 def test_without_work_the_library_has_no_budget() -> None:

@@ -26,12 +26,13 @@ from __future__ import annotations
 import collections
 import math
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from planner.errors import PlannerError
+from planner.errors import BadInput, PlannerError
 
 DEFAULT_BUDGET_FRAMES = 400_000_000
 """About 10 s of simulation on two cores."""
@@ -49,21 +50,32 @@ class OverBudget(PlannerError):
         )
 
 
+BUDGET_ENV = "PLANNER_BUDGET_FRAMES"
+TURNS_ENV = "PLANNER_CONCURRENT_WORK"
+
+
 class Cancelled(Exception):
     """The work was cancelled; raised at the next checkpoint."""
 
 
 def budget_frames() -> float:
-    """The operator's budget: ``PLANNER_BUDGET_FRAMES`` (a number of frames, ``inf`` for
-    none), else ``DEFAULT_BUDGET_FRAMES``."""
-    text = os.environ.get("PLANNER_BUDGET_FRAMES", "").strip()
+    """The operator's budget: ``PLANNER_BUDGET_FRAMES`` (a number of frames above 0, or
+    ``inf`` for none), else ``DEFAULT_BUDGET_FRAMES``. Anything else is refused by name:
+    a typo must not quietly become the default or, worse, no budget at all."""
+    text = os.environ.get(BUDGET_ENV, "").strip()
     if not text:
         return float(DEFAULT_BUDGET_FRAMES)
+    if text.lower() in ("inf", "infinity", "none"):
+        return math.inf
     try:
         value = float(text)
     except ValueError:
-        return float(DEFAULT_BUDGET_FRAMES)
-    return value if value > 0 else float(DEFAULT_BUDGET_FRAMES)
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):  # 1e400 reads as inf: not what was meant
+        raise BadInput(
+            f"{BUDGET_ENV}={text[:40]!r} is not a number of frames above 0 (or inf for no budget)"
+        )
+    return value
 
 
 @dataclass
@@ -107,7 +119,7 @@ class Work:
     @contextmanager
     def turn(self) -> Iterator[None]:
         """Hold one of the process's turns while a chunk runs."""
-        with _TURNS.held():
+        with _turns().held():
             yield
 
 
@@ -155,15 +167,27 @@ class _Turns:
 
 def turns() -> int:
     """How many chunks of work run at once in this process: ``PLANNER_CONCURRENT_WORK``,
-    default 1 (each chunk already uses every core)."""
-    try:
-        value = int(os.environ.get("PLANNER_CONCURRENT_WORK", "1"))
-    except ValueError:
-        value = 1
-    return max(1, value)
+    a whole number from 1 to 64, default 1 (each chunk already uses every core)."""
+    text = os.environ.get(TURNS_ENV, "").strip()
+    if not text:
+        return 1
+    if not re.fullmatch(r"[0-9]{1,2}", text) or not 1 <= int(text) <= 64:
+        raise BadInput(f"{TURNS_ENV}={text[:40]!r} is not a whole number from 1 to 64")
+    return int(text)
 
 
-_TURNS = _Turns(turns())
+_TURNS: _Turns | None = None
+_TURNS_GUARD = threading.Lock()
+
+
+def _turns() -> _Turns:
+    """This process's turns, made on first use (so a bad setting is one message where
+    work starts, not an error while importing)."""
+    global _TURNS
+    with _TURNS_GUARD:
+        if _TURNS is None:
+            _TURNS = _Turns(turns())
+        return _TURNS
 
 
 def frames_of(total_fps: float, duration_s: float) -> int:
