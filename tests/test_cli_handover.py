@@ -172,6 +172,29 @@ def test_deploy_writes_the_files_of_the_chosen_option(cli, tmp_path: Path) -> No
     assert wrong.status == 2 and "has no option 'aimd'" in wrong.err
 
 
+def test_deploy_refuses_a_planted_link_and_an_empty_folder_name(cli, tmp_path: Path) -> None:
+    outside = tmp_path / "precious.txt"
+    outside.write_text("keep me")
+    out = tmp_path / "deploy"
+    out.mkdir()
+    (out / "worker.json").symlink_to(outside)
+    run = cli("deploy", *QUICK, "--out", out)
+    assert run.status == 2 and run.err.count("planner: ") == 1 and "symbolic link" in run.err
+    assert outside.read_text() == "keep me"
+    assert sorted(p.name for p in out.iterdir()) == ["worker.json"]  # nothing else written
+    empty = cli("deploy", *QUICK, "--out", "")
+    assert empty.status == 2 and "--out needs a folder name" in empty.err
+
+
+@pytest.mark.parametrize("command", ["link", "report"])
+def test_a_base_address_that_does_not_parse_is_one_line(cli, command: str, tmp_path: Path) -> None:
+    extra = ("--out", str(tmp_path / "plan")) if command == "report" else ()
+    run = cli(command, *QUICK, "--base", "http://[::1", *extra)
+    assert run.status == 2 and run.err.count("\n") == 1, run.err
+    assert "is not a valid address" in run.err and run.out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_compare_plans_says_what_differs_and_what_it_bought(cli) -> None:
     a = cli("link", *QUICK, "--budget-ms", "20", "--save", "--json").json["plan_id"]
     b = cli("link", *QUICK, "--budget-ms", "60", "--peak-sessions", "40", "--save",

@@ -265,3 +265,14 @@ def test_a_named_pipe_or_a_folder_as_the_store_is_refused_at_once(tmp_path: Path
 def test_a_store_path_with_an_overlong_name_is_one_line(tmp_path: Path, cli: Any) -> None:
     run = cli("--db", tmp_path / ("x" * 300) / "planner.duckdb", "curves", "list")
     assert run.status == 2 and run.err.count("\n") == 1 and "longer than 255 bytes" in run.err
+
+
+def test_an_old_duckdb_is_named_with_the_fix(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(duckdb, "__version__", "1.5.6")
+    with pytest.raises(
+        StoreError, match=r"needs DuckDB 2\.0 or newer, and this Python has 1\.5\.6"
+    ):
+        Store(db_path)
+    assert not db_path.exists()

@@ -56,7 +56,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def clean_base(text: str) -> str:
     """The dashboard's address: ``http(s)://host[:port][/path]``, without a query."""
-    parts = urlsplit(text.strip())
+    try:
+        parts = urlsplit(text.strip())
+        parts.port  # noqa: B018 - reading it checks the port and an IPv6 host's brackets
+    except ValueError as exc:  # "http://[::1" or a port that is no number
+        raise BadInput(f"--base {text[:80]!r} is not a valid address ({exc})") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise BadInput(f"--base {text!r} is not an http:// or https:// address")
     if parts.query or parts.fragment:

@@ -128,6 +128,22 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _MAX_NAME_BYTES = 255  # the longest file or folder name Linux, macOS and Windows allow
 
 
+MIN_DUCKDB = (2, 0)
+"""The oldest DuckDB the store works with (``pyproject.toml`` says the same)."""
+
+
+def require_duckdb() -> None:
+    """StoreError naming the fix when the installed DuckDB is older than ``MIN_DUCKDB``
+    (1.x cannot parse the store's statements and reads no file that 2.x wrote)."""
+    found = tuple(int(p) for p in re.findall(r"[0-9]+", duckdb.__version__)[:2])
+    if found < MIN_DUCKDB:
+        need = ".".join(map(str, MIN_DUCKDB))
+        raise StoreError(
+            f"the store needs DuckDB {need} or newer, and this Python has "
+            f"{duckdb.__version__}: pip install 'duckdb>={need}'"
+        )
+
+
 def checked_path(path: Path) -> Path:
     """``path`` if it can be a store file; StoreError with the reason otherwise.
 
@@ -184,6 +200,7 @@ class StoreFile:
         *,
         wait_s: float | None = None,
     ) -> None:
+        require_duckdb()
         self.path = checked_path(Path(path) if path is not None else default_store_path())
         self.wait_s = store_wait_s() if wait_s is None else wait_s
         self.read_only = self.path.is_file() and not os.access(self.path, os.W_OK)
