@@ -36,6 +36,7 @@ from planner.plan.recommend import Recommendation, fleet
 from planner.plan.resolve import PlanInputs, command_line
 from planner.report.figures import curve_figure, demand_figure, options_figure
 from planner.sim.sharing import ISOLATION
+from planner.text import md as literal
 
 # ---------------------------------------------------------------------------------------
 # Blocks: what a section is made of, rendered by each format.
@@ -693,27 +694,10 @@ def _web_address(address: str) -> bool:
 # ---------------------------------------------------------------------------------------
 # Markdown
 
-# Characters that start Markdown syntax anywhere in a line (emphasis, code, links, images,
-# HTML, tables, entities, maths); list and heading markers matter only at the start. The
-# rest of the punctuation is left alone so the file stays readable as text.
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#!|~&$])")
-_MD_NUMBERED = re.compile(r"^([0-9]+)([.)])")
-# GitHub links bare web and mail addresses after escapes are resolved; a word joiner
-# (U+2060: no width) before the ``:`` of a scheme, the ``@`` of an address and the ``.``
-# after ``www`` breaks each pattern without changing what the reader sees.
-_AUTOLINK = re.compile(
-    r"(?:(?<=http)|(?<=https)|(?<=mailto)|(?<=xmpp))(?=:)|(?<=[\w.+-])(?=@)|(?<=www)(?=\.)",
-    re.IGNORECASE,
-)
-
 
 def md(text: object) -> str:
-    """``text`` as literal Markdown on one line: no emphasis, code, link, image or HTML."""
-    flat = " ".join(str(text).split())
-    escaped = _MD_SPECIAL.sub(r"\\\1", _AUTOLINK.sub("\u2060", flat))
-    if escaped[:1] in ("-", "+", "="):  # a list item or a heading underline
-        return "\\" + escaped
-    return _MD_NUMBERED.sub(r"\1\\\2", escaped)  # a numbered list item
+    """``text`` as literal Markdown on one line, readable as plain text (``planner.text``)."""
+    return literal(text, readable=True)
 
 
 def markdown_report(ctx: ReportContext) -> str:
