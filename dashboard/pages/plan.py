@@ -21,10 +21,17 @@ from planner.curves.cards import Card
 from planner.curves.curve import MAX_TEXT, Curve
 from planner.errors import BadInput, NotFound
 from planner.links.urls import encode, saved_params, saved_plan_url, self_contained, url
-from planner.plan.params import PlanParams, SimulateParams
+from planner.plan.params import PlanParams
 from planner.plan.pareto import dominated
 from planner.plan.recommend import Option, Recommendation
-from planner.plan.resolve import PlanInputs, command_line, modes_of, plan_curve, plan_inputs
+from planner.plan.resolve import (
+    PlanInputs,
+    command_line,
+    modes_of,
+    plan_curve,
+    plan_inputs,
+    plan_simulation,
+)
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import MODES
 from planner.sim.work import OverBudget
@@ -631,44 +638,21 @@ def options_table(result: Recommendation) -> None:
 def simulate_link(result: Recommendation, params: PlanParams) -> None:
     """A link to the run behind the headline's reason: the first session count that fails,
     on the random draw (seed) where its slowest session did worst, with the plan's
-    criteria drawn on the charts; and every draw's slowest session, the worst marked."""
+    calibration and its criteria drawn on the charts (``plan_simulation``); and every
+    draw's slowest session, the worst marked."""
     best: Option | None = result.recommended
     if best is None:
         return
-    request = result.request
-    sharing = best.sharing
     failing = best.history[-1]  # the first failing count (or the cap, when none failed)
     worst = min(range(len(failing.seeds)), key=lambda i: failing.min_fps_by_seed[i])
     seed = failing.seeds[worst]
-    uses_slo = "slo_ms" in POLICIES[best.policy].params
-    detail = SimulateParams(
-        curve=params.curve,
-        points=params.points,
-        model=params.model,
-        card=params.card,
-        precision=params.precision,
-        resolution=params.resolution,
-        sessions=failing.sessions,
-        policy=best.policy,
-        compare_policy=next((o.policy for o in result.options if o.policy != best.policy), None),
+    detail = plan_simulation(
+        params,
+        result.request,
+        best,
+        failing.sessions,
         seed=seed,
-        duration_s=request.duration_s,
-        overhead_ms=request.criteria.overhead_ms,
-        slo_ms=request.objective_ms if uses_slo else None,
-        mode=sharing.mode,
-        cotenants=sharing.cotenants,
-        busy_period_ms=sharing.busy_period_ms,
-        mps_share=sharing.mps_share if sharing.mode == "mps" else None,
-        mig_profile=sharing.mig_profile,
-        network_ms=params.network_ms,
-        pre_ms=params.pre_ms,
-        post_ms=params.post_ms,
-        cpu_workers=params.cpu_workers,
-        cotenant_memory_mb=sharing.cotenant_memory_mb,
-        mps_memory_mb=sharing.mps_memory_mb,
-        budget_ms=request.criteria.budget_ms,
-        percentile=request.criteria.percentile,
-        min_fps=request.criteria.min_fps,
+        compare_policy=next((o.policy for o in result.options if o.policy != best.policy), None),
     )
     st.page_link(
         "dashboard/pages/simulate.py",
