@@ -145,7 +145,7 @@ def _print_answer(answer: Answer) -> None:
         # Lower case, as the command's advice has always read ("measure batch 4 next").
         print(answer.measure_next[:1].lower() + answer.measure_next[1:])
     if answer.low_confidence is not None:
-        print(f"{answer.low_confidence} (--seeds, --duration-s)")
+        print(f"{answer.low_confidence} Raise --seeds or --duration-s.")
 
 
 def _print_stages(at: Any, cap: int) -> None:
