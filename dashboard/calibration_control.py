@@ -1,9 +1,12 @@
-"""The Plan page's calibration: which of the curve's calibrations the plan pins, and a
-line saying whether and by which load test its figures are calibrated (SPEC §5.2).
+"""The calibration of the Plan and Simulate pages: which of the curve's calibrations the
+plan (or the run) pins, and a line saying whether and by which load test its figures are
+calibrated (SPEC §5.2).
 
 A link pins a calibration by id (``calibration=ID``); without one the plan is
-uncalibrated, so a calibration made later never changes what an older link shows. The
-page therefore starts uncalibrated and offers the curve's calibrations in a control.
+uncalibrated, so a calibration made later never changes what an older link shows. A page
+therefore starts uncalibrated and offers the curve's calibrations in a control; a plan's
+link to the Simulate page carries the plan's calibration, so the run it opens is the one
+the plan judged.
 """
 
 from __future__ import annotations
@@ -16,14 +19,15 @@ import streamlit as st
 
 from dashboard.text import md
 from planner.errors import NotFound, PlannerError
-from planner.plan.params import PlanParams
-from planner.plan.resolve import PlanInputs, plan_curve
+from planner.plan.params import PlanParams, SimulateParams
+from planner.plan.resolve import PlanInputs, SimulationInputs, plan_curve
 from planner.store.calibrations import calibration, calibrations
 from planner.store.repository import Store
 
 KEY = "plan_calibration"
+"""The Plan page's control; the Simulate page passes its own key."""
 NONE = "none"
-P = TypeVar("P", bound=PlanParams)
+P = TypeVar("P", bound=PlanParams | SimulateParams)
 
 
 def check(
@@ -34,6 +38,7 @@ def check(
 
     def run(params: P) -> tuple[P, list[str]]:
         ignored: list[str] = []
+        what = "plan" if isinstance(params, PlanParams) else "run"
         if params.calibration is not None:
             try:
                 found = calibration(db, params.calibration)
@@ -41,13 +46,13 @@ def check(
                 if found.curve_id != curve.id:
                     ignored.append(
                         f"ignored calibration={params.calibration}: it belongs to another "
-                        "curve; the plan is not calibrated"
+                        f"curve; the {what} is not calibrated"
                     )
                     params = replace(params, calibration=None)
             except NotFound:
                 ignored.append(
                     f"ignored calibration={params.calibration}: no stored calibration has "
-                    "that id; the plan is not calibrated"
+                    f"that id; the {what} is not calibrated"
                 )
                 params = replace(params, calibration=None)
             except PlannerError:
@@ -58,12 +63,12 @@ def check(
     return run
 
 
-def load(params: PlanParams) -> None:
+def load(params: PlanParams | SimulateParams, key: str = KEY) -> None:
     """Put an opened link's calibration into the control (before it is drawn)."""
-    st.session_state[KEY] = params.calibration or NONE
+    st.session_state[key] = params.calibration or NONE
 
 
-def choose(params: P, db: Store) -> P:
+def choose(params: P, db: Store, key: str = KEY) -> P:
     """The control: no calibration, or one of the curve's (newest first); ``params`` with
     the choice pinned."""
     try:
@@ -72,12 +77,12 @@ def choose(params: P, db: Store) -> P:
         return params
     names = {c.id: f"{c.id}: {c.source}" for c in found}
     options = [NONE, *names]
-    if st.session_state.get(KEY) not in options:
-        st.session_state[KEY] = NONE  # another curve: its calibrations are not this one's
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = NONE  # another curve: its calibrations are not this one's
     chosen = st.selectbox(
         "Calibration by a load test",
         options,
-        key=KEY,
+        key=key,
         format_func=lambda c: "none: the model's figures" if c == NONE else names[c],
         help="A load test of a real worker (Validate page, planner loadtest) calibrates "
         "the curve: extra time per batch and per frame. The link pins the one chosen.",
@@ -86,7 +91,7 @@ def choose(params: P, db: Store) -> P:
     return replace(params, calibration=None if chosen == NONE else chosen)
 
 
-def note(inputs: PlanInputs) -> None:
+def note(inputs: PlanInputs | SimulationInputs) -> None:
     """One line next to the seat cap: whether and by which load test it is calibrated."""
     if inputs.calibration is not None:
         st.caption(md(inputs.calibration.description))

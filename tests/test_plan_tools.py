@@ -1,10 +1,11 @@
 """Library pieces the dashboard stands on: sweeps that reuse the recommendation's runs,
 fleet arithmetic on a cached recommendation, Pareto dominance of options, and a
-simulation's parameters resolved into scenarios."""
+simulation's parameters resolved into scenarios, and a plan's option as a simulation."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -26,9 +27,18 @@ from planner.plan.recommend import (
     option_sweep,
     recommend,
 )
-from planner.plan.resolve import default_curve, plan_inputs, simulation_inputs
+from planner.plan.resolve import (
+    command_line,
+    default_curve,
+    plan_inputs,
+    plan_simulation,
+    simulation_inputs,
+)
+from planner.sim.calibration import Calibration
 from planner.sim.scenario import Sharing
+from planner.sim.simulate import simulate
 from planner.sim.sweep import Pooled, sweep
+from planner.store.calibrations import save_calibration
 from planner.store.repository import Store
 
 LAPTOP = [(1, 9.82), (2, 20.36), (3, 32.71), (4, 46.15), (8, 103.77), (16, 221.25)]
@@ -163,3 +173,31 @@ def test_plan_inputs_and_the_default_curve_agree(store: Store) -> None:
     inputs = plan_inputs(PlanParams(), store)
     assert inputs.curve == default_curve(store)
     assert (inputs.curve.card, inputs.curve.precision) == ("laptop-8gb", "fp16")
+
+
+def test_a_plans_option_simulates_as_the_plan_ran_it_calibration_included(
+    store: Store, cli: Any
+) -> None:
+    curve = default_curve(store)
+    pinned = save_calibration(store, Calibration(curve.id, a_ms=2.0, c_ms=0.5, d_ms=1.0))
+    plan = PlanParams(curve=curve.id, calibration=pinned.id, network_ms=2.0, pre_ms=1.0,
+                      policies=("aimd", "batch-all"), mps_share=40.0, **QUICK)  # fmt: skip
+    request = plan_inputs(plan, store).request
+    option = recommend(request).options[0]
+    detail = plan_simulation(plan, request, option, 3, seed=1)
+    assert detail.calibration == pinned.id and detail.curve == curve.id
+    run = simulation_inputs(detail, store)
+    assert run.calibration == pinned
+    assert run.scenario == request.scenario(option.policy, option.sharing, "central", 3, 1)
+    # ``planner simulate`` given the page's command runs the same calibrated scenario.
+    command = command_line("simulate", detail)
+    assert command[command.index("--calibration") + 1] == pinned.id
+    said = cli(*command[1:], "--json")
+    assert said.status == 0, said.err
+    assert said.json["calibration"]["id"] == pinned.id
+    assert said.json["min_fps"] == pytest.approx(simulate(run.scenario).min_fps)
+    # Uncalibrated, the same option's run is the model's, and the command says so.
+    model = plan_simulation(replace(plan, calibration=None), request, option, 3, seed=1)
+    assert model.calibration is None and simulation_inputs(model, store).calibration is None
+    command = command_line("simulate", model)
+    assert command[command.index("--calibration") + 1] == "none"

@@ -5,6 +5,8 @@ runs); one test runs a small real load test from the page."""
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +17,14 @@ from dashboard import validate_charts
 from dashboard.navigation import PAGES
 from dashboard.state import store
 from dashboard.validate_charts import error_rows, figure
+from planner import display
 from planner.curves.fit import fit_curve
-from planner.plan.resolve import default_curve
+from planner.links.urls import decode
+from planner.plan.params import SimulateParams
+from planner.plan.resolve import default_curve, simulation_inputs
+from planner.sim.calibration import Calibration
+from planner.sim.simulate import simulate
+from planner.store.calibrations import save_calibration
 from planner.store.repository import Store
 from planner.validate.loadtest import LoadTest, LoadTestOptions, run_loadtest
 from planner.validate.loadtest_store import loadtests, save_loadtest
@@ -112,6 +120,49 @@ def test_a_link_to_an_unknown_calibration_opens_uncalibrated_with_a_message(
     assert warnings and "no stored calibration has that id" in warnings[0]
     assert app.selectbox(key="plan_calibration").value == "none"
     assert app.query_params.get("seeds") in ("2", ["2"])  # the rest of the link was kept
+
+
+def test_a_calibrated_plans_simulate_link_opens_the_calibrated_run(app: AppTest) -> None:
+    db = store()
+    # Slow enough that the calibrated run and the model's differ at any session count.
+    pinned = save_calibration(db, Calibration(default_curve(db).id, a_ms=6.0, c_ms=1.0, d_ms=4.0))
+    for key, value in {**QUICK, "calibration": pinned.id}.items():
+        app.query_params[key] = value
+    run(app)
+    (link,) = [x for x in app.get("page_link") if x.proto.page == "simulate"]
+    query = dict(part.split("=", 1) for part in link.proto.query_string.split("&"))
+    assert query["calibration"] == pinned.id
+    (said,) = [c for c in texts(app.caption) if c.startswith("The link opens seed")]
+    claimed = re.search(r"gets (\d+\.\d fps): the plan judges", said)
+    assert claimed, said
+
+    detail = AppTest.from_file(str(REPO / "app.py"), default_timeout=90)
+    for key, value in query.items():
+        detail.query_params[key] = value
+    detail.switch_page("dashboard/pages/simulate.py")
+    run(detail)
+    assert detail.selectbox(key="sim_calibration").value == pinned.id
+    assert any(f"calibration {pinned.id}" in c for c in texts(detail.caption))
+    assert detail.query_params["calibration"] in (pinned.id, [pinned.id])
+    # The run shown is the calibrated one, and so gives the figure the plan quoted.
+    params, ignored = decode(SimulateParams, query)
+    assert not ignored and params.calibration == pinned.id
+    calibrated = simulate(simulation_inputs(params, db).scenario)
+    model = simulate(simulation_inputs(replace(params, calibration=None), db).scenario)
+    slowest = next(m for m in detail.metric if m.label == "Slowest session")
+    assert slowest.value == claimed[1] == display.fps(calibrated.min_fps)
+    assert display.fps(model.min_fps) != claimed[1]
+
+
+def test_a_simulate_link_without_a_calibration_is_the_models_run(app: AppTest) -> None:
+    db = store()
+    save_calibration(db, Calibration(default_curve(db).id, a_ms=6.0, c_ms=1.0, d_ms=4.0))
+    app.query_params["sessions"] = "2"
+    app.switch_page("dashboard/pages/simulate.py")
+    run(app)
+    assert app.selectbox(key="sim_calibration").value == "none"
+    assert any(c.startswith("Not calibrated: these are the model's") for c in texts(app.caption))
+    assert "calibration" not in app.query_params
 
 
 @pytest.mark.torch

@@ -21,10 +21,18 @@ from planner.curves.cards import Card
 from planner.curves.curve import MAX_TEXT, Curve
 from planner.errors import BadInput, NotFound
 from planner.links.urls import encode, saved_params, saved_plan_url, self_contained, url
-from planner.plan.params import PlanParams, SimulateParams
+from planner.plan.answer import Paragraph, plan_answer
+from planner.plan.params import PlanParams
 from planner.plan.pareto import dominated
 from planner.plan.recommend import Option, Recommendation
-from planner.plan.resolve import PlanInputs, command_line, modes_of, plan_curve, plan_inputs
+from planner.plan.resolve import (
+    PlanInputs,
+    command_line,
+    modes_of,
+    plan_curve,
+    plan_inputs,
+    plan_simulation,
+)
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import MODES
 from planner.sim.work import OverBudget
@@ -312,32 +320,23 @@ def _profile_label(card: Card, name: str) -> str:
     return f"{name} ({profile.slices} of {card.mig_slices} slices{fits})"
 
 
-def title(result: Recommendation) -> str:
-    """The headline's title: ``3 seats per card — oldest-first, exclusive``."""
-    best = result.recommended
-    if best is None:
-        return "No seat fits these criteria"
-    return f"{best.seats} {'seat' if best.seats == '1' else 'seats'} per card — {best.label}"
+def paragraph(part: Paragraph, hint: str = "") -> str:
+    """One paragraph of the answer as Markdown: its lead in bold, then its text (and a
+    pointer to this page's controls), then its items as a list. The answer's sentences
+    are the library's own words, so they are not escaped."""
+    lines = [" ".join(x for x in (f"**{part.lead}**", part.text, hint) if x)]
+    return "\n".join([*lines, *(f"- {item}" for item in part.items)])
 
 
 def headline(result: Recommendation, inputs: PlanInputs, simulated: bool) -> None:
+    """The answer (``planner.plan.answer``), the figures at the cap, and what to measure."""
     best = result.recommended
+    answer = plan_answer(result)
     with st.container(key="headline"):
-        if best is None:
-            closest = result.options[0]
-            st.title(title(result))
-            st.markdown(
-                f"Not even one session meets them. The closest is **{closest.label}**: "
-                f"{closest.binding_constraint}."
-            )
-        else:
-            st.title(title(result))
-            if best.instances_note:
-                st.markdown(
-                    f"**{best.instances_note}** (the card's other instances run the same "
-                    "worker; say otherwise under *Fleet and cost*)."
-                )
-            st.markdown(why(best))
+        st.title(answer.headline)
+        if answer.instances is not None:
+            st.markdown(paragraph(answer.instances, "Say otherwise under *Fleet and cost*."))
+        st.markdown(paragraph(answer.why))
     runs = (
         f"simulated ({result.simulations:,} runs)"
         if simulated
@@ -350,8 +349,23 @@ def headline(result: Recommendation, inputs: PlanInputs, simulated: bool) -> Non
             "the card does on an idle device; measure it again before relying on this plan.",
             icon=":material/warning:",
         )
-    if best is None:
-        return
+    if best is not None:
+        figures(result, best)
+    if answer.extrapolated is not None:
+        st.warning(answer.extrapolated, icon=":material/warning:")
+    if answer.measure_next is not None:
+        st.info(
+            f"{answer.measure_next} Measure it on the Measure page, or with "
+            "`planner measure` on the card.",
+            icon=":material/straighten:",
+        )
+    if answer.low_confidence is not None:
+        st.caption(f"{answer.low_confidence} Both are set under *Simulation effort*.")
+
+
+def figures(result: Recommendation, best: Option) -> None:
+    """The recommended option's figures: seats, latency and the slowest session at the
+    cap, GPUs for the peak, and what a seat costs."""
     at = best.at_cap
     cells = st.columns(4)
     cells[0].metric(
@@ -390,24 +404,6 @@ def headline(result: Recommendation, inputs: PlanInputs, simulated: bool) -> Non
                 + (f"; the fleet costs {display.money(hourly)} per hour." if hourly else ".")
             )
         )
-    if best.extrapolated:
-        measured = [p.batch for p in inputs.fitted.points]
-        st.warning(
-            f"This cap rests on batch sizes beyond the measured {display.batches(measured)}, "
-            "where the curve is extrapolated.",
-            icon=":material/warning:",
-        )
-    if result.measure_next is not None:
-        st.info(
-            f"**Measure batch {result.measure_next} next**, relative to "
-            f"{result.measure_next_basis} (Measure page, or `planner measure` on the card).",
-            icon=":material/straighten:",
-        )
-    if at is not None and at.low_confidence:
-        st.caption(
-            f"The p{at.percentile:g} at the cap rests on fewer than 10 frames beyond it; more "
-            "draws or a longer duration (Simulation effort) make it firmer."
-        )
 
 
 def stages_view(result: Recommendation) -> None:
@@ -437,38 +433,6 @@ def stages_view(result: Recommendation) -> None:
     )
 
 
-def why(best: Option) -> str:
-    """Why the cap is what it is: the next seat's failure, or for a range, the failure at
-    each end of it (the fitted curve and the band's edges each fail somewhere else)."""
-    unit = "" if best.per_card == 1 else " per instance"
-    if best.cap_low == best.cap == best.cap_high:
-        if best.failures:
-            return f"**Why not {best.cap + 1}{unit}?** {_sentence(best.binding_constraint)}"
-        return f"**No limit found:** it {best.binding_constraint}."
-    lines = [
-        f"**Why {best.seats_per_instance}{unit}?** The measured points leave the curve "
-        "uncertain, so the cap depends on how fast the card really is inside the fit's band:"
-    ]
-    ends = (
-        ("pessimistic", best.cap_low, "If the card is as slow as the band's pessimistic edge"),
-        ("central", best.cap, "On the fitted curve"),
-        ("optimistic", best.cap_high, "If it is as fast as the band's optimistic edge"),
-    )
-    for edge, cap, where in ends:
-        reason = (
-            best.binding_constraint if edge == "central" else best.edge_constraint(edge)  # type: ignore[arg-type]
-        )
-        if reason is None:
-            continue
-        holds = f"{cap} session{'s' if cap != 1 else ''} hold{'' if cap != 1 else 's'}"
-        lines.append(f"- {where}, {holds}{unit}: {reason}.")
-    return "\n".join(lines)
-
-
-def _sentence(text: str) -> str:
-    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
-
-
 def share(params: PlanParams, inputs: PlanInputs, result: Recommendation) -> None:
     st.subheader("Share this plan")
     base = url_state.base_url()
@@ -490,7 +454,7 @@ def share(params: PlanParams, inputs: PlanInputs, result: Recommendation) -> Non
                 name_curve(c)
             try:
                 plan_id = db.save_plan(
-                    saved_params(current), name=name or None, headline=title(result)
+                    saved_params(current), name=name or None, headline=plan_answer(result).headline
                 )
             except BadInput as exc:
                 show_problems("The plan was not saved:", exc.problems)
@@ -631,44 +595,21 @@ def options_table(result: Recommendation) -> None:
 def simulate_link(result: Recommendation, params: PlanParams) -> None:
     """A link to the run behind the headline's reason: the first session count that fails,
     on the random draw (seed) where its slowest session did worst, with the plan's
-    criteria drawn on the charts; and every draw's slowest session, the worst marked."""
+    calibration and its criteria drawn on the charts (``plan_simulation``); and every
+    draw's slowest session, the worst marked."""
     best: Option | None = result.recommended
     if best is None:
         return
-    request = result.request
-    sharing = best.sharing
     failing = best.history[-1]  # the first failing count (or the cap, when none failed)
     worst = min(range(len(failing.seeds)), key=lambda i: failing.min_fps_by_seed[i])
     seed = failing.seeds[worst]
-    uses_slo = "slo_ms" in POLICIES[best.policy].params
-    detail = SimulateParams(
-        curve=params.curve,
-        points=params.points,
-        model=params.model,
-        card=params.card,
-        precision=params.precision,
-        resolution=params.resolution,
-        sessions=failing.sessions,
-        policy=best.policy,
-        compare_policy=next((o.policy for o in result.options if o.policy != best.policy), None),
+    detail = plan_simulation(
+        params,
+        result.request,
+        best,
+        failing.sessions,
         seed=seed,
-        duration_s=request.duration_s,
-        overhead_ms=request.criteria.overhead_ms,
-        slo_ms=request.objective_ms if uses_slo else None,
-        mode=sharing.mode,
-        cotenants=sharing.cotenants,
-        busy_period_ms=sharing.busy_period_ms,
-        mps_share=sharing.mps_share if sharing.mode == "mps" else None,
-        mig_profile=sharing.mig_profile,
-        network_ms=params.network_ms,
-        pre_ms=params.pre_ms,
-        post_ms=params.post_ms,
-        cpu_workers=params.cpu_workers,
-        cotenant_memory_mb=sharing.cotenant_memory_mb,
-        mps_memory_mb=sharing.mps_memory_mb,
-        budget_ms=request.criteria.budget_ms,
-        percentile=request.criteria.percentile,
-        min_fps=request.criteria.min_fps,
+        compare_policy=next((o.policy for o in result.options if o.policy != best.policy), None),
     )
     st.page_link(
         "dashboard/pages/simulate.py",
@@ -749,6 +690,6 @@ simulate_link(result, params)
 charts(result, inputs)
 options_table(result)
 st.subheader("Assumptions")
-st.markdown(md_list([inputs.fitted.description, *result.assumptions]))
+st.markdown(md_list(plan_answer(result).assumptions))
 share(params, inputs, result)
 handover.sections(result, inputs, params, db)

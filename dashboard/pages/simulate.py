@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import cache, url_state
+from dashboard import cache, calibration_control, url_state
 from dashboard.controls import Controls, chosen_card, load_curve, pick_curve
 from dashboard.run_charts import fps_figure, latency_histogram, timeline_figure
 from dashboard.state import store
@@ -47,6 +47,7 @@ RUN_FIELDS = (
 )
 MODE_MEMORY = ("cotenant_memory_mb", "mps_memory_mb")
 CRITERIA = ("budget_ms", "percentile", "min_fps")
+CALIBRATION_KEY = "sim_calibration"
 
 
 def controls() -> SimulateParams | None:
@@ -244,7 +245,8 @@ db = store()
 default = default_curve_or_stop(db, "Simulate", "to simulate")
 curves = db.curves()
 link = url_state.opened(
-    SimulateParams, check=url_state.curve_check(db, simulation_inputs, "scenario")
+    SimulateParams,
+    check=calibration_control.check(db, url_state.curve_check(db, simulation_inputs, "scenario")),
 )
 if link is not None:
     load_curve(c, link.params, default.id)
@@ -255,11 +257,13 @@ if link is not None:
         else:
             st.session_state.pop(c.key(name), None)
     url_state.show_ignored(link.ignored)
+    calibration_control.load(link.params, CALIBRATION_KEY)
 
 st.title("Simulate one scenario")
 params = controls()
 if params is None:
     st.stop()
+params = calibration_control.choose(params, db, CALIBRATION_KEY)
 url_state.publish(params)
 try:
     inputs = simulation_inputs(params, db)
@@ -276,6 +280,7 @@ st.caption(
     "frame: one that arrives while an older frame of the same session still waits "
     "replaces it."
 )
+calibration_control.note(inputs)
 if inputs.curve.flag:
     st.warning(
         f"**This curve is flagged: {md(inputs.curve.flag)}.** Its points may not be what the "

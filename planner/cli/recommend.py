@@ -22,6 +22,7 @@ from planner.cli.planning import (
     with_calibration,
 )
 from planner.errors import BadInput
+from planner.plan.answer import Answer, plan_answer
 from planner.plan.fleet import plan_fleet
 from planner.plan.recommend import Recommendation, recommend
 from planner.plan.resolve import plan_inputs
@@ -81,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(result: Recommendation) -> None:
-    print(result.summary)
+    answer = plan_answer(result)
+    _print_answer(answer)
     rows = [
         (
             o.policy,
@@ -109,8 +111,6 @@ def _print(result: Recommendation) -> None:
     best = result.recommended
     if best is not None and best.at_cap is not None:
         _print_stages(best.at_cap, best.cap)
-    if result.measure_next is not None:
-        print(f"measure batch {result.measure_next} next, relative to {result.measure_next_basis}")
     if result.fleet is not None:
         f = result.fleet.as_dict()
         if f["gpus"] is not None:
@@ -126,8 +126,26 @@ def _print(result: Recommendation) -> None:
             )
             print(f"cost: {display.money(f['cost_per_seat_hour'])} per seat-hour{share}")
     print("assumptions:")
-    for sentence in result.assumptions:
+    for sentence in answer.assumptions:
         print(f"  - {sentence}")
+
+
+def _print_answer(answer: Answer) -> None:
+    """The plan's answer (``planner.plan.answer``) in the Plan page's words, one paragraph
+    a line, with pointers to the options that change it."""
+    print(answer.headline)
+    if answer.instances is not None:
+        print(f"{answer.instances.sentence} Say otherwise with --other-jobs.")
+    print(answer.why.sentence)
+    for item in answer.why.items:
+        print(f"  - {item}")
+    if answer.extrapolated is not None:
+        print(answer.extrapolated)
+    if answer.measure_next is not None:
+        # Lower case, as the command's advice has always read ("measure batch 4 next").
+        print(answer.measure_next[:1].lower() + answer.measure_next[1:])
+    if answer.low_confidence is not None:
+        print(f"{answer.low_confidence} Raise --seeds or --duration-s.")
 
 
 def _print_stages(at: Any, cap: int) -> None:

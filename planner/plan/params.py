@@ -146,7 +146,9 @@ class SimulateParams(ParameterSet):
     defaults. ``compare_policy`` is a second policy shown side by side on the same
     scenario. ``fps`` has one value for every session or one per session. ``budget_ms``
     (at ``percentile``) and ``min_fps`` are a plan's criteria, drawn on the charts to judge
-    the run by; they change nothing simulated.
+    the run by; they change nothing simulated. ``calibration`` pins a calibration of the
+    curve by id, as a plan does (SPEC §5.2): unset, the run is the model's, uncalibrated,
+    which is what every link without it has always meant.
     """
 
     page_path: ClassVar[str] = "simulate"
@@ -183,6 +185,7 @@ class SimulateParams(ParameterSet):
     budget_ms: Milliseconds = param("budget_ms")
     percentile: float = param("percentile")
     min_fps: FramesPerSecond = param("min_fps")
+    calibration: str | None = param("calibration")
 
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:

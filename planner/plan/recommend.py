@@ -435,6 +435,14 @@ class Recommendation:
     simulations: int
     measure_next_basis: str = ""
 
+    @property
+    def closest(self) -> Option | None:
+        """The recommended option; with none, the option that came closest at one session
+        (the one ``summary`` describes and the batch to measure next is advised for)."""
+        if self.recommended is not None or not self.options:
+            return self.recommended
+        return _closest(self.options, self.request.criteria)
+
     def as_dict(self) -> dict[str, Any]:
         """The document ``planner recommend --json`` prints."""
         return {
@@ -565,10 +573,7 @@ def recommend(
         ranked[0] = best = recommended
     if recommended is None:
         # Nothing holds one session: describe the option that came closest at one session.
-        best = min(
-            ranked,
-            key=lambda o: _shortfall(o.history[0], request.criteria) if o.history else math.inf,
-        )
+        best = _closest(ranked, request.criteria)
     advice = _measure_next(request, best)
     measure = advice.batch
     sized = _fleet(request, recommended)
@@ -749,6 +754,14 @@ def _binding(fails: Sequence[Failure]) -> str:
 def _limit_reached(request: Request) -> str:
     return (
         f"meets every criterion up to {request.max_sessions} sessions, the largest count considered"
+    )
+
+
+def _closest(options: Sequence[Option], criteria: Criteria) -> Option:
+    """The option that misses the criteria by least at one session."""
+    return min(
+        options,
+        key=lambda o: _shortfall(o.history[0], criteria) if o.history else math.inf,
     )
 
 

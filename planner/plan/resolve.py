@@ -1,6 +1,7 @@
 """From a plan's parameters (``PlanParams``: the Plan page, a link, ``planner recommend``)
-to a recommendation request: the curve, the card, the sharing modes and the price; and
-from a simulation's parameters (``SimulateParams``: the Simulate page) to its scenarios."""
+to a recommendation request: the curve, the card, the sharing modes and the price; from
+one of a plan's options to the simulation that shows it in detail; and from a
+simulation's parameters (``SimulateParams``: the Simulate page) to its scenarios."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from planner.errors import BadInput, NotFound
 from planner.links.codecs import number_text
 from planner.links.urls import encode, linked_curve
 from planner.plan.params import CompareParams, PlanParams, SimulateParams
-from planner.plan.recommend import Criteria, Request
+from planner.plan.recommend import Criteria, Option, Request
 from planner.sim.calibration import Calibration
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
 from planner.sim.modes import sharing_for
+from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
 from planner.store.repository import Store
 
@@ -40,7 +42,7 @@ def calibration_of(
 ) -> tuple[Calibration | None, Calibration | None]:
     """The calibration a plan pins (BadInput when the store does not hold it, or when it
     belongs to another curve) and the curve's newest one (None without a store)."""
-    pinned_id = getattr(params, "calibration", None)  # the Simulate page pins none
+    pinned_id = params.calibration
     if store is None:
         if pinned_id is not None:
             raise BadInput(f"calibration={pinned_id} needs the store that holds it")
@@ -202,8 +204,9 @@ def _profile_curve(store: Store, curve: Curve, profile: str) -> Curve | None:
 @dataclass(frozen=True)
 class SimulationInputs:
     """What a simulation runs on: the curve, its card, the scenario and, when a second
-    policy is asked for, the same scenario under that policy; and the memory limit on the
-    batch (``planner.sim.memory``)."""
+    policy is asked for, the same scenario under that policy; the memory limit on the
+    batch (``planner.sim.memory``); the calibration the parameters pin (None: the model's
+    figures) and the curve's newest one in the store, whether the run uses it or not."""
 
     curve: Curve
     fitted: FittedCurve
@@ -212,6 +215,7 @@ class SimulationInputs:
     compare: Scenario | None
     memory: MemoryLimit | None = None
     calibration: Calibration | None = None
+    latest: Calibration | None = None
 
 
 def simulation_inputs(params: SimulateParams, store: Store | None) -> SimulationInputs:
@@ -222,12 +226,13 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
     1..max(64, sessions), as ``planner simulate`` does; with MIG, on a curve measured on
     the profile when one is stored, else on the whole-card curve with the derived model.
     Its batches are capped by the largest that fits in the memory the mode leaves, where
-    the curve carries memory figures; when not even batch 1 fits, BadInput says so.
+    the curve carries memory figures; when not even batch 1 fits, BadInput says so. A
+    pinned calibration changes the table and the overhead as it does in a plan's runs.
     """
     curve = plan_curve(params, store)
     card = card_of(curve, store)
     fitted = fit_curve(curve.points)
-    calibration, _ = calibration_of(params, curve, store)
+    calibration, latest = calibration_of(params, curve, store)
     measured: Curve | None = None
     if params.mode == "mig" and params.mig_profile and store is not None:
         measured = _profile_curve(store, curve, params.mig_profile)
@@ -293,6 +298,59 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
         compare=compare,
         memory=memory,
         calibration=calibration,
+        latest=latest,
+    )
+
+
+def plan_simulation(
+    params: PlanParams,
+    request: Request,
+    option: Option,
+    sessions: int,
+    *,
+    seed: int = 0,
+    compare_policy: str | None = None,
+) -> SimulateParams:
+    """One run of a plan's option in detail: the Simulate page's parameters for ``option``
+    at ``sessions`` on phase draw ``seed``, as the recommendation simulated it.
+
+    ``params`` is the plan and ``request`` what it resolved to (``plan_inputs``): the run
+    keeps the plan's curve (stored or embedded), its pinned calibration, the duration, the
+    per-frame overhead, the worker's stages, the option's sharing mode and the objective
+    the plan gives ``aimd`` and ``deadline``; the plan's criteria travel along to be drawn
+    on the charts. ``compare_policy`` is a second policy to show beside it.
+    """
+    sharing = option.sharing
+    uses_slo = "slo_ms" in POLICIES[option.policy].params
+    return SimulateParams(
+        curve=params.curve,
+        points=params.points,
+        model=params.model,
+        card=params.card,
+        precision=params.precision,
+        resolution=params.resolution,
+        sessions=sessions,
+        policy=option.policy,
+        compare_policy=compare_policy,
+        seed=seed,
+        duration_s=request.duration_s,
+        overhead_ms=request.criteria.overhead_ms,  # the calibration adds its own
+        slo_ms=request.objective_ms if uses_slo else None,
+        mode=sharing.mode,
+        cotenants=sharing.cotenants,
+        busy_period_ms=sharing.busy_period_ms,
+        mps_share=sharing.mps_share if sharing.mode == "mps" else None,
+        mig_profile=sharing.mig_profile,
+        network_ms=request.network_ms,
+        pre_ms=request.pre_ms,
+        post_ms=request.post_ms,
+        cpu_workers=request.cpu_workers,
+        cotenant_memory_mb=sharing.cotenant_memory_mb,
+        mps_memory_mb=sharing.mps_memory_mb,
+        budget_ms=request.criteria.budget_ms,
+        percentile=request.criteria.percentile,
+        min_fps=request.criteria.min_fps,
+        calibration=params.calibration,
     )
 
 
@@ -336,7 +394,7 @@ def command_line(command: str, params: PlanParams | SimulateParams | ComparePara
             argv.append("--other-jobs")
             continue
         argv += [f"--{name.replace('_', '-')}", value]
-    if getattr(params, "calibration", None) is None and params.points is None:
+    if params.calibration is None and params.points is None:
         # The command line applies a stored curve's latest calibration unless told not to;
         # this plan has none, and the command must compute the same plan.
         argv += ["--calibration", "none"]

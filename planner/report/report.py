@@ -1,9 +1,10 @@
 """A plan report to send: one self-contained HTML file and a Markdown version (SPEC §5.3).
 
 The report holds everything a person signing off needs: the inputs, the curve with its
-band and where it came from, the seat cap with its range and reasons, every option with
-its isolation, fleet and cost, the demand profile if any, the worker's stages and the
-curve's calibration where the plan has them, the assumptions, and the share link.
+band and where it came from, the seat cap with its range and reasons (the plan's answer,
+``planner.plan.answer``, in the words the Plan page and ``planner recommend`` use), every
+option with its isolation, fleet and cost, the demand profile if any, the worker's stages
+and the curve's calibration where the plan has them, the assumptions, and the share link.
 
 ``report_sections`` lays the report out once, as plain blocks (text, tables, lists,
 charts, links); ``html_report`` and ``markdown_report`` render the same blocks. The HTML
@@ -30,12 +31,14 @@ from planner.demand.fleet import DemandFleet
 from planner.errors import BadInput
 from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import encode, saved_plan_url, self_contained, url
+from planner.plan.answer import Answer, Paragraph, plan_answer
 from planner.plan.fleet import option_fleets
 from planner.plan.params import PlanParams
-from planner.plan.recommend import Recommendation, fleet
+from planner.plan.recommend import Option, Recommendation, fleet
 from planner.plan.resolve import PlanInputs, command_line
 from planner.report.figures import curve_figure, demand_figure, options_figure
 from planner.sim.sharing import ISOLATION
+from planner.text import md as literal
 
 # ---------------------------------------------------------------------------------------
 # Blocks: what a section is made of, rendered by each format.
@@ -105,12 +108,13 @@ class ReportContext:
     generated_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
+    def answer(self) -> Answer:
+        """The plan's answer in words, as the Plan page and ``planner recommend`` say it."""
+        return plan_answer(self.result)
+
+    @property
     def headline(self) -> str:
-        best = self.result.recommended
-        if best is None:
-            return "No seat fits these criteria"
-        plural = "seat" if best.seats == "1" else "seats"
-        return f"{best.seats} {plural} per card — {best.label}"
+        return self.answer.headline
 
     @property
     def title(self) -> str:
@@ -154,22 +158,39 @@ def _money(value: float | None, digits: int = 2) -> str:
 
 
 def _answer(ctx: ReportContext) -> Section:
-    result = ctx.result
+    """The answer (``planner.plan.answer``) with the figures at the cap between its why
+    and its advice, in the order the Plan page shows them."""
+    result, answer = ctx.result, ctx.answer
     best = result.recommended
-    blocks: list[Block] = [Text(result.summary)]
-    if best is None:
-        return Section("answer", "The answer", tuple(blocks))
+    blocks: list[Block] = []
+    if answer.instances is not None:
+        blocks += _paragraph(answer.instances)
+    blocks += _paragraph(answer.why)
+    if best is not None:
+        blocks.append(Metrics(_figures(ctx, best)))
+    blocks += [
+        Text(t) for t in (answer.extrapolated, answer.measure_next, answer.low_confidence) if t
+    ]
+    return Section("answer", "The answer", tuple(blocks))
+
+
+def _paragraph(part: Paragraph) -> list[Block]:
+    blocks: list[Block] = [Text(part.text, lead=f"{part.lead} ")]
+    if part.items:
+        blocks.append(Bullets(part.items))
+    return blocks
+
+
+def _figures(ctx: ReportContext, best: Option) -> tuple[tuple[str, str], ...]:
     at = best.at_cap
     where = str(best.cap) if best.per_card == 1 else f"{best.cap} per instance"
     metrics = [("Seats per card", best.seats)]
-    if best.instances_note:
-        metrics.append(("How", best.instances_note))
     if at is not None:
         metrics.append(
             (f"p{at.percentile:g} latency at {where}", _number(at.e2e_latency_ms, 1, " ms"))
         )
         metrics.append((f"Slowest session at {where}", _number(at.min_fps, 1, " fps")))
-    sized = result.fleet
+    sized = ctx.result.fleet
     if sized is not None and sized.gpus is not None:
         gpus = str(sized.gpus)
         if sized.gpus_worst is not None and sized.gpus_worst != sized.gpus:
@@ -179,49 +200,7 @@ def _answer(ctx: ReportContext) -> Section:
         metrics.append(("Cost per seat-hour", _money(sized.cost_per_seat_hour, 3)))
     if ctx.fleet is not None and ctx.fleet.autoscaled.cost_per_day is not None:
         metrics.append(("Cost per day, autoscaled", _money(ctx.fleet.autoscaled.cost_per_day)))
-    blocks.append(Metrics(tuple(metrics)))
-    low, high = min(best.cap_low, best.cap), max(best.cap_high, best.cap)
-    blocks.append(
-        Text(
-            f"{best.cap} on the fitted curve; {low} on the band's pessimistic edge and "
-            f"{high} on its optimistic edge" + (" (per instance)." if best.per_card > 1 else "."),
-            lead="Seat cap range (per instance of the worker): "
-            if best.per_card > 1
-            else "Seat cap range: ",
-        )
-    )
-    if best.failures:
-        blocks.append(Text(_sentence(best.binding_constraint), lead=f"Why not {best.cap + 1}? "))
-    else:
-        blocks.append(Text(f"It {best.binding_constraint}.", lead="No limit found: "))
-    if best.extrapolated:
-        measured = ctx.inputs.fitted.points
-        blocks.append(
-            Text(
-                f"This cap rests on batch sizes beyond the measured {measured[0].batch}–"
-                f"{measured[-1].batch}, where the curve is extrapolated.",
-                lead="Extrapolated: ",
-            )
-        )
-    if result.measure_next is not None:
-        blocks.append(
-            Text(
-                f"batch {result.measure_next}, relative to {result.measure_next_basis}.",
-                lead="Measure next: ",
-            )
-        )
-    if at is not None and at.low_confidence:
-        blocks.append(
-            Text(
-                f"the p{at.percentile:g} at the cap rests on fewer than 10 frames beyond it.",
-                lead="Low confidence: ",
-            )
-        )
-    return Section("answer", "The answer", tuple(blocks))
-
-
-def _sentence(text: str) -> str:
-    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+    return tuple(metrics)
 
 
 def _inputs(ctx: ReportContext) -> Section:
@@ -542,8 +521,7 @@ def _calibration(ctx: ReportContext) -> Section:
 
 
 def _assumptions(ctx: ReportContext) -> Section:
-    notes = [ctx.inputs.fitted.description, *ctx.result.assumptions]
-    return Section("assumptions", "Assumptions", (Bullets(tuple(notes)),))
+    return Section("assumptions", "Assumptions", (Bullets(ctx.answer.assumptions),))
 
 
 def _share(ctx: ReportContext) -> Section:
@@ -693,27 +671,10 @@ def _web_address(address: str) -> bool:
 # ---------------------------------------------------------------------------------------
 # Markdown
 
-# Characters that start Markdown syntax anywhere in a line (emphasis, code, links, images,
-# HTML, tables, entities, maths); list and heading markers matter only at the start. The
-# rest of the punctuation is left alone so the file stays readable as text.
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#!|~&$])")
-_MD_NUMBERED = re.compile(r"^([0-9]+)([.)])")
-# GitHub links bare web and mail addresses after escapes are resolved; a word joiner
-# (U+2060: no width) before the ``:`` of a scheme, the ``@`` of an address and the ``.``
-# after ``www`` breaks each pattern without changing what the reader sees.
-_AUTOLINK = re.compile(
-    r"(?:(?<=http)|(?<=https)|(?<=mailto)|(?<=xmpp))(?=:)|(?<=[\w.+-])(?=@)|(?<=www)(?=\.)",
-    re.IGNORECASE,
-)
-
 
 def md(text: object) -> str:
-    """``text`` as literal Markdown on one line: no emphasis, code, link, image or HTML."""
-    flat = " ".join(str(text).split())
-    escaped = _MD_SPECIAL.sub(r"\\\1", _AUTOLINK.sub("\u2060", flat))
-    if escaped[:1] in ("-", "+", "="):  # a list item or a heading underline
-        return "\\" + escaped
-    return _MD_NUMBERED.sub(r"\1\\\2", escaped)  # a numbered list item
+    """``text`` as literal Markdown on one line, readable as plain text (``planner.text``)."""
+    return literal(text, readable=True)
 
 
 def markdown_report(ctx: ReportContext) -> str:
