@@ -21,7 +21,7 @@ from planner.curves.cards import Card
 from planner.curves.curve import MAX_TEXT, Curve
 from planner.errors import BadInput, NotFound
 from planner.links.urls import encode, saved_params, saved_plan_url, self_contained, url
-from planner.plan.params import PlanParams, SimulateParams
+from planner.plan.params import PlanParams, SimulateParams, stage_params
 from planner.plan.pareto import dominated
 from planner.plan.recommend import Option, Recommendation
 from planner.plan.resolve import PlanInputs, command_line, modes_of, plan_curve, plan_inputs
@@ -660,10 +660,7 @@ def simulate_link(result: Recommendation, params: PlanParams) -> None:
         busy_period_ms=sharing.busy_period_ms,
         mps_share=sharing.mps_share if sharing.mode == "mps" else None,
         mig_profile=sharing.mig_profile,
-        network_ms=params.network_ms,
-        pre_ms=params.pre_ms,
-        post_ms=params.post_ms,
-        cpu_workers=params.cpu_workers,
+        **stage_params(params.stages),
         cotenant_memory_mb=sharing.cotenant_memory_mb,
         mps_memory_mb=sharing.mps_memory_mb,
         budget_ms=request.criteria.budget_ms,

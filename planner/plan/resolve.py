@@ -170,10 +170,7 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         headroom=params.headroom,
         price_per_hour=price,
         other_jobs=params.other_jobs,
-        network_ms=params.network_ms,
-        pre_ms=params.pre_ms,
-        post_ms=params.post_ms,
-        cpu_workers=params.cpu_workers,
+        stages=params.stages,
         card_memory_gb=card.memory_gb if card is not None else None,
         calibration=calibration,
     )
@@ -265,10 +262,7 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
         max_queue_delay_us=params.max_queue_delay_us,
         slo_ms=params.slo_ms,
         sharing=sharing,
-        network_ms=params.network_ms,
-        pre_ms=params.pre_ms,
-        post_ms=params.post_ms,
-        cpu_workers=params.cpu_workers,
+        stages=params.stages,
         memory_batch_limit=memory.batch_limit,
     )
     if calibration is not None:
