@@ -146,7 +146,8 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
     )
     if pool and records.job_start.size:
         kinds = records.job_kind
-        length = np.where(kinds == 1, results.scenario.pre_ms, results.scenario.post_ms)
+        stages = results.scenario.stages
+        length = np.where(kinds == 1, stages.pre_ms, stages.post_ms)
         for kind, label in ((1, "CPU thread: pre job"), (0, "CPU thread: post job")):
             mine = (kinds == kind) & (records.job_start < horizon)
             if not mine.any():

@@ -68,6 +68,8 @@ MAX_QUEUE_DELAY_US = Bound(0, 60_000_000)
 SLO_MS = Bound(MIN_LATENCY_MS, 600_000)
 STAGE_MS = Bound(0, 60_000)  # a network delay, a CPU stage (SPEC §5.1)
 CPU_WORKERS = Bound(0, 1024, whole=True)  # 0: unlimited, the stages are delays
+DEFAULT_STAGE_MS = 0.0  # no network delay, no CPU work: the first wave's worker
+DEFAULT_CPU_WORKERS = 0
 MEMORY_MB = Bound(0, 16_777_216)  # 16 TiB in MB of 2**20 bytes: catches a figure in bytes
 
 # -- sharing the card (``planner.sim.scenario.Sharing``) ---------------------------------------
@@ -88,6 +90,10 @@ MAX_SESSIONS = Bound(1, 256, whole=True)  # the largest session count a search c
 PEAK_SESSIONS = Bound(1, 10_000_000, whole=True)
 HEADROOM = Bound(0, 10)
 PRICE_PER_HOUR = Bound(0, 10_000)
+
+# -- a load test of the reference worker (``planner.validate.loadtest``) ------------------
+LOADTEST_CPU_WORKERS = Bound(1, 64, whole=True)  # threads that run its real CPU work
+TORCH_THREADS = Bound(1, 1024, whole=True)  # PyTorch's CPU threads during a load test
 
 # -- demand over time (``planner.demand.profiles``) ----------------------------------------
 DEMAND_SESSIONS = Bound(0, 10_000_000)  # concurrent sessions in one step of a profile

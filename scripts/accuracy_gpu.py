@@ -41,6 +41,7 @@ from planner.measure.devices import host as machine
 from planner.measure.harness import load_model, measure_curves
 from planner.measure.options import MeasureOptions
 from planner.sim.scenario import Scenario
+from planner.sim.stages import WorkerStages
 from planner.validate.worker.backends import TorchBackend
 from planner.validate.worker.bundle import scheduler_table, write_bundle
 from planner.validate.worker.checks import problems as record_problems
@@ -151,8 +152,8 @@ def main() -> int:
                 break
             scenario = Scenario(
                 latency_ms=tuple(table), sessions=sessions, policy=policy, fps=(fps,),
-                duration_s=args.duration_s, seed=0, pre_ms=pre_ms, post_ms=post_ms,
-                cpu_workers=args.cpu_workers,
+                duration_s=args.duration_s, seed=0,
+                stages=WorkerStages(pre_ms=pre_ms, post_ms=post_ms, cpu_workers=args.cpu_workers),
             )  # fmt: skip
             run = serve(scenario, backend)
             problems = record_problems(run)

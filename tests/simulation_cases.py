@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
+from planner.sim.stages import WorkerStages
 
 LAPTOP_FP16 = {1: 9.82, 2: 20.36, 3: 32.71, 4: 46.15, 8: 103.77, 16: 221.25}
 
@@ -105,10 +106,13 @@ def worker_stages(draw: st.DrawFn, batch_ms: float) -> dict[str, object]:
     (0 = unlimited), and a memory limit on the batch."""
     if draw(st.integers(0, 4)) == 0:
         return {}  # the first wave's scenario
+    stages = WorkerStages(
+        network_ms=draw(st.sampled_from([0.0, 0.0, 1.5, 10.0, 50.0])),
+        pre_ms=draw(stage_times(batch_ms)),
+        post_ms=draw(stage_times(batch_ms)),
+        cpu_workers=draw(st.sampled_from([0, 1, 1, 2, 3, 8])),
+    )
     return {
-        "network_ms": draw(st.sampled_from([0.0, 0.0, 1.5, 10.0, 50.0])),
-        "pre_ms": draw(stage_times(batch_ms)),
-        "post_ms": draw(stage_times(batch_ms)),
-        "cpu_workers": draw(st.sampled_from([0, 1, 1, 2, 3, 8])),
+        "stages": stages,
         "memory_batch_limit": draw(st.one_of(st.none(), st.integers(1, 8))),
     }

@@ -41,8 +41,8 @@ def test_run_many_equals_simulating_each_scenario(batch: list[Scenario]) -> None
                 r.job_kind,
                 r.job_ready,
                 r.job_start,
-                scenario.pre_ms,
-                scenario.post_ms,
+                scenario.stages.pre_ms,
+                scenario.stages.post_ms,
                 scenario.duration_ms,
             )
             assert outcome.cpu_sums == pytest.approx(sums, rel=1e-9, abs=1e-9)

@@ -20,6 +20,7 @@ from planner.measure.options import MeasureOptions
 from planner.plan.recommend import Criteria, failures
 from planner.plan.resolve import default_curve
 from planner.sim.scenario import Scenario
+from planner.sim.stages import WorkerStages
 from planner.sim.sweep import pooled_runs
 from planner.store.calibrations import calibrations, latest_calibration, resolve
 from planner.store.repository import Store
@@ -101,7 +102,8 @@ def test_the_frame_insert_names_every_record_column_in_order() -> None:
 def test_a_scenario_survives_json() -> None:
     s = Scenario(
         latency_ms=(1.0, 2.0, 3.0), sessions=3, policy="triton", fps=(30.0, 15.0, 10.0),
-        jitter_ms=1.5, network_ms=2.0, pre_ms=1.0, cpu_workers=2, memory_batch_limit=2,
+        jitter_ms=1.5, stages=WorkerStages(network_ms=2.0, pre_ms=1.0, cpu_workers=2),
+        memory_batch_limit=2,
     )  # fmt: skip
     assert scenario_from_dict(json.loads(json.dumps(scenario_dict(s)))) == s
 
@@ -109,7 +111,8 @@ def test_a_scenario_survives_json() -> None:
 def test_options_read_back_as_they_were_written() -> None:
     options = LoadTestOptions(
         sessions=(1, 3), policies=("triton",), fps=25.0, duration_s=4.0, seeds=2, camera="320x180",
-        cpu_workers=2, threads=1, measure=MeasureOptions(resolution="32x18", precisions=("fp32",)),
+        stages=WorkerStages(cpu_workers=2), threads=1,
+        measure=MeasureOptions(resolution="32x18", precisions=("fp32",)),
     )  # fmt: skip
     again = LoadTestOptions.from_dict(json.loads(json.dumps(options.as_dict())))
     assert again.as_dict() == options.as_dict()
@@ -353,7 +356,8 @@ def test_the_command_to_run_elsewhere_reads_back_as_the_same_options() -> None:
 
     options = LoadTestOptions(
         sessions=(1, 2, 4), policies=("triton",), fps=25.0, duration_s=8.0, camera="640x360",
-        cpu_workers=2, threads=1, measure=MeasureOptions(resolution="64x36", device="cpu"),
+        stages=WorkerStages(cpu_workers=2), threads=1,
+        measure=MeasureOptions(resolution="64x36", device="cpu"),
     )  # fmt: skip
     argv = command_for(options)
     assert argv[:2] == ["planner", "loadtest"]

@@ -14,6 +14,7 @@ from planner.curves.fit import fit_curve
 from planner.errors import BadInput
 from planner.plan.recommend import Criteria, Request, recommend
 from planner.sim.scenario import Sharing
+from planner.sim.stages import STAGE_FIELDS, WorkerStages
 from tests.conftest import SAMPLES, needs_samples
 
 SERVER = fit_curve([Point(1, 8.0), Point(3, 20.0)])
@@ -26,7 +27,11 @@ def test_one_cpu_thread_decoding_12_ms_lowers_the_cap_and_is_named() -> None:
     """One thread decodes 1000 / 12 = 83 frames a second: 2 sessions at 30 fps, not 3."""
     plain = recommend(Request(curve=SERVER, criteria=Criteria(budget_ms=100.0)))
     staged = recommend(
-        Request(curve=SERVER, criteria=Criteria(budget_ms=100.0), cpu_workers=1, pre_ms=12.0)
+        Request(
+            curve=SERVER,
+            criteria=Criteria(budget_ms=100.0),
+            stages=WorkerStages(cpu_workers=1, pre_ms=12.0),
+        )
     )
     assert plain.recommended is not None and staged.recommended is not None
     assert staged.recommended.cap == 2 < plain.recommended.cap
@@ -42,7 +47,11 @@ def test_one_cpu_thread_decoding_12_ms_lowers_the_cap_and_is_named() -> None:
 def test_the_cpu_pool_is_not_named_where_unlimited_threads_fail_too() -> None:
     # Four threads of 2 ms decode 2,000 frames a second: the GPU stops the next seat.
     result = recommend(
-        Request(curve=SERVER, criteria=Criteria(budget_ms=100.0), cpu_workers=4, pre_ms=2.0)
+        Request(
+            curve=SERVER,
+            criteria=Criteria(budget_ms=100.0),
+            stages=WorkerStages(cpu_workers=4, pre_ms=2.0),
+        )
     )
     assert all(o.failures[0].constraint != "cpu" for o in result.options)
     assert result.recommended is not None and result.recommended.at_cap is not None
@@ -54,15 +63,14 @@ def test_policy_objectives_get_the_budget_less_the_time_outside_the_gpu() -> Non
     request = Request(
         curve=SERVER,
         criteria=Criteria(budget_ms=100.0, overhead_ms=3.0),
-        network_ms=10.0,
-        pre_ms=12.0,
-        post_ms=5.0,
+        stages=WorkerStages(network_ms=10.0, pre_ms=12.0, post_ms=5.0),
     )
     assert request.non_gpu_ms == 2 * 10.0 + 12.0 + 5.0 + 3.0
     assert request.objective_ms == 100.0 - 40.0
     scenario = request.scenario("deadline", Sharing(), "central", 2, 0)
     assert scenario.slo_ms == 60.0
-    assert (scenario.network_ms, scenario.pre_ms, scenario.post_ms) == (10.0, 12.0, 5.0)
+    stages = scenario.stages
+    assert (stages.network_ms, stages.pre_ms, stages.post_ms) == (10.0, 12.0, 5.0)
 
 
 def test_memory_is_named_when_the_co_tenants_leave_too_little_of_the_card() -> None:
@@ -112,10 +120,7 @@ def test_the_recommended_option_carries_its_latency_by_stage_at_the_cap() -> Non
         Request(
             curve=SERVER,
             criteria=Criteria(budget_ms=100.0, overhead_ms=2.0),
-            network_ms=5.0,
-            pre_ms=3.0,
-            post_ms=1.0,
-            cpu_workers=2,
+            stages=WorkerStages(network_ms=5.0, pre_ms=3.0, post_ms=1.0, cpu_workers=2),
             **QUICK,
         )
     )
@@ -140,8 +145,10 @@ def test_the_recommended_option_carries_its_latency_by_stage_at_the_cap() -> Non
     ],
 )
 def test_bad_worker_values_are_refused(changes: dict[str, Any], message: str) -> None:
+    stages = {k: v for k, v in changes.items() if k in STAGE_FIELDS}
+    others = {k: v for k, v in changes.items() if k not in STAGE_FIELDS}
     with pytest.raises(BadInput) as caught:
-        Request(curve=SERVER, **changes)
+        Request(curve=SERVER, stages=WorkerStages(**stages), **others)
     assert any(message in p for p in caught.value.problems), caught.value.problems
 
 

@@ -25,6 +25,7 @@ from planner.report.report import (
     markdown_report,
     report_sections,
 )
+from planner.sim.stages import WorkerStages
 from planner.store.repository import Store
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -104,7 +105,7 @@ def test_the_worker_and_calibration_sections_follow_what_the_plan_carries(
     assert "None: the figures are the model's" in str(_calibration(ctx).blocks[0])
     staged = SimpleNamespace(
         result=SimpleNamespace(
-            request=SimpleNamespace(network_ms=5.0, pre_ms=2.5, post_ms=0.0, cpu_workers=4)
+            request=SimpleNamespace(stages=WorkerStages(network_ms=5.0, pre_ms=2.5, cpu_workers=4))
         )
     )
     worker = _worker(staged)  # type: ignore[arg-type]

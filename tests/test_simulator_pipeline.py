@@ -4,6 +4,8 @@ invariants both engines must keep."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,8 +15,9 @@ from planner.sim.engine_fast import run_fast
 from planner.sim.engine_reference import run_reference
 from planner.sim.policies import POLICIES
 from planner.sim.records import Records
-from planner.sim.scenario import MAX_CPU_WORKERS, Scenario, Sharing
+from planner.sim.scenario import Scenario, Sharing
 from planner.sim.simulate import simulate
+from planner.sim.stages import MAX_CPU_WORKERS, STAGE_FIELDS, WorkerStages
 
 from .simulation_cases import LAPTOP_TABLE, scenarios
 
@@ -52,9 +55,7 @@ def test_a_post_job_goes_before_a_pre_job_that_became_ready_at_the_same_instant(
             fps=(10.0,),
             duration_s=0.3,
             phases="even",
-            pre_ms=10.0,
-            post_ms=5.0,
-            cpu_workers=1,
+            stages=WorkerStages(pre_ms=10.0, post_ms=5.0, cpu_workers=1),
         )
     )
     # 0: s0's pre job 0-10; its batch 10-50. At 50 the batch's post job (s0) and s1's pre
@@ -84,8 +85,7 @@ def test_post_jobs_of_one_batch_queue_in_session_order() -> None:
             fps=(10.0,),
             duration_s=0.2,
             phases="even",
-            post_ms=10.0,
-            cpu_workers=1,
+            stages=WorkerStages(post_ms=10.0, cpu_workers=1),
         )
     )
     # s0 frame 0 runs 0-110; by then s1 frame 0 (50) and s0 frame 1 (100) are pending.
@@ -110,8 +110,7 @@ def test_pre_jobs_ready_at_the_same_instant_go_in_session_order() -> None:
             fps=(10.0,),
             duration_s=0.1,
             phases="aligned",
-            pre_ms=10.0,
-            cpu_workers=1,
+            stages=WorkerStages(pre_ms=10.0, cpu_workers=1),
         )
     )
     assert r.job_start.tolist() == [0.0, 10.0, 20.0]
@@ -130,8 +129,7 @@ def test_a_newer_frame_replaces_a_waiting_pre_job_and_keeps_its_place() -> None:
             fps=(10.0,),
             duration_s=0.4,
             phases="even",
-            pre_ms=120.0,
-            cpu_workers=1,
+            stages=WorkerStages(pre_ms=120.0, cpu_workers=1),
         )
     )
     # 0-120 s0 f0. 120-240 s1 f0 (queued at 50). s0 f1 (100) waits; s0 f2 (200) replaces
@@ -161,8 +159,7 @@ def test_the_drain_rule_counts_frames_still_on_their_way_as_pending() -> None:
             fps=(10.0,),
             duration_s=0.3,
             phases="aligned",
-            network_ms=150.0,
-            post_ms=500.0,
+            stages=WorkerStages(network_ms=150.0, post_ms=500.0),
         )
     )
     assert batches(r) == [(150.0, 160.0, [(0, 0)]), (250.0, 260.0, [(0, 1)])]
@@ -176,18 +173,18 @@ def test_the_drain_rule_counts_frames_still_on_their_way_as_pending() -> None:
             fps=(10.0,),
             duration_s=0.3,
             phases="aligned",
-            network_ms=150.0,
-            post_ms=500.0,
+            stages=WorkerStages(network_ms=150.0, post_ms=500.0),
         )
     )
     assert e2e.e2e_latency.max == pytest.approx(150.0 + 10.0 + 500.0 + 150.0)
 
 
 def test_a_zero_ms_stage_makes_no_cpu_job() -> None:
-    base = Scenario(latency_ms=LAPTOP_TABLE, sessions=3, duration_s=1.0, cpu_workers=2)
+    threads = WorkerStages(cpu_workers=2)
+    base = Scenario(latency_ms=LAPTOP_TABLE, sessions=3, duration_s=1.0, stages=threads)
     assert both(base).job_kind.size == 0
-    assert set(both(base.with_(pre_ms=3.0)).job_kind.tolist()) == {1}
-    assert set(both(base.with_(post_ms=3.0)).job_kind.tolist()) == {0}
+    assert set(both(base.with_(stages=replace(threads, pre_ms=3.0))).job_kind.tolist()) == {1}
+    assert set(both(base.with_(stages=replace(threads, post_ms=3.0))).job_kind.tolist()) == {0}
 
 
 # -- theory --------------------------------------------------------------------------------
@@ -207,8 +204,7 @@ def test_k_threads_decode_min_of_offered_and_capacity(
             latency_ms=AMPLE,
             sessions=sessions,
             policy="batch-all",
-            pre_ms=pre_ms,
-            cpu_workers=workers,
+            stages=WorkerStages(pre_ms=pre_ms, cpu_workers=workers),
             seed=3,
         )
     )
@@ -234,7 +230,7 @@ def test_unlimited_threads_make_the_stages_a_pure_delay(policy: str, seed: int) 
         seed=seed,
         slo_ms=40.0 if policy in ("aimd", "deadline") else None,
     )
-    staged = plain.with_(network_ms=network, pre_ms=pre, post_ms=post)
+    staged = plain.with_(stages=WorkerStages(network_ms=network, pre_ms=pre, post_ms=post))
     a, b = simulate(plain), simulate(staged)
     shift = network + pre
     # Batches the plain run started before duration - network - pre are exactly the
@@ -259,10 +255,7 @@ def test_the_stage_breakdown_adds_up_to_the_end_to_end_latency() -> None:
         latency_ms=LAPTOP_TABLE,
         sessions=4,
         policy="batch-all",
-        network_ms=7.0,
-        pre_ms=9.0,
-        post_ms=4.0,
-        cpu_workers=1,
+        stages=WorkerStages(network_ms=7.0, pre_ms=9.0, post_ms=4.0, cpu_workers=1),
         overhead_ms=2.0,
         seed=4,
     )
@@ -286,16 +279,17 @@ def test_the_stage_breakdown_adds_up_to_the_end_to_end_latency() -> None:
 def test_every_stage_happens_in_order_and_post_jobs_are_never_dropped(s: Scenario) -> None:
     r = run_fast(s)
     start, end = r.batch_start[r.frame_batch], r.batch_end[r.frame_batch]
-    assert np.all(r.frame_arrival + s.pre_ms <= r.frame_ready + 1e-9)
+    stages = s.stages
+    assert np.all(r.frame_arrival + stages.pre_ms <= r.frame_ready + 1e-9)
     assert np.all(r.frame_ready <= start) and np.all(start < end)
     assert np.all(np.isfinite(r.frame_done))  # every delivered frame's post stage ran
-    assert np.all(r.frame_done >= end + s.post_ms - 1e-9)
+    assert np.all(r.frame_done >= end + stages.post_ms - 1e-9)
     # Threads: never more than K jobs at once, and each waits for no one once started.
     if s.cpu_pool:
-        length = np.where(r.job_kind == 1, s.pre_ms, s.post_ms)
+        length = np.where(r.job_kind == 1, stages.pre_ms, stages.post_ms)
         events = sorted([(t, 1) for t in r.job_start] + [(t, -1) for t in r.job_start + length])
         running = np.cumsum([d for _, d in events])
-        assert running.max(initial=0) <= s.cpu_workers
+        assert running.max(initial=0) <= stages.cpu_workers
         assert np.all(r.job_start >= r.job_ready)
         assert np.all(np.diff(r.job_start) >= 0)
         assert not np.any((r.job_kind == 1) & (r.job_start >= s.duration_ms))
@@ -367,13 +361,17 @@ def test_a_limit_that_cannot_bind_is_dropped() -> None:
         ({"cpu_workers": -1}, "a whole number from 0 to 1024 (0: unlimited)"),
         ({"cpu_workers": 1.5}, "CPU threads (cpu_workers) must be a whole number"),
         ({"memory_batch_limit": 0}, "memory batch limit must be a whole number from 1"),
+        ({"stages": (0.0, 1.0, 0.0, 1)}, "stages must be a WorkerStages value"),
     ],
 )
 def test_bad_stage_values_are_refused_with_a_clear_message(
     changes: dict[str, object], message: str
 ) -> None:
+    stages = {k: v for k, v in changes.items() if k in STAGE_FIELDS}
+    others = {k: v for k, v in changes.items() if k not in STAGE_FIELDS}
     with pytest.raises(BadInput) as caught:
-        Scenario(latency_ms=LAPTOP_TABLE, sessions=3, **changes)  # type: ignore[arg-type]
+        values = {"stages": WorkerStages(**stages), **others}  # type: ignore[arg-type]
+        Scenario(latency_ms=LAPTOP_TABLE, sessions=3, **values)  # type: ignore[arg-type]
     assert any(message in p for p in caught.value.problems), caught.value.problems
 
 
@@ -418,8 +416,7 @@ def test_a_long_queue_of_post_jobs_runs_back_to_back_in_order() -> None:
             sessions=10,
             policy="batch-all",
             duration_s=2.0,
-            post_ms=20.0,
-            cpu_workers=1,
+            stages=WorkerStages(post_ms=20.0, cpu_workers=1),
         )
     )
     starts = r.job_start[r.job_kind == 0]

@@ -20,6 +20,7 @@ from planner.sim import policies
 from planner.sim.arrivals import arrivals
 from planner.sim.engine_reference import run_reference
 from planner.sim.scenario import Scenario, Sharing
+from planner.sim.stages import WorkerStages
 from planner.validate.worker import serve as serve_module
 from planner.validate.worker.backends import SleepBackend
 from planner.validate.worker.checks import problems
@@ -49,7 +50,7 @@ def test_the_workers_schedule_is_the_simulators_bit_for_bit(
 ) -> None:
     s = Scenario(
         latency_ms=TABLE, sessions=sessions, fps=tuple(fps), duration_s=1.5, phases=phases,  # type: ignore[arg-type]
-        seed=seed, jitter_ms=jitter, network_ms=network,
+        seed=seed, jitter_ms=jitter, stages=WorkerStages(network_ms=network),
     )  # fmt: skip
     plan = schedule(s)
     capture = arrivals(s)
@@ -69,7 +70,7 @@ def test_the_workers_schedule_is_the_simulators_bit_for_bit(
 
 
 def test_a_served_run_records_the_schedules_capture_times_exactly() -> None:
-    s = scenario(jitter_ms=2.0, network_ms=1.5, phases="random", seed=11)
+    s = scenario(jitter_ms=2.0, stages=WorkerStages(network_ms=1.5), phases="random", seed=11)
     run = serve(s, SleepBackend(TABLE))
     plan = schedule(s)
     assert np.array_equal(run.capture_ms, plan.capture_ms)
@@ -97,7 +98,7 @@ def test_the_worker_asks_the_simulators_own_policy_function() -> None:
     assert run.count(DELIVERED) > 0
 
 
-STAGED = {"pre_ms": 1.5, "post_ms": 0.5, "cpu_workers": 2}
+STAGED = {"stages": WorkerStages(pre_ms=1.5, post_ms=0.5, cpu_workers=2)}
 
 
 @pytest.mark.parametrize(
@@ -105,10 +106,10 @@ STAGED = {"pre_ms": 1.5, "post_ms": 0.5, "cpu_workers": 2}
     [(p, STAGED) for p in policies.POLICIES] + [("batch-all", {}), ("oldest-first", {})],
 )
 def test_every_policy_gives_a_complete_consistent_record_set(
-    policy: str, stages: dict[str, float]
+    policy: str, stages: dict[str, WorkerStages]
 ) -> None:
     s = scenario(policy=policy, sessions=4, fps=(60.0,), slo_ms=30.0, **stages)
-    run = serve(s, SleepBackend(TABLE, s.pre_ms, s.post_ms))
+    run = serve(s, SleepBackend(TABLE, s.stages.pre_ms, s.stages.post_ms))
     assert problems(run) == []
     counts = [run.count(c) for c in (PENDING, DELIVERED, OVERWRITTEN, EXPIRED)]
     assert sum(counts) == run.frames == schedule(s).frames
@@ -126,7 +127,8 @@ def test_the_worker_honours_the_policys_batch_limit_and_memory_limit() -> None:
 
 
 def test_lateness_of_every_handled_arrival_is_recorded() -> None:
-    s = scenario(network_ms=30.0)  # some frames reach the worker after the end
+    # Some frames reach the worker after the end.
+    s = scenario(stages=WorkerStages(network_ms=30.0))
     run = serve(s, SleepBackend(TABLE))
     handled = ~np.isnan(run.arrived_ms)
     assert handled.sum() == run.lateness_ms.size > 0
@@ -139,7 +141,7 @@ def test_the_worker_refuses_what_it_cannot_serve() -> None:
     with pytest.raises(BadInput, match="uses this device as it is"):
         serve(scenario(sharing=Sharing(mode="mps", mps_share=50)), SleepBackend(TABLE))
     with pytest.raises(BadInput, match="pool of threads"):
-        serve(scenario(pre_ms=2.0, cpu_workers=0), SleepBackend(TABLE))
+        serve(scenario(stages=WorkerStages(pre_ms=2.0, cpu_workers=0)), SleepBackend(TABLE))
 
 
 class Failing(SleepBackend):
@@ -170,7 +172,7 @@ def test_an_error_from_the_progress_callback_stops_the_run() -> None:
 @pytest.fixture(scope="module")
 def good() -> WorkerRun:
     s = scenario(policy="batch-all", sessions=4, fps=(90.0,), duration_s=0.5, **STAGED)
-    run = serve(s, SleepBackend(TABLE, s.pre_ms, s.post_ms))
+    run = serve(s, SleepBackend(TABLE, s.stages.pre_ms, s.stages.post_ms))
     assert problems(run) == []
     return run
 
@@ -269,7 +271,7 @@ def test_a_short_cpu_load_test_gives_complete_consistent_records() -> None:
         for policy in ("batch-all", "oldest-first"):
             s = Scenario(
                 latency_ms=TABLE, sessions=3, policy=policy, duration_s=2.0, seed=5,
-                pre_ms=pre, post_ms=post, cpu_workers=1,
+                stages=WorkerStages(pre_ms=pre, post_ms=post, cpu_workers=1),
             )  # fmt: skip
             run = serve(s, backend)
             assert problems(run) == []

@@ -20,6 +20,7 @@ from planner.curves.fit import fit_curve
 from planner.sim.engine_reference import run_reference
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
+from planner.sim.stages import WorkerStages
 
 SWEEP_SESSIONS = range(1, 33)
 SWEEP_SEEDS = range(4)
@@ -31,7 +32,7 @@ REFERENCE_SAMPLE_SESSIONS = (1, 8, 16, 24, 32)
 # The sweep again with the worker's CPU stages on a finite pool (SPEC §5.1): decoding 3 ms
 # and post-processing 1 ms per frame on 4 threads (1,000 frames a second in all, so the
 # pool is busy but keeps up with the sweep's 30 to 960 frames a second).
-CPU_STAGE = {"pre_ms": 3.0, "post_ms": 1.0, "cpu_workers": 4}
+CPU_STAGE = WorkerStages(pre_ms=3.0, post_ms=1.0, cpu_workers=4)
 
 # The reference server card's only two points (SPEC 2.3).
 SERVER_POINTS = (Point(batch=1, latency_ms=8.0), Point(batch=3, latency_ms=20.0))
@@ -67,7 +68,7 @@ def bench_simulator(progress: Callable[[str], None]) -> Figures:
     single_reference = best_of(lambda: run_reference(single), 3)
 
     progress("bench: simulator: sweep of 7 policies x 32 session counts x 4 seeds ...")
-    staged = template.with_(**CPU_STAGE)
+    staged = template.with_(stages=CPU_STAGE)
     sweep(staged, POLICIES, range(1, 3), range(1))  # its first call, compiled already
     # Alternated, so that both see the same load on a shared machine; best of 3 each.
     best = {"plain": float("inf"), "cpu": float("inf")}
@@ -97,8 +98,8 @@ def bench_simulator(progress: Callable[[str], None]) -> Figures:
         "sweep_runs": runs,
         "sweep_fast_s": sweep_fast,
         "sweep_cpu_stage": (
-            f"pre {CPU_STAGE['pre_ms']:g} ms and post {CPU_STAGE['post_ms']:g} ms per frame "
-            f"on {CPU_STAGE['cpu_workers']} CPU threads"
+            f"pre {CPU_STAGE.pre_ms:g} ms and post {CPU_STAGE.post_ms:g} ms per frame "
+            f"on {CPU_STAGE.cpu_workers} CPU threads"
         ),
         "sweep_cpu_stage_s": sweep_cpu,
         "sweep_cpu_stage_ratio": sweep_cpu / sweep_fast,

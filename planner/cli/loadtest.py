@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from planner.cli.output import StatusLine, note, number, open_store, print_json,
 from planner.errors import BadInput
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import PHASES
+from planner.sim.stages import NO_STAGES, STAGE_FIELDS, WorkerStages
 from planner.validate.loadtest import (
     MAX_LOADTEST_SESSIONS,
     LoadTest,
@@ -29,6 +31,8 @@ from planner.validate.measured_vs_predicted import Figure
 INTERRUPTED = 130
 ACTIONS = ("import", "list", "show")
 DEFAULTS = LoadTestOptions()
+IMPORT_SEEDS = limits.DEFAULT_SEEDS
+"""Phase draws an imported load test is predicted on, as a recommendation makes them."""
 CALIBRATION_HELP = (
     "a calibration to predict with beside the plain prediction: a calibration id, latest "
     "(the curve's newest) or none (default: none; the load test judges the model itself)"
@@ -66,14 +70,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     runs.add_argument("--policy", choices=list(POLICIES), help="import: the file's policy")
     runs.add_argument("--fps", help=f"frames per second per session (default {DEFAULTS.fps:g})")
     runs.add_argument("--duration-s", help=f"seconds per run (default {DEFAULTS.duration_s:g})")
-    runs.add_argument("--phases", choices=PHASES, help="phase model (default random)")
-    runs.add_argument("--seed", help="first seed (default 0)")
+    runs.add_argument("--phases", choices=PHASES, help=f"phase model (default {DEFAULTS.phases})")
+    runs.add_argument("--seed", help=f"first seed (default {DEFAULTS.seed})")
     runs.add_argument(
-        "--seeds", help="seeds per session count (import: phase draws predicted; default 1, 8)"
+        "--seeds",
+        help="seeds per session count (import: phase draws predicted; default "
+        f"{DEFAULTS.seeds}, {IMPORT_SEEDS})",
     )
-    runs.add_argument("--jitter-ms", help="arrival jitter, ms (default 0)")
-    runs.add_argument("--network-ms", help="one-way network delay, ms (default 0)")
-    runs.add_argument("--overhead-ms", help="per-frame overhead, ms (default 0)")
+    runs.add_argument("--jitter-ms", help=f"arrival jitter, ms (default {DEFAULTS.jitter_ms:g})")
+    runs.add_argument(
+        "--network-ms", help=f"one-way network delay, ms (default {DEFAULTS.stages.network_ms:g})"
+    )
+    runs.add_argument(
+        "--overhead-ms", help=f"per-frame overhead, ms (default {DEFAULTS.overhead_ms:g})"
+    )
     runs.add_argument("--max-batch", help="max-batch and triton: largest batch B")
     runs.add_argument("--max-queue-delay-us", help="triton: longest wait for a fuller batch, µs")
     runs.add_argument("--slo-ms", help="aimd and deadline: GPU-side objective, ms")
@@ -84,7 +94,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="real pre work: a uint8 camera frame of this size resized and normalised per "
         "frame, and the heatmap's arg-max as post work, on --cpu-workers threads",
     )
-    cpu.add_argument("--cpu-workers", help="threads for the CPU work (default 1)")
+    cpu.add_argument(
+        "--cpu-workers",
+        help=f"threads for the CPU work (default {DEFAULTS.stages.cpu_workers}; import: "
+        f"{NO_STAGES.cpu_workers}, unlimited)",
+    )
     cpu.add_argument(
         "--threads", help="PyTorch's CPU threads during the test (default: PyTorch's own)"
     )
@@ -211,13 +225,15 @@ def options_from_args(args: argparse.Namespace) -> LoadTestOptions:
         "max_batch": limits.MAX_BATCH,
         "max_queue_delay_us": limits.MAX_QUEUE_DELAY_US,
         "slo_ms": limits.SLO_MS,
-        "cpu_workers": limits.Bound(1, 64, whole=True),
-        "threads": limits.Bound(1, 1024, whole=True),
+        "cpu_workers": limits.LOADTEST_CPU_WORKERS,
+        "threads": limits.TORCH_THREADS,
     }
     for name, bound in numbers.items():
         text = getattr(args, name)
         if text is not None:
             values[name] = _get(problems, number, text, f"--{name.replace('_', '-')}", bound)
+    # The worker's stages are one value; a stage left out keeps the load test's default.
+    stages = {name: values.pop(name) for name in STAGE_FIELDS if name in values}
     if args.phases is not None:
         values["phases"] = args.phases
     if args.camera is not None:
@@ -254,7 +270,7 @@ def options_from_args(args: argparse.Namespace) -> LoadTestOptions:
     if problems:
         raise BadInput(problems)
     try:
-        return LoadTestOptions(measure=measure, **values)
+        return LoadTestOptions(measure=measure, stages=replace(DEFAULTS.stages, **stages), **values)
     except BadInput as exc:
         raise BadInput(exc.problems) from None
 
@@ -407,7 +423,7 @@ def _import(args: argparse.Namespace) -> int:
                 source="uploaded",
             )
         scenario = None
-        seeds = int(number(args.seeds or "8", "--seeds", limits.SEEDS))
+        seeds = int(number(args.seeds or str(IMPORT_SEEDS), "--seeds", limits.SEEDS))
         if curve is not None:
             scenario = _import_scenario(args, curve, Scenario, fit_curve, store)
         test = import_file(path, scenario, curve, seeds, args.format)
@@ -438,35 +454,39 @@ def _import_scenario(
         raise BadInput(f"import needs {' and '.join(missing)} for the scenario of the file's run")
     sessions = _get(problems, number, args.sessions, "--sessions", limits.SESSIONS)
 
-    def read(name: str, bound: limits.Bound, default: Any = None) -> Any:
-        text = getattr(args, name)
-        if text is None:
-            return default
-        return _get(problems, number, text, f"--{name.replace('_', '-')}", bound)
-
-    values = {
-        "fps": (read("fps", limits.FPS, 30.0),),
-        "duration_s": read("duration_s", limits.DURATION_S, 30.0),
-        "seed": int(read("seed", limits.SEED, 0) or 0),
-        "jitter_ms": read("jitter_ms", limits.JITTER_MS, 0.0),
-        "overhead_ms": read("overhead_ms", limits.OVERHEAD_MS, 0.0),
-        "network_ms": read("network_ms", limits.STAGE_MS, 0.0),
-        "pre_ms": read("pre_ms", limits.STAGE_MS, 0.0),
-        "post_ms": read("post_ms", limits.STAGE_MS, 0.0),
-        "cpu_workers": int(read("cpu_workers", limits.CPU_WORKERS, 0) or 0),
-        "max_batch": read("max_batch", limits.MAX_BATCH),
-        "max_queue_delay_us": read("max_queue_delay_us", limits.MAX_QUEUE_DELAY_US),
-        "slo_ms": read("slo_ms", limits.SLO_MS),
+    # The options given, each read against its range; the rest keep the scenario's
+    # defaults (the library's, so none is written here).
+    bounds = {
+        "fps": limits.FPS,
+        "duration_s": limits.DURATION_S,
+        "seed": limits.SEED,
+        "jitter_ms": limits.JITTER_MS,
+        "overhead_ms": limits.OVERHEAD_MS,
+        "network_ms": limits.STAGE_MS,
+        "pre_ms": limits.STAGE_MS,
+        "post_ms": limits.STAGE_MS,
+        "cpu_workers": limits.CPU_WORKERS,
+        "max_batch": limits.MAX_BATCH,
+        "max_queue_delay_us": limits.MAX_QUEUE_DELAY_US,
+        "slo_ms": limits.SLO_MS,
     }
+    values = {
+        name: _get(problems, number, getattr(args, name), f"--{name.replace('_', '-')}", bound)
+        for name, bound in bounds.items()
+        if getattr(args, name) is not None
+    }
+    if args.phases is not None:
+        values["phases"] = args.phases
     if problems:
         raise BadInput(problems)
-    if values["max_batch"] is not None:
-        values["max_batch"] = int(values["max_batch"])
+    if "fps" in values:
+        values["fps"] = (values["fps"],)
+    values["stages"] = WorkerStages(
+        **{name: values.pop(name) for name in STAGE_FIELDS if name in values}
+    )
     n = int(sessions)
     table = tuple(float(v) for v in fit(curve.points).table(max(64, n)))
-    scenario = scenario_class(
-        latency_ms=table, sessions=n, policy=args.policy, phases=args.phases or "random", **values
-    )
+    scenario = scenario_class(latency_ms=table, sessions=n, policy=args.policy, **values)
     applied = calibration_of(store, args.calibration, curve.id) if args.curve else None
     if args.calibration and not args.curve:
         raise BadInput("--calibration needs --curve (a calibration belongs to a stored curve)")

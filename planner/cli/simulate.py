@@ -28,6 +28,7 @@ from planner.sim.pipeline import PART_LABELS, PARTS
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import MODES, PHASES, Scenario
 from planner.sim.simulate import simulate
+from planner.sim.stages import WorkerStages
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -122,7 +123,7 @@ def scenario_from(
     seed = get(number, args.seed, "--seed", limits.SEED)
     jitter = get(number, args.jitter_ms, "--jitter-ms", limits.JITTER_MS)
     overhead = get(number, args.overhead_ms, "--overhead-ms", limits.OVERHEAD_MS)
-    stages = {
+    stage_values = {
         name: get(number, getattr(args, name), f"--{name.replace('_', '-')}", limits.STAGE_MS)
         for name in ("network_ms", "pre_ms", "post_ms")
     }
@@ -146,8 +147,7 @@ def scenario_from(
         jitter_ms=jitter,
         overhead_ms=overhead,
         sharing=sharing,
-        cpu_workers=int(workers),
-        **stages,
+        stages=WorkerStages(**stage_values, cpu_workers=int(workers)),
         **params,
     )
 

@@ -41,6 +41,7 @@ from planner.sim.scenario import (
     Scenario,
     Sharing,
 )
+from planner.sim.stages import WorkerStages
 
 POLICIES: tuple[str, ...] = tuple(_POLICIES)
 """Scheduling policies, in the order the recommendation lists them (``planner.sim.policies``)."""
@@ -128,16 +129,16 @@ PARAMETERS: dict[str, Parameter] = {
     ),
     # The worker beyond the GPU (SPEC §5.1).
     "network_ms": Parameter(
-        Scenario.network_ms, Float.of(limits.STAGE_MS), "one-way network delay, ms"
+        WorkerStages.network_ms, Float.of(limits.STAGE_MS), "one-way network delay, ms"
     ),
     "pre_ms": Parameter(
-        Scenario.pre_ms, Float.of(limits.STAGE_MS), "CPU work per frame before the GPU, ms"
+        WorkerStages.pre_ms, Float.of(limits.STAGE_MS), "CPU work per frame before the GPU, ms"
     ),
     "post_ms": Parameter(
-        Scenario.post_ms, Float.of(limits.STAGE_MS), "CPU work per frame after the GPU, ms"
+        WorkerStages.post_ms, Float.of(limits.STAGE_MS), "CPU work per frame after the GPU, ms"
     ),
     "cpu_workers": Parameter(
-        Scenario.cpu_workers,
+        WorkerStages.cpu_workers,
         Int.of(limits.CPU_WORKERS),
         "CPU threads for that work (0 = unlimited)",
     ),

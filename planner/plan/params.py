@@ -3,15 +3,18 @@ page, a link, ``planner recommend``), one simulation (``SimulateParams``) and a 
 comparison (``CompareParams``), with the rules that say which values go together.
 
 Their fields come from the one parameter table (``planner.links.parameters``), so a plan
-is encoded into a link, saved and decoded again unchanged.
+is encoded into a link, saved and decoded again unchanged. The worker's stages are four
+flat link parameters there (``network_ms=2``); ``stages`` builds the one value the library
+takes from them (``planner.sim.stages``), and ``stage_params`` turns it back into them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
+from planner import limits
 from planner.curves.curve import (
     Point,
 )
@@ -22,7 +25,32 @@ from planner.sim.scenario import (
     cotenant_problem,
     frames_problem,
 )
+from planner.sim.stages import STAGE_FIELDS, WorkerStages
 from planner.units import FramesPerSecond, Microseconds, Milliseconds, Seconds, UsdPerHour
+
+
+def stages_of(values: Mapping[str, Any]) -> WorkerStages:
+    """The worker's stages from a parameter set's values (checked ones: the link codecs
+    take the same ranges), the stages' defaults where a value is missing."""
+    return WorkerStages(**{name: values[name] for name in STAGE_FIELDS if name in values})
+
+
+def stage_params(stages: WorkerStages) -> dict[str, Any]:
+    """The four link parameters of ``stages`` (the inverse of ``stages_of``): the stages'
+    fields are named like their link parameters."""
+    return asdict(stages)
+
+
+def _budget_conflicts(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """The time outside the GPU that leaves nothing of the budget (the rule is the
+    stages', ``WorkerStages.budget_problem``); a link resets the parts that take time."""
+    overhead = values.get("overhead_ms", limits.DEFAULT_OVERHEAD_MS)
+    budget = values.get("budget_ms", limits.DEFAULT_BUDGET_MS)
+    problem = stages_of(values).budget_problem(overhead, budget)
+    if problem is None:
+        return []
+    parts = ("overhead_ms", *(name for name in STAGE_FIELDS if name != "cpu_workers"))
+    return [(tuple(n for n in parts if values.get(n)) or ("overhead_ms",), problem)]
 
 
 def _mode_conflicts(
@@ -76,21 +104,7 @@ class PlanParams(ParameterSet):
 
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
-        out = curve_conflicts(values)
-        budget = values.get("budget_ms", 50.0)
-        outside = {
-            name: values.get(name, 0.0) * (2 if name == "network_ms" else 1)
-            for name in ("overhead_ms", "network_ms", "pre_ms", "post_ms")
-        }
-        if sum(outside.values()) >= budget:
-            names = tuple(n for n, v in outside.items() if v) or ("overhead_ms",)
-            out.append(
-                (
-                    names,
-                    f"{sum(outside.values()):g} ms outside the GPU (network both ways, CPU "
-                    f"work, overhead) leaves nothing of the {budget:g} ms budget for the GPU",
-                )
-            )
+        out = curve_conflicts(values) + _budget_conflicts(values)
         modes = values.get("modes")
         out += _mode_conflicts(values, modes or (), "modes")
         out += _memory_conflicts(values)
@@ -136,6 +150,11 @@ class PlanParams(ParameterSet):
     mps_memory_mb: float | None = param("mps_memory_mb")
     flagged: bool = param("flagged")
     calibration: str | None = param("calibration")
+
+    @property
+    def stages(self) -> WorkerStages:
+        """The worker's stages (SPEC §5.1) as the one value the library takes."""
+        return stages_of(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -186,6 +205,11 @@ class SimulateParams(ParameterSet):
     percentile: float = param("percentile")
     min_fps: FramesPerSecond = param("min_fps")
     calibration: str | None = param("calibration")
+
+    @property
+    def stages(self) -> WorkerStages:
+        """The worker's stages (SPEC §5.1) as the one value the library takes."""
+        return stages_of(self.__dict__)
 
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:

@@ -40,6 +40,7 @@ from planner.sim.memory import MemoryLimit, available, memory_limit, memory_mode
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Phases, Scenario, Sharing
 from planner.sim.sharing import ASSUMPTIONS, ISOLATION, card_fraction, derived, instances_per_card
+from planner.sim.stages import NO_STAGES, WorkerStages
 from planner.sim.sweep import PoolCache, Pooled, pooled_runs
 from planner.sim.work import Work
 from planner.units import FramesPerSecond, Milliseconds, UsdPerHour, is_finite
@@ -71,11 +72,11 @@ class Criteria:
             )
         if not limits.OVERHEAD_MS.holds(self.overhead_ms):
             problems.append(f"the overhead must be {limits.OVERHEAD_MS.words()} ms")
-        elif is_finite(self.budget_ms) and self.overhead_ms >= self.budget_ms:
-            problems.append(
-                f"the overhead ({self.overhead_ms:g} ms) leaves nothing of the "
-                f"{self.budget_ms:g} ms budget for the GPU"
-            )
+        elif is_finite(self.budget_ms):
+            # The overhead alone; a request adds its worker's stages to it.
+            problem = NO_STAGES.budget_problem(self.overhead_ms, self.budget_ms)
+            if problem:
+                problems.append(problem)
         if problems:
             raise BadInput(problems)
 
@@ -93,9 +94,10 @@ class Request:
     of the card (otherwise the card's other MIG instances or MPS clients are assumed to run
     the same worker).
 
-    The worker (SPEC §5.1): ``network_ms`` each way, ``pre_ms`` and ``post_ms`` of CPU work
-    per frame on ``cpu_workers`` threads (0: unlimited). ``card_memory_gb`` is the card's
-    memory, for the memory check (with the curve's ``memory_mb`` figures).
+    The worker (SPEC §5.1): ``stages``, its network delay each way and CPU work per frame
+    before and after the GPU on its CPU threads (``planner.sim.stages``).
+    ``card_memory_gb`` is the card's memory, for the memory check (with the curve's
+    ``memory_mb`` figures).
     ``calibration`` (SPEC §5.2, ``planner.sim.calibration``) is what a load test of a real
     worker added to the curve: every run's batches take its ``a + c*b`` more and every
     frame its ``d`` more overhead.
@@ -119,10 +121,7 @@ class Request:
     headroom: float = limits.DEFAULT_HEADROOM
     price_per_hour: UsdPerHour | None = None
     other_jobs: bool = False
-    network_ms: Milliseconds = 0.0
-    pre_ms: Milliseconds = 0.0
-    post_ms: Milliseconds = 0.0
-    cpu_workers: int = 0
+    stages: WorkerStages = NO_STAGES
     card_memory_gb: float | None = None
     calibration: Calibration | None = None
 
@@ -169,18 +168,12 @@ class Request:
             is_finite(self.card_memory_gb) and 0 < self.card_memory_gb <= 16_384
         ):
             problems.append("the card's memory must be a positive number of GB")
-        stages = (self.network_ms, self.pre_ms, self.post_ms)
-        if (
-            self.slo_ms is None
-            and all(is_finite(v) and v >= 0 for v in stages)
-            and self.non_gpu_ms >= self.criteria.budget_ms
-        ):
-            problems.append(
-                f"the time outside the GPU (2 x {self.network_ms:g} ms network + "
-                f"{self.pre_ms:g} ms pre + {self.post_ms:g} ms post + "
-                f"{self.overhead_ms:g} ms overhead = {self.non_gpu_ms:g} ms) leaves "
-                f"nothing of the {self.criteria.budget_ms:g} ms budget for the GPU"
-            )
+        if not isinstance(self.stages, WorkerStages):
+            problems.append("stages must be a WorkerStages value (planner.sim.stages)")
+        elif self.slo_ms is None:
+            problem = self.stages.budget_problem(self.overhead_ms, self.criteria.budget_ms)
+            if problem:
+                problems.append(problem)
         if problems:
             raise BadInput(problems)
         # Scenario validates duration, fps, phases, jitter, stages, policy parameters and
@@ -198,7 +191,7 @@ class Request:
     @property
     def non_gpu_ms(self) -> Milliseconds:
         """A frame's expected time outside the GPU: ``2*network + pre + post + overhead``."""
-        return 2.0 * self.network_ms + self.pre_ms + self.post_ms + self.overhead_ms
+        return self.stages.outside_ms(self.overhead_ms)
 
     @property
     def objective_ms(self) -> Milliseconds:
@@ -251,10 +244,7 @@ class Request:
             max_queue_delay_us=self.max_queue_delay_us,
             slo_ms=self.objective_ms,
             sharing=sharing,
-            network_ms=self.network_ms,
-            pre_ms=self.pre_ms,
-            post_ms=self.post_ms,
-            cpu_workers=self.cpu_workers if cpu else 0,
+            stages=self.stages if cpu else replace(self.stages, cpu_workers=0),
             memory_batch_limit=limit,
         )
 
@@ -607,7 +597,7 @@ def _without_cpu_limit(
     """The options whose CPU pool binds, with their runs at cap + 1 on unlimited threads:
     those whose threads are at least 95% busy there and that meet the criteria without
     the limit. Also returns the number of runs simulated."""
-    if request.cpu_workers == 0:
+    if request.stages.cpu_workers == 0:
         return {}, 0
     candidates = []
     for option in options:
@@ -686,7 +676,7 @@ def _option(
             Failure(
                 "cpu",
                 cap + 1,
-                f"{_threads(request.cpu_workers)} busy {busy:.0%} and {fails[0].detail} "
+                f"{_threads(request.stages.cpu_workers)} busy {busy:.0%} and {fails[0].detail} "
                 "(with unlimited threads it would meet the criteria)",
             )
         )
@@ -929,19 +919,20 @@ def _assumptions(request: Request) -> tuple[str, ...]:
 def _worker_assumption(request: Request) -> str:
     """What the plan assumes about the worker beyond the GPU (SPEC §5.1)."""
     overhead = request.criteria.overhead_ms
-    if not (request.network_ms or request.pre_ms or request.post_ms):
+    stages = request.stages
+    if not stages.takes_time:
         return (
             "Latency is GPU-side plus a fixed per-frame overhead for network, decode and "
             f"post-processing ({overhead:g} ms), which does not occupy the GPU."
         )
     text = (
-        f"End-to-end latency is the network both ways ({request.network_ms:g} ms each, "
-        f"constant), CPU work before the GPU ({request.pre_ms:g} ms) and after it "
-        f"({request.post_ms:g} ms), the GPU's queue and batch, and a fixed "
+        f"End-to-end latency is the network both ways ({stages.network_ms:g} ms each, "
+        f"constant), CPU work before the GPU ({stages.pre_ms:g} ms) and after it "
+        f"({stages.post_ms:g} ms), the GPU's queue and batch, and a fixed "
         f"{overhead:g} ms overhead."
     )
-    if request.cpu_workers:
-        threads = "one thread" if request.cpu_workers == 1 else f"{request.cpu_workers} threads"
+    if stages.cpu_workers:
+        threads = "one thread" if stages.cpu_workers == 1 else f"{stages.cpu_workers} threads"
         text += (
             f" The CPU work runs on {threads} from one first-in-first-out queue (a newer frame "
             "replaces its session's waiting one); every job of a stage takes the same time."

@@ -13,7 +13,7 @@ from planner.curves.fit import FittedCurve, fit_curve
 from planner.errors import BadInput, NotFound
 from planner.links.codecs import number_text
 from planner.links.urls import encode, linked_curve
-from planner.plan.params import CompareParams, PlanParams, SimulateParams
+from planner.plan.params import CompareParams, PlanParams, SimulateParams, stage_params
 from planner.plan.recommend import Criteria, Option, Request
 from planner.sim.calibration import Calibration
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
@@ -172,10 +172,7 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         headroom=params.headroom,
         price_per_hour=price,
         other_jobs=params.other_jobs,
-        network_ms=params.network_ms,
-        pre_ms=params.pre_ms,
-        post_ms=params.post_ms,
-        cpu_workers=params.cpu_workers,
+        stages=params.stages,
         card_memory_gb=card.memory_gb if card is not None else None,
         calibration=calibration,
     )
@@ -270,10 +267,7 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
         max_queue_delay_us=params.max_queue_delay_us,
         slo_ms=params.slo_ms,
         sharing=sharing,
-        network_ms=params.network_ms,
-        pre_ms=params.pre_ms,
-        post_ms=params.post_ms,
-        cpu_workers=params.cpu_workers,
+        stages=params.stages,
         memory_batch_limit=memory.batch_limit,
     )
     if calibration is not None:
@@ -341,10 +335,7 @@ def plan_simulation(
         busy_period_ms=sharing.busy_period_ms,
         mps_share=sharing.mps_share if sharing.mode == "mps" else None,
         mig_profile=sharing.mig_profile,
-        network_ms=request.network_ms,
-        pre_ms=request.pre_ms,
-        post_ms=request.post_ms,
-        cpu_workers=request.cpu_workers,
+        **stage_params(request.stages),
         cotenant_memory_mb=sharing.cotenant_memory_mb,
         mps_memory_mb=sharing.mps_memory_mb,
         budget_ms=request.criteria.budget_ms,

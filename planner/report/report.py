@@ -498,8 +498,8 @@ WORKER_STAGES = (
 
 
 def _worker(ctx: ReportContext) -> Section | None:
-    request = ctx.result.request
-    values = [(words, getattr(request, name, None)) for name, words in WORKER_STAGES]
+    stages = getattr(ctx.result.request, "stages", None)
+    values = [(words, getattr(stages, name, None)) for name, words in WORKER_STAGES]
     if not any(v for _, v in values):
         return None
     rows = tuple((words, f"{v:g}") for words, v in values if v is not None)

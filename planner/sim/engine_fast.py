@@ -55,7 +55,7 @@ _NO_TIMELINE = np.zeros(1)
 Order: TypeAlias = tuple[np.ndarray, np.ndarray, np.ndarray] | tuple[None, None, None]
 """``arrival_order``: frames by arrival, their sessions and arrival times (or Nones)."""
 NO_STAGES = np.zeros(4)
-"""``Scenario.stages()`` of a scenario without network, CPU stages or CPU threads."""
+"""``WorkerStages.as_array()`` of a worker without network, CPU stages or CPU threads."""
 _POST, _PRE = 0, 1  # CPU job kinds (``Records.job_kind``)
 
 
@@ -72,7 +72,7 @@ def run_fast(scenario: Scenario) -> Records:
         POLICIES[scenario.policy].pid,
         scenario.policy_params(),
         timeline,
-        scenario.stages(),
+        scenario.stages.as_array(),
     )
 
 
@@ -87,7 +87,7 @@ def run_prepared(
     stages: np.ndarray | None = None,
 ) -> Records:
     """Run the compiled loop on prepared inputs: capture times, latency[b], policy id and
-    params, and ``stages`` (``Scenario.stages()``; None: no stages, as in SPEC §3.3)."""
+    params, and ``stages`` (``WorkerStages.as_array()``; None: no stages, as in SPEC §3.3)."""
     if timeline is None:
         edges = speed = work = _NO_TIMELINE
         slicing = False

@@ -57,7 +57,8 @@ def run_reference(scenario: Scenario) -> Records:
     n = scenario.sessions
     duration = scenario.duration_ms
     capture = arrivals(scenario)
-    network, pre, post = scenario.network_ms, scenario.pre_ms, scenario.post_ms
+    stages = scenario.stages
+    network, pre, post = stages.network_ms, stages.pre_ms, stages.post_ms
     pool = scenario.cpu_pool
     table = effective_table(np.asarray(scenario.latency_ms), scenario.sharing)
     latency = np.r_[0.0, table]  # latency[b] for a batch of b
@@ -75,7 +76,7 @@ def run_reference(scenario: Scenario) -> Records:
     waiting: dict[int, tuple[int, float, float]] = {}  # session -> (frame, arrival, ready)
     queue: list[_Job] = []  # CPU jobs not started
     queued_pre: dict[int, _Job] = {}  # session -> its pre job in the queue
-    free = scenario.cpu_workers
+    free = stages.cpu_workers
     arrived = np.diff(capture.start)
     delivered = np.zeros(n, np.int64)
     overwritten = np.zeros(n, np.int64)

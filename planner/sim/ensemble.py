@@ -30,6 +30,7 @@ from planner.sim.pipeline import frame_parts
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
 from planner.sim.sharing import Timeline, cotenant_timeline, effective_table, horizon
+from planner.sim.stages import NO_STAGES, WorkerStages
 
 _NO_TIMELINE = np.zeros(1)
 
@@ -149,8 +150,8 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
                 timeline_sets[tkey] = cotenant_timeline(s.sharing, s.seed, horizons[tkey])
             timeline = timeline_sets[tkey]
         table = table_sets[(s.latency_ms, _sharing_table_key(s.sharing))]
-        stages = s.stages()
-        okey = (akey, s.network_ms) if s.cpu_pool else None
+        stages = s.stages.as_array()
+        okey = (akey, s.stages.network_ms) if s.cpu_pool else None
         if okey not in orders:
             orders[okey] = arrival_order(arrival_sets[akey].times, arrival_sets[akey].start, stages)
         jobs.append(_Job(s, arrival_sets[akey], table, timeline, orders[okey]))
@@ -177,7 +178,8 @@ def warm_up(cpu_pool: bool = False) -> float:
     """
     start = time.perf_counter()
     table = tuple(float(b) for b in range(1, 5))
-    for pre, workers in ((0.0, 0), (1.0, 1)) if cpu_pool else ((0.0, 0),):
+    pooled = WorkerStages(pre_ms=1.0, cpu_workers=1)
+    for stages in (NO_STAGES, pooled) if cpu_pool else (NO_STAGES,):
         run_many(
             [
                 Scenario(
@@ -186,8 +188,7 @@ def warm_up(cpu_pool: bool = False) -> float:
                     policy=policy,
                     duration_s=0.1,
                     sharing=sharing,
-                    pre_ms=pre,
-                    cpu_workers=workers,
+                    stages=stages,
                 )
                 for policy in POLICIES
                 for sharing in (Sharing(), Sharing(mode="time-slicing", cotenants=(0.5,)))
@@ -210,7 +211,7 @@ def _run(job: _Job, detail: bool = False) -> Outcome:
     out = decision_loop(
         job.arrivals.times, job.arrivals.start, s.duration_ms, job.latency,
         POLICIES[s.policy].pid, s.policy_params(), job.timeline is not None,
-        edges, speed, work, s.stages(), job.order[0], job.order[1], job.order[2], detail,
+        edges, speed, work, s.stages.as_array(), job.order[0], job.order[1], job.order[2], detail,
     )  # fmt: skip
     r = records_of(out)
     busy = np.minimum(r.batch_end, s.duration_ms) - r.batch_start
@@ -220,7 +221,7 @@ def _run(job: _Job, detail: bool = False) -> Outcome:
         pool["cpu_sums"] = out[-1]
         if detail:
             pool["job_waits"] = (r.job_kind, r.job_start - r.job_ready)
-    staged = s.network_ms or s.pre_ms or s.post_ms
+    staged = s.stages.takes_time
     worker = r.frame_done - r.frame_arrival if staged else r.frame_latency
     parts = None
     if detail:

@@ -156,7 +156,7 @@ def worker_latencies(records: Records) -> np.ndarray:
 def e2e_latencies(scenario: Scenario, records: Records) -> np.ndarray:
     """Each delivered frame's end-to-end latency (SPEC §5.1): post completion + network +
     overhead - capture, computed as the time at the worker plus the constant parts."""
-    return worker_latencies(records) + (2.0 * scenario.network_ms + scenario.overhead_ms)
+    return worker_latencies(records) + (2.0 * scenario.stages.network_ms + scenario.overhead_ms)
 
 
 def jain_index(fps: np.ndarray) -> float:
@@ -202,13 +202,14 @@ def summarise(scenario: Scenario, records: Records, percentile: float = 99.0) ->
         records.frame_done,
     )
     pool = None
-    if scenario.cpu_pool:
+    worker_stages = scenario.stages
+    if worker_stages.cpu_pool:
         sums = job_sums(
-            records.job_kind, records.job_ready, records.job_start, scenario.pre_ms,
-            scenario.post_ms, scenario.duration_ms,
+            records.job_kind, records.job_ready, records.job_start, worker_stages.pre_ms,
+            worker_stages.post_ms, scenario.duration_ms,
         )  # fmt: skip
         waits = (records.job_kind, records.job_start - records.job_ready)
-        pool = cpu_pool(scenario.cpu_workers, scenario.duration_ms, [sums], [waits])
+        pool = cpu_pool(worker_stages.cpu_workers, scenario.duration_ms, [sums], [waits])
     return Results(
         scenario=scenario,
         sessions=sessions,
@@ -219,6 +220,8 @@ def summarise(scenario: Scenario, records: Records, percentile: float = 99.0) ->
         gpu_busy_fraction=float(busy.sum()) / scenario.duration_ms,
         batch_histogram={int(s): int(c) for s, c in zip(sizes, counts, strict=True)},
         records=records,
-        stages=stages([parts], [worker], percentile, scenario.network_ms, scenario.overhead_ms),
+        stages=stages(
+            [parts], [worker], percentile, worker_stages.network_ms, scenario.overhead_ms
+        ),
         cpu=pool,
     )

@@ -15,6 +15,7 @@ import numpy as np
 from planner import limits
 from planner.errors import BadInput
 from planner.sim.policies import POLICIES, policy_params
+from planner.sim.stages import NO_STAGES, WorkerStages
 from planner.units import FramesPerSecond, Megabytes, Milliseconds, Seconds, is_finite
 
 Phases = Literal["random", "even", "aligned"]
@@ -27,10 +28,6 @@ MAX_FPS: FramesPerSecond = limits.FPS.high
 MAX_DURATION_S: Seconds = limits.DURATION_S.high
 MAX_ARRIVALS = 20_000_000  # keeps one run's frame records within a few hundred MB
 MAX_COTENANT_CHANGES = 2_000_000  # keeps one run's co-tenant activity within tens of MB
-MAX_STAGE_MS: Milliseconds = limits.STAGE_MS.high
-"""The longest network delay or CPU stage a scenario takes (a minute)."""
-MAX_CPU_WORKERS = int(limits.CPU_WORKERS.high)
-"""The most CPU threads a worker's pool may have (0 means unlimited: stages are delays)."""
 MAX_MEMORY_MB: Megabytes = limits.MEMORY_MB.high
 """The largest memory figure taken anywhere (16 TiB in MB of 2^20 bytes): far above any
 card, low enough to catch a figure given in bytes."""
@@ -155,14 +152,12 @@ class Scenario:
     Policy parameters left as None take the policy's default; parameters a policy does not
     use are dropped, so two scenarios that simulate the same thing compare equal.
 
-    The worker beyond the GPU (SPEC §5.1): a frame captured at t reaches the worker at
-    ``t + network_ms``, is decoded on the CPU for ``pre_ms``, waits for the GPU, is
-    post-processed for ``post_ms`` and sent back (``network_ms`` again); ``overhead_ms``
-    is a constant added to end-to-end latency that occupies nothing. ``cpu_workers`` is K,
-    the threads that run pre and post work from one FIFO queue; 0 means unlimited, so the
-    stages are pure delays. ``memory_batch_limit`` is the largest batch that fits in the
-    GPU's memory (``planner.sim.memory``), which caps every policy's batch; None is no limit.
-    A limit that cannot bind (at least the session count, or a policy that runs one frame
+    The worker beyond the GPU (SPEC §5.1) is ``stages`` (``planner.sim.stages``): the
+    network delay each way, the CPU work before and after the GPU and the threads that
+    run it; ``overhead_ms`` is a constant added to end-to-end latency that occupies
+    nothing. ``memory_batch_limit`` is the largest batch that fits in the GPU's memory
+    (``planner.sim.memory``), which caps every policy's batch; None is no limit. A limit
+    that cannot bind (at least the session count, or a policy that runs one frame
     at a time) is dropped, like unused policy parameters.
     """
 
@@ -179,10 +174,7 @@ class Scenario:
     max_queue_delay_us: float | None = None
     slo_ms: Milliseconds | None = None
     sharing: Sharing = field(default=EXCLUSIVE)
-    network_ms: Milliseconds = 0.0
-    pre_ms: Milliseconds = 0.0
-    post_ms: Milliseconds = 0.0
-    cpu_workers: int = 0
+    stages: WorkerStages = field(default=NO_STAGES)
     memory_batch_limit: int | None = None
 
     def __post_init__(self) -> None:
@@ -196,8 +188,6 @@ class Scenario:
         for name in ("max_batch", "max_queue_delay_us", "slo_ms"):
             if name not in used:
                 object.__setattr__(self, name, None)
-        for name in ("network_ms", "pre_ms", "post_ms"):
-            object.__setattr__(self, name, float(getattr(self, name)))
         limit = self.memory_batch_limit
         if limit is not None and (limit >= self.sessions or POLICIES[self.policy].one_at_a_time):
             object.__setattr__(self, "memory_batch_limit", None)
@@ -217,12 +207,12 @@ class Scenario:
     def non_gpu_ms(self) -> Milliseconds:
         """A frame's time outside the GPU when nothing waits for a CPU thread:
         ``2 * network_ms + pre_ms + post_ms + overhead_ms`` (SPEC §5.1)."""
-        return 2.0 * self.network_ms + self.pre_ms + self.post_ms + self.overhead_ms
+        return self.stages.outside_ms(self.overhead_ms)
 
     @property
     def cpu_pool(self) -> bool:
         """Whether CPU work queues for a finite pool of threads (K >= 1 and a stage > 0)."""
-        return self.cpu_workers > 0 and (self.pre_ms > 0 or self.post_ms > 0)
+        return self.stages.cpu_pool
 
     def param(self, name: str) -> float:
         """A policy parameter's value, the policy's default where not set."""
@@ -241,12 +231,6 @@ class Scenario:
                 "slo_ms": self.slo_ms,
             },
             batch_limit=self.memory_batch_limit,
-        )
-
-    def stages(self) -> np.ndarray:
-        """``[network_ms, pre_ms, post_ms, cpu_workers]``, as the engines take them."""
-        return np.array(
-            [self.network_ms, self.pre_ms, self.post_ms, float(self.cpu_workers)], np.float64
         )
 
     def with_(self, **changes: Any) -> Scenario:
@@ -296,19 +280,8 @@ def _problems(s: Scenario) -> list[str]:
         problems.append(f"jitter must be {limits.JITTER_MS.words()} ms")
     if not limits.OVERHEAD_MS.holds(s.overhead_ms):
         problems.append(f"overhead must be {limits.OVERHEAD_MS.words()} ms")
-    for name, what in (
-        ("network_ms", "the network delay (network_ms)"),
-        ("pre_ms", "the CPU work before the GPU (pre_ms)"),
-        ("post_ms", "the CPU work after the GPU (post_ms)"),
-    ):
-        value = getattr(s, name)
-        if not limits.STAGE_MS.holds(value):
-            problems.append(f"{what} must be {limits.STAGE_MS.words()} ms, not {value!r}")
-    if not (isinstance(s.cpu_workers, int) and limits.CPU_WORKERS.holds(s.cpu_workers)):
-        problems.append(
-            f"CPU threads (cpu_workers) must be {limits.CPU_WORKERS.words()} (0: unlimited), "
-            f"not {s.cpu_workers!r}"
-        )
+    if not isinstance(s.stages, WorkerStages):
+        problems.append("stages must be a WorkerStages value (planner.sim.stages)")
     limit = s.memory_batch_limit
     if limit is not None and not (isinstance(limit, int) and limits.MAX_BATCH.holds(limit)):
         problems.append(f"the memory batch limit must be {limits.MAX_BATCH.words()}")

@@ -117,17 +117,17 @@ def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
     at_worker = None
     if p is not None:
         # Without stages the time at the worker is the GPU-side latency, to the last bit.
-        staged = first.network_ms or first.pre_ms or first.post_ms
+        staged = first.stages.takes_time
         at_worker = (
             float(np.percentile(np.concatenate([o.worker_ms for o in outcomes]), percentile))
             if staged
             else p
         )
-        e2e = at_worker + (2.0 * first.network_ms + first.overhead_ms)
+        e2e = at_worker + (2.0 * first.stages.network_ms + first.overhead_ms)
     cpu = None
     if first.cpu_pool:
         cpu = cpu_pool(
-            first.cpu_workers,
+            first.stages.cpu_workers,
             first.duration_ms,
             [o.cpu_sums for o in outcomes if o.cpu_sums is not None],
             [o.job_waits for o in outcomes if o.job_waits is not None] or None,
@@ -162,7 +162,7 @@ def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
             [o.parts for o in outcomes if o.parts is not None],
             [o.worker_ms for o in outcomes],
             percentile,
-            first.network_ms,
+            first.stages.network_ms,
             first.overhead_ms,
             threshold=at_worker,
         ),

@@ -355,8 +355,8 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
             f"- CPU work: a {options.camera} uint8 camera frame resized and normalised before "
             f"the model ({test.pre_ms:.2f} ms) and the heatmap's arg-max after it "
             f"({test.post_ms:.2f} ms), measured here and given to the simulator as "
-            f"`pre_ms` and `post_ms`, on {options.cpu_workers} CPU "
-            f"thread{'s' if options.cpu_workers != 1 else ''}."
+            f"`pre_ms` and `post_ms`, on {options.stages.cpu_workers} CPU "
+            f"thread{'s' if options.stages.cpu_workers != 1 else ''}."
         )
     lines.append(
         f"- Sessions {', '.join(map(str, options.sessions))} at {options.fps:g} fps, "

@@ -12,9 +12,9 @@ Validate page) do.
 
 The scenario each run serves is the simulator's: the curve's latency table, the source's
 frame rate, the phase model and seed (so the same capture times, bit for bit), the
-network delay and overhead, and, with ``camera``, real CPU work on ``cpu_workers``
+network delay and overhead, and, with ``camera``, real CPU work on the options' CPU
 threads whose cost per job is measured on this machine before the runs and given to the
-simulator as ``pre_ms`` and ``post_ms``.
+simulator as the stages' ``pre_ms`` and ``post_ms``.
 
 PyTorch is imported only when a load test runs on a device.
 """
@@ -26,6 +26,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from planner.sim.policies import POLICIES
 from planner.sim.results import Results, e2e_latencies
 from planner.sim.scenario import PHASES, Scenario
 from planner.sim.simulate import simulate
+from planner.sim.stages import WorkerStages
 from planner.sim.sweep import Pooled, pool
 from planner.units import FramesPerSecond, Milliseconds, Seconds
 from planner.validate.measured_vs_predicted import (
@@ -59,6 +61,9 @@ from planner.validate.worker.serve import Tick, serve
 
 MAX_LOADTEST_SESSIONS = 256
 """The most sessions one load test serves (the table covers batch 1..max(64, this))."""
+LOADTEST_STAGES = WorkerStages(cpu_workers=1)
+"""A load test's stages unless told: no network delay, and one CPU thread for the camera
+work (the CPU work itself is measured, not given)."""
 
 
 @dataclass(frozen=True)
@@ -68,10 +73,13 @@ class LoadTestOptions:
     most one precision, the one the worker runs at).
 
     ``seeds`` runs each (sessions, policy) on seeds ``seed .. seed + seeds - 1`` (phases
-    drawn from each). ``camera`` (``WIDTHxHEIGHT``) turns on real pre work (a uint8
-    camera frame resized and normalised) and post work (the heatmap's arg-max) on
-    ``cpu_workers`` threads; without it the worker does no CPU work. ``threads`` sets
-    PyTorch's CPU threads for the test (None: leave PyTorch's setting).
+    drawn from each). ``stages`` gives the network delay each way and the CPU threads
+    (``cpu_workers``) of the camera work: ``camera`` (``WIDTHxHEIGHT``) turns on real pre
+    work (a uint8 camera frame resized and normalised) and post work (the heatmap's
+    arg-max) on those threads; without it the worker does no CPU work. What that work
+    costs is measured on the machine (``stages_for``), so the stages' ``pre_ms`` and
+    ``post_ms`` stay 0 here. ``threads`` sets PyTorch's CPU threads for the test (None:
+    leave PyTorch's setting).
     """
 
     sessions: tuple[int, ...] = (1, 2, 3, 4)
@@ -82,13 +90,12 @@ class LoadTestOptions:
     seed: int = 0
     seeds: int = 1
     jitter_ms: Milliseconds = 0.0
-    network_ms: Milliseconds = 0.0
+    stages: WorkerStages = LOADTEST_STAGES
     overhead_ms: Milliseconds = 0.0
     max_batch: int | None = None
     max_queue_delay_us: float | None = None
     slo_ms: Milliseconds | None = None
     camera: str | None = None
-    cpu_workers: int = 1
     threads: int | None = None
     measure: MeasureOptions = field(default_factory=MeasureOptions)
 
@@ -115,8 +122,20 @@ class LoadTestOptions:
             problems.append(f"phases must be one of {', '.join(PHASES)}")
         if not (isinstance(self.seeds, int) and limits.SEEDS.holds(self.seeds)):
             problems.append(f"seeds must be {limits.SEEDS.words()}")
-        if not (isinstance(self.seed, int) and 0 <= self.seed <= 2**62):
-            problems.append("the seed must be a whole number from 0")
+        if not (isinstance(self.seed, int) and limits.SEED.holds(self.seed)):
+            problems.append(f"the seed must be {limits.SEED.words()}")
+        elif isinstance(self.seeds, int) and not limits.SEED.holds(self.seed + self.seeds - 1):
+            problems.append(
+                f"the runs take seeds {self.seed} to {self.seed + self.seeds - 1}; the last "
+                f"must be at most {int(limits.SEED.high)}"
+            )
+        if not isinstance(self.stages, WorkerStages):
+            problems.append("stages must be a WorkerStages value (planner.sim.stages)")
+        elif self.stages.pre_ms or self.stages.post_ms:
+            problems.append(
+                "a load test measures what its CPU work costs (give camera and cpu_workers); "
+                "pre_ms and post_ms are not options"
+            )
         if self.camera is not None:
             try:
                 parse_resolution(self.camera)
@@ -124,11 +143,15 @@ class LoadTestOptions:
                 problems.append(
                     f"the camera must be WIDTHxHEIGHT, e.g. 1280x720, not {self.camera!r}"
                 )
-            if not (isinstance(self.cpu_workers, int) and 1 <= self.cpu_workers <= 64):
-                problems.append("CPU work needs 1 to 64 CPU threads (cpu_workers)")
+            workers = getattr(self.stages, "cpu_workers", None)
+            if not limits.LOADTEST_CPU_WORKERS.holds(workers):
+                low, high = limits.LOADTEST_CPU_WORKERS.low, limits.LOADTEST_CPU_WORKERS.high
+                problems.append(f"CPU work needs {low:g} to {high:g} CPU threads (cpu_workers)")
         threads = self.threads
-        if threads is not None and not (isinstance(threads, int) and 1 <= threads <= 1024):
-            problems.append("PyTorch threads must be a whole number from 1 to 1024")
+        if threads is not None and not (
+            isinstance(threads, int) and limits.TORCH_THREADS.holds(threads)
+        ):
+            problems.append(f"PyTorch threads must be {limits.TORCH_THREADS.words()}")
         if len(self.measure.precisions) > 1:
             problems.append("a load test runs at one precision; give one")
         if problems:
@@ -147,6 +170,14 @@ class LoadTestOptions:
     def runs(self) -> int:
         return len(self.sessions) * len(self.policies) * self.seeds
 
+    def stages_for(self, pre_ms: Milliseconds, post_ms: Milliseconds) -> WorkerStages:
+        """The stages the runs serve and the simulator predicts, given what the CPU work
+        was measured to cost per job: with ``camera``, that work on the options' threads;
+        without, no CPU work (and so no threads)."""
+        if self.camera is None:
+            return replace(self.stages, cpu_workers=0)
+        return replace(self.stages, pre_ms=pre_ms, post_ms=post_ms)
+
     def scenario(
         self,
         table: Sequence[float],
@@ -157,7 +188,6 @@ class LoadTestOptions:
         post_ms: Milliseconds = 0.0,
     ) -> Scenario:
         """The scenario one run serves and the simulator predicts."""
-        cpu = self.camera is not None
         return Scenario(
             latency_ms=tuple(table[: max(64, sessions)]),
             sessions=sessions,
@@ -171,10 +201,7 @@ class LoadTestOptions:
             max_batch=self.max_batch,
             max_queue_delay_us=self.max_queue_delay_us,
             slo_ms=self.slo_ms,
-            network_ms=self.network_ms,
-            pre_ms=pre_ms if cpu else 0.0,
-            post_ms=post_ms if cpu else 0.0,
-            cpu_workers=self.cpu_workers if cpu else 0,
+            stages=self.stages_for(pre_ms, post_ms),
         )
 
     @classmethod
@@ -203,13 +230,16 @@ class LoadTestOptions:
                 seed=values["seed"],
                 seeds=values["seeds"],
                 jitter_ms=values["jitter_ms"],
-                network_ms=values["network_ms"],
+                # Stored without camera work as 0 threads: the default then.
+                stages=WorkerStages(
+                    network_ms=values["network_ms"],
+                    cpu_workers=values.get("cpu_workers") or LOADTEST_STAGES.cpu_workers,
+                ),
                 overhead_ms=values["overhead_ms"],
                 max_batch=values.get("max_batch"),
                 max_queue_delay_us=values.get("max_queue_delay_us"),
                 slo_ms=values.get("slo_ms"),
                 camera=values.get("camera"),
-                cpu_workers=values.get("cpu_workers") or 1,
                 threads=values.get("threads"),
                 measure=measure,
             )
@@ -227,13 +257,13 @@ class LoadTestOptions:
             "seed": self.seed,
             "seeds": self.seeds,
             "jitter_ms": self.jitter_ms,
-            "network_ms": self.network_ms,
+            "network_ms": self.stages.network_ms,
             "overhead_ms": self.overhead_ms,
             "max_batch": self.max_batch,
             "max_queue_delay_us": self.max_queue_delay_us,
             "slo_ms": self.slo_ms,
             "camera": self.camera,
-            "cpu_workers": self.cpu_workers if self.camera else 0,
+            "cpu_workers": self.stages.cpu_workers if self.camera else 0,
             "threads": self.threads,
             "device": m.device,
             "precision": m.precisions[0] if m.precisions else None,
@@ -645,7 +675,12 @@ def outcome(run: WorkerRun) -> Any:
     cpu_sums = None
     if s.cpu_pool:
         cpu_sums = job_sums(
-            r.job_kind, r.job_ready, r.job_start, s.pre_ms, s.post_ms, s.duration_ms
+            r.job_kind,
+            r.job_ready,
+            r.job_start,
+            s.stages.pre_ms,
+            s.stages.post_ms,
+            s.duration_ms,
         )
     return Outcome(
         scenario=s,
@@ -739,7 +774,6 @@ def prediction_request(
 ) -> Request:
     """The recommendation request that predicts the cap of ``policy`` for the scenarios
     the load test serves (same seeds, duration, stages and criteria)."""
-    cpu = options.camera is not None
     pre, post = stage_ms
     if options.seed != 0:
         raise BadInput("a predicted cap draws seeds from 0, as the recommendation does; use seed 0")
@@ -756,10 +790,7 @@ def prediction_request(
         max_batch=options.max_batch,
         max_queue_delay_us=options.max_queue_delay_us,
         slo_ms=options.slo_ms,
-        network_ms=options.network_ms,
-        pre_ms=pre if cpu else 0.0,
-        post_ms=post if cpu else 0.0,
-        cpu_workers=options.cpu_workers if cpu else 0,
+        stages=options.stages_for(pre, post),
         calibration=calibration,
     )
 
@@ -771,14 +802,15 @@ def command_for(options: LoadTestOptions) -> list[str]:
     argv = ["planner", "loadtest", "--sessions", ",".join(map(str, options.sessions)),
             "--policies", ",".join(options.policies)]  # fmt: skip
     defaults = LoadTestOptions(measure=MeasureOptions())
-    named = ("fps", "duration_s", "phases", "seed", "seeds", "jitter_ms", "network_ms",
+    named = ("fps", "duration_s", "phases", "seed", "seeds", "jitter_ms", "stages.network_ms",
              "overhead_ms", "max_batch", "max_queue_delay_us", "slo_ms", "threads")  # fmt: skip
     for name in named:
-        value = getattr(options, name)
-        if value is not None and value != getattr(defaults, name):
-            argv += [f"--{name.replace('_', '-')}", _text(value)]
+        value, default = attrgetter(name)(options), attrgetter(name)(defaults)
+        if value is not None and value != default:
+            flag = name.rpartition(".")[2].replace("_", "-")
+            argv += [f"--{flag}", _text(value)]
     if options.camera is not None:
-        argv += ["--camera", options.camera, "--cpu-workers", str(options.cpu_workers)]
+        argv += ["--camera", options.camera, "--cpu-workers", str(options.stages.cpu_workers)]
     if m.model.path is not None:
         argv += ["--model-file", str(m.model.path)]
         if m.model.input_shape is not None:

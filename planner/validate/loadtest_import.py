@@ -36,6 +36,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ from planner.errors import BadInput
 from planner.sim.results import e2e_latencies
 from planner.sim.scenario import Scenario
 from planner.sim.simulate import simulate
-from planner.validate.loadtest import LoadTest, LoadTestOptions, Run, calibrate
+from planner.validate.loadtest import LOADTEST_STAGES, LoadTest, LoadTestOptions, Run, calibrate
 from planner.validate.measured_vs_predicted import Interval, Summary
 from planner.validate.worker.bundle import read_bundle
 from planner.validate.worker.checks import problems as record_problems
@@ -401,15 +402,16 @@ def imported_test(curve: Curve, run: Run, kind: str, name: str, seeds: int) -> L
     options = LoadTestOptions(
         sessions=(s.sessions,), policies=(s.policy,), fps=s.session_fps[0],
         duration_s=s.duration_s, phases=s.phases, seed=s.seed, seeds=seeds,
-        jitter_ms=s.jitter_ms, network_ms=s.network_ms, overhead_ms=s.overhead_ms,
+        jitter_ms=s.jitter_ms, overhead_ms=s.overhead_ms,
+        stages=replace(LOADTEST_STAGES, network_ms=s.stages.network_ms),
         max_batch=s.max_batch, max_queue_delay_us=s.max_queue_delay_us, slo_ms=s.slo_ms,
     )  # fmt: skip
     return LoadTest(
         curve=curve,
         options=options,
         runs=(run,),
-        pre_ms=s.pre_ms,
-        post_ms=s.post_ms,
+        pre_ms=s.stages.pre_ms,
+        post_ms=s.stages.post_ms,
         source=f"imported {kind}",
         description=f"{kind} from {name}",
     )

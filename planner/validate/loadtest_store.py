@@ -22,6 +22,7 @@ import numpy as np
 
 from planner.errors import BadInput, NotFound
 from planner.sim.scenario import Scenario, Sharing
+from planner.sim.stages import STAGE_FIELDS, WorkerStages
 from planner.store.calibrations import insert_calibration, select_calibrations
 from planner.store.connection import timestamp
 from planner.store.repository import Store
@@ -56,8 +57,12 @@ _SELECT_FRAMES = (
 
 
 def scenario_dict(scenario: Scenario) -> dict[str, Any]:
-    """A scenario as plain JSON values (``scenario_from_dict`` reads it back equal)."""
-    values: dict[str, Any] = json.loads(json.dumps(asdict(scenario)))
+    """A scenario as plain JSON values (``scenario_from_dict`` reads it back equal). The
+    worker's stages are stored as four flat values in the stages' place, as they were
+    before they became one value, so stored load tests read the same either way."""
+    values: dict[str, Any] = {}
+    for name, value in json.loads(json.dumps(asdict(scenario))).items():
+        values.update(value if name == "stages" else {name: value})
     return values
 
 
@@ -67,7 +72,8 @@ def scenario_from_dict(values: dict[str, Any]) -> Scenario:
         sharing = dict(values.get("sharing") or {})
         for name in ("cotenants", "cotenant_memory_mb"):
             sharing[name] = tuple(sharing.get(name) or ())
-        fields = dict(values)
+        fields = {k: v for k, v in values.items() if k not in STAGE_FIELDS}
+        fields["stages"] = WorkerStages(**{k: v for k, v in values.items() if k in STAGE_FIELDS})
         fields["sharing"] = Sharing(**sharing)
         fields["latency_ms"] = tuple(fields["latency_ms"])
         fields["fps"] = tuple(fields["fps"])

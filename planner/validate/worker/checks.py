@@ -122,7 +122,7 @@ def _stages(run: WorkerRun) -> list[str]:
     duration = run.batch_end_ms[delivered] - run.batch_start_ms[delivered]
     if np.any(latency < duration - _SLACK_MS):
         out.append("a delivered frame's latency is shorter than its batch's duration")
-    staged = s.pre_ms > 0
+    staged = s.stages.pre_ms > 0
     if not staged and np.isfinite(run.pre_start_ms).any():
         out.append("a frame has pre work in a scenario without a pre stage")
     started = ~np.isnan(run.pre_start_ms)
@@ -130,7 +130,7 @@ def _stages(run: WorkerRun) -> list[str]:
         out.append("a pre job started at or after the end of the run")
     if staged and np.any(delivered & ~started):
         out.append("a delivered frame skipped its pre work")
-    if s.post_ms > 0 and np.isnan(run.post_start_ms[delivered]).any():
+    if s.stages.post_ms > 0 and np.isnan(run.post_start_ms[delivered]).any():
         out.append("a delivered frame skipped its post work")
     return out
 
@@ -188,13 +188,14 @@ def _cpu(run: WorkerRun) -> list[str]:
     known = ~np.isnan(starts)
     if not known.any():
         return []
-    if s.cpu_workers < 1:
+    workers = s.stages.cpu_workers
+    if workers < 1:
         return ["CPU jobs ran without a pool of CPU threads"]
     # +1 at each start, -1 at each end (an end before a start at the same time).
     times = np.r_[starts[known], ends[known]]
     steps = np.r_[np.ones(int(known.sum())), -np.ones(int(known.sum()))]
     order = np.lexsort((steps, times))
     busiest = int(np.max(np.cumsum(steps[order])))
-    if busiest > s.cpu_workers:
-        return [f"{busiest} CPU jobs ran at once on {s.cpu_workers} thread(s)"]
+    if busiest > workers:
+        return [f"{busiest} CPU jobs ran at once on {workers} thread(s)"]
     return []

@@ -39,7 +39,7 @@ def schedule(scenario: Scenario) -> Schedule:
     counts = np.diff(capture.start)
     session = np.repeat(np.arange(scenario.sessions, dtype=np.int64), counts)
     frame = np.arange(capture.times.size, dtype=np.int64) - np.repeat(capture.start[:-1], counts)
-    network = scenario.network_ms
+    network = scenario.stages.network_ms
     # Element by element as the reference engine does it: float(t) + network.
     arrival = np.array([float(t) + network for t in capture.times.tolist()], np.float64)
     order = np.lexsort((frame, session, arrival))

@@ -63,7 +63,8 @@ def worker_problems(scenario: Scenario) -> list[str]:
             f"the reference worker uses this device as it is; {scenario.sharing.mode} is one "
             "of the simulator's models of sharing (run the worker under real sharing instead)"
         )
-    if (scenario.pre_ms > 0 or scenario.post_ms > 0) and scenario.cpu_workers < 1:
+    stages = scenario.stages
+    if (stages.pre_ms > 0 or stages.post_ms > 0) and stages.cpu_workers < 1:
         problems.append(
             "the reference worker runs CPU work on a pool of threads: give cpu_workers of 1 or more"
         )
@@ -130,10 +131,11 @@ def serve(
     _warm_policy(scenario)
     threads = [threading.Thread(target=_guard, args=(state, _arrivals), daemon=True,
                                 name="worker-arrivals")]  # fmt: skip
-    if scenario.pre_ms > 0 or scenario.post_ms > 0:
+    stages = scenario.stages
+    if stages.pre_ms > 0 or stages.post_ms > 0:
         threads += [
             threading.Thread(target=_guard, args=(state, _cpu), daemon=True, name=f"worker-cpu-{i}")
-            for i in range(scenario.cpu_workers)
+            for i in range(stages.cpu_workers)
         ]
     state.t0 = time.perf_counter_ns() + int(LEAD_MS * 1e6)
     for thread in threads:
@@ -224,7 +226,7 @@ def _arrive(state: _State, row: int, now: float) -> None:
     """A frame reached the worker (the lock is held)."""
     run = state.run
     session = int(run.session[row])
-    if state.scenario.pre_ms <= 0:
+    if state.scenario.stages.pre_ms <= 0:
         _pending(state, row, now, state.backend.input(session, int(run.frame[row])))
         return
     job = state.queued_pre.get(session)
@@ -325,7 +327,7 @@ def _device(state: _State, on_tick: Tick | None) -> None:
     feedback = math.nan
     wake = math.inf
     batch = 0
-    post = scenario.post_ms > 0
+    post = scenario.stages.post_ms > 0
     next_tick = time.monotonic() + TICK_S
     while True:
         if on_tick is not None and time.monotonic() >= next_tick:
