@@ -18,9 +18,11 @@ from planner.curves.fit import fit_curve
 from planner.plan.recommend import Criteria
 from planner.store.repository import Store
 from planner.validate.accuracy import accuracy, markdown
-from planner.validate.loadtest import LoadTest, LoadTestOptions, calibrate, run_loadtest
+from planner.validate.loadtest import calibrate, run_loadtest
 from planner.validate.loadtest_store import loadtests
 from planner.validate.measured_vs_predicted import error_stats
+from planner.validate.options import LoadTestOptions
+from planner.validate.runs import LoadTest
 from planner.validate.worker.backends import SleepBackend
 
 CURVE = make_curve(

@@ -24,14 +24,8 @@ from planner.sim.stages import WorkerStages
 from planner.sim.sweep import pooled_runs
 from planner.store.calibrations import calibrations, latest_calibration, resolve
 from planner.store.repository import Store
-from planner.validate.loadtest import (
-    LoadTestOptions,
-    cap_of,
-    command_for,
-    pooled,
-    prediction_request,
-    run_loadtest,
-)
+from planner.validate.judge import cap_of, pooled, prediction_request
+from planner.validate.loadtest import run_loadtest
 from planner.validate.loadtest_import import import_file, parse_range, summary_ranges
 from planner.validate.loadtest_store import (
     _INSERT_FRAMES,
@@ -42,6 +36,7 @@ from planner.validate.loadtest_store import (
     scenario_from_dict,
 )
 from planner.validate.measured_vs_predicted import Figure, Summary, compare, error_stats
+from planner.validate.options import LoadTestOptions, command_for
 from planner.validate.worker.backends import SleepBackend
 from planner.validate.worker.bundle import read_bundle, write_bundle
 from planner.validate.worker.frames import COLUMNS

@@ -22,8 +22,8 @@ from planner.sim.stages import NO_STAGES, STAGE_FIELDS, WorkerStages
 from planner.store.repository import Store
 from planner.studies.store import finished_keys, load_study
 from planner.studies.study import cells
-from planner.validate.loadtest import LoadTestOptions
 from planner.validate.loadtest_store import scenario_dict, scenario_from_dict
+from planner.validate.options import LoadTestOptions
 
 COMPAT = Path(__file__).resolve().parent / "data" / "compat"
 SERVER = fit_curve([Point(1, 8.0), Point(3, 20.0)])

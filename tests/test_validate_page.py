@@ -26,8 +26,10 @@ from planner.sim.calibration import Calibration
 from planner.sim.simulate import simulate
 from planner.store.calibrations import save_calibration
 from planner.store.repository import Store
-from planner.validate.loadtest import LoadTest, LoadTestOptions, run_loadtest
+from planner.validate.loadtest import run_loadtest
 from planner.validate.loadtest_store import loadtests, save_loadtest
+from planner.validate.options import LoadTestOptions
+from planner.validate.runs import LoadTest
 from planner.validate.worker.backends import SleepBackend
 from tests.conftest import run
 

@@ -29,9 +29,11 @@ from dashboard.validate_charts import (
 from planner.errors import PlannerError
 from planner.measure.options import MeasureOptions
 from planner.store.calibrations import calibrations
-from planner.validate.loadtest import LoadTest, LoadTestOptions, command_for, run_loadtest
-from planner.validate.loadtest import Progress as LoadTestProgress
+from planner.validate.loadtest import run_loadtest
 from planner.validate.loadtest_store import load_loadtest, loadtests, save_loadtest
+from planner.validate.options import LoadTestOptions, command_for
+from planner.validate.runs import LoadTest
+from planner.validate.runs import Progress as LoadTestProgress
 
 PAGE_SESSIONS = (1, 2, 3)
 """The session counts a load test started from this page may have."""

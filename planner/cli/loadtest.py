@@ -20,13 +20,9 @@ from planner.errors import BadInput
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import PHASES
 from planner.sim.stages import NO_STAGES, STAGE_FIELDS, WorkerStages
-from planner.validate.loadtest import (
-    MAX_LOADTEST_SESSIONS,
-    LoadTest,
-    LoadTestOptions,
-    Progress,
-)
 from planner.validate.measured_vs_predicted import Figure
+from planner.validate.options import MAX_LOADTEST_SESSIONS, LoadTestOptions
+from planner.validate.runs import LoadTest, Progress
 
 INTERRUPTED = 130
 ACTIONS = ("import", "list", "show")

@@ -35,15 +35,8 @@ from planner.errors import BadInput
 from planner.plan.recommend import Criteria, recommend
 from planner.sim.calibration import Calibration
 from planner.sim.simulate import simulate
-from planner.validate.loadtest import (
-    Cap,
-    LoadTest,
-    Run,
-    calibrate,
-    cap_of,
-    pooled,
-    prediction_request,
-)
+from planner.validate.judge import cap_of, pooled, prediction_request
+from planner.validate.loadtest import calibrate
 from planner.validate.measured_vs_predicted import (
     ACCURACY_METRICS,
     LOADED,
@@ -53,6 +46,7 @@ from planner.validate.measured_vs_predicted import (
     Summary,
     error_stats,
 )
+from planner.validate.runs import Cap, LoadTest, Run
 
 LABELS = {m.name: m.label for m in METRICS}
 

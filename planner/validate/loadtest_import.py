@@ -50,8 +50,10 @@ from planner.errors import BadInput
 from planner.sim.results import e2e_latencies
 from planner.sim.scenario import Scenario
 from planner.sim.simulate import simulate
-from planner.validate.loadtest import LOADTEST_STAGES, LoadTest, LoadTestOptions, Run, calibrate
+from planner.validate.loadtest import calibrate
 from planner.validate.measured_vs_predicted import Interval, Summary
+from planner.validate.options import LOADTEST_STAGES, LoadTestOptions
+from planner.validate.runs import LoadTest, Run
 from planner.validate.worker.bundle import read_bundle
 from planner.validate.worker.checks import problems as record_problems
 from planner.validate.worker.frames import from_columns

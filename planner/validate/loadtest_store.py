@@ -26,8 +26,9 @@ from planner.sim.stages import STAGE_FIELDS, WorkerStages
 from planner.store.calibrations import insert_calibration, select_calibrations
 from planner.store.connection import timestamp
 from planner.store.repository import Store
-from planner.validate.loadtest import Cap, LoadTest, LoadTestOptions, Run
 from planner.validate.measured_vs_predicted import Summary
+from planner.validate.options import LoadTestOptions
+from planner.validate.runs import Cap, LoadTest, Run
 from planner.validate.worker.frames import COLUMNS, TIME_COLUMNS, WorkerRun, from_columns
 
 # One statement for all of a run's frames: each column goes in as one list (in the order

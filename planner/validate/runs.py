@@ -1,0 +1,157 @@
+"""What a load test produced: each run's measured and predicted figures (``Run``), the
+measured seat cap beside the predicted one (``Cap``), the whole test (``LoadTest``), and
+its progress events."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from planner.curves.curve import Curve
+from planner.sim.calibration import Calibration
+from planner.sim.results import Results
+from planner.sim.scenario import Scenario
+from planner.units import Milliseconds
+from planner.validate.measured_vs_predicted import (
+    METRICS,
+    Figure,
+    Interval,
+    Summary,
+    compare,
+    loaded,
+    point,
+)
+from planner.validate.options import LoadTestOptions
+from planner.validate.worker.frames import WorkerRun
+
+
+@dataclass(frozen=True)
+class Run:
+    """One (sessions, policy, seed): what the worker measured and the simulator predicted
+    for the same scenario. ``records`` are the worker's per-frame records (None for an
+    imported summary); ``calibrated`` the prediction with a calibration applied, where
+    one was asked for."""
+
+    scenario: Scenario
+    measured: Summary
+    predicted: Summary
+    records: WorkerRun | None = None
+    calibrated: Summary | None = None
+    predicted_results: Results | None = field(default=None, repr=False, compare=False)
+    ranges: tuple[tuple[str, Interval], ...] = ()
+
+    @property
+    def sessions(self) -> int:
+        return self.scenario.sessions
+
+    @property
+    def policy(self) -> str:
+        return self.scenario.policy
+
+    @property
+    def loaded(self) -> bool:
+        return loaded(self.measured, self.scenario.session_fps[0])
+
+    def figures(self, calibrated: bool = False) -> list[Figure]:
+        """Each figure measured against predicted (with ``calibrated``, against the
+        calibrated prediction where there is one). An imported summary's ranges stand
+        for the measured values they give."""
+        prediction = self.calibrated if calibrated and self.calibrated else self.predicted
+        if self.ranges:
+            given = dict(self.ranges)
+            measured = {
+                m.name: given.get(m.name, point(getattr(self.measured, m.name))) for m in METRICS
+            }
+            return compare(measured, prediction)
+        return compare(self.measured, prediction)
+
+
+@dataclass(frozen=True)
+class Cap:
+    """The seat cap of one policy measured on the real worker against the predicted one
+    (with the prediction's range from the curve's band)."""
+
+    policy: str
+    measured: int
+    predicted: int
+    predicted_low: int
+    predicted_high: int
+    largest: int  # the largest session count searched
+    measured_reason: str
+    predicted_reason: str
+
+    @property
+    def agrees(self) -> bool:
+        """The measured cap equals the predicted one, or lies inside its range."""
+        low = min(self.predicted, self.predicted_low, self.predicted_high)
+        high = max(self.predicted, self.predicted_low, self.predicted_high)
+        return low <= self.measured <= high
+
+    @property
+    def predicted_text(self) -> str:
+        low = min(self.predicted, self.predicted_low, self.predicted_high)
+        high = max(self.predicted, self.predicted_low, self.predicted_high)
+        return str(self.predicted) if low == high else f"{self.predicted} ({low}–{high})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "measured": self.measured,
+            "predicted": self.predicted,
+            "predicted_low": self.predicted_low,
+            "predicted_high": self.predicted_high,
+            "largest": self.largest,
+            "agrees": self.agrees,
+            "measured_reason": self.measured_reason,
+            "predicted_reason": self.predicted_reason,
+        }
+
+
+@dataclass(frozen=True)
+class LoadTest:
+    """A finished (or interrupted) load test: the curve the predictions used, the stage
+    costs measured for them, the runs, the calibration fitted from the runs, measured
+    seat caps, and what it ran on (``environment``: machine, load average before and
+    after, PyTorch and its threads, the device)."""
+
+    curve: Curve
+    options: LoadTestOptions
+    runs: tuple[Run, ...]
+    pre_ms: Milliseconds = 0.0
+    post_ms: Milliseconds = 0.0
+    environment: dict[str, Any] = field(default_factory=dict)
+    calibration: Calibration | None = None
+    applied: Calibration | None = None
+    caps: tuple[Cap, ...] = ()
+    interrupted: bool = False
+    warnings: tuple[str, ...] = ()
+    id: int | None = None
+    source: str = "measured"
+    description: str = ""
+    created_at: datetime | None = None
+
+    @property
+    def lateness_ms(self) -> np.ndarray:
+        """The lateness of every arrival the worker handled, over all runs (ms)."""
+        parts = [r.records.lateness_ms for r in self.runs if r.records is not None]
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a load test is: ``fraction`` of the whole from 0 to 1, and what it does."""
+
+    fraction: float
+    message: str
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+def runs_at(test: LoadTest, policy: str) -> list[Run]:
+    """The runs of one policy, by session count."""
+    return sorted((r for r in test.runs if r.policy == policy), key=lambda r: r.sessions)
