@@ -32,8 +32,10 @@ from planner.plan.fleet import CardCost, card_costs, option_fleets, plan_fleet, 
 from planner.plan.params import PlanParams
 from planner.plan.recommend import Recommendation
 from planner.plan.resolve import PlanInputs, command_line
+from planner.report.document import ReportContext
 from planner.report.figures import demand_figure
-from planner.report.report import ReportContext, html_report, markdown_report
+from planner.report.html import html_report
+from planner.report.markdown import markdown_report
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import MODES
 from planner.sim.work import OverBudget

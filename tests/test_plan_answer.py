@@ -18,7 +18,8 @@ from planner.plan.answer import Answer, plan_answer
 from planner.plan.params import PlanParams
 from planner.plan.recommend import Criteria, Request, recommend
 from planner.plan.resolve import plan_inputs
-from planner.report.report import ReportContext, markdown_report
+from planner.report.document import ReportContext
+from planner.report.markdown import markdown_report
 from tests.conftest import run
 
 REPO = Path(__file__).resolve().parent.parent

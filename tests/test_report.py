@@ -16,15 +16,9 @@ from planner.plan.fleet import plan_fleet, plan_profile
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
-from planner.report.report import (
-    Chart,
-    ReportContext,
-    _calibration,
-    _worker,
-    html_report,
-    markdown_report,
-    report_sections,
-)
+from planner.report.document import Chart, ReportContext, _calibration, _worker, report_sections
+from planner.report.html import html_report
+from planner.report.markdown import markdown_report
 from planner.sim.stages import WorkerStages
 from planner.store.repository import Store
 

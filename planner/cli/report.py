@@ -12,7 +12,9 @@ from planner.errors import BadInput
 from planner.plan.fleet import plan_fleet
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
-from planner.report.report import ReportContext, html_report, markdown_report
+from planner.report.document import ReportContext
+from planner.report.html import html_report
+from planner.report.markdown import markdown_report
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
