@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.sim.arrivals import COTENANT_STREAM, generators
+from planner.sim.streams import COTENANT_STREAM, generators
 from planner.sim.jit import jit
 from planner.sim.scenario import Scenario, Sharing
 
