@@ -153,8 +153,7 @@ class Choice:
     def of(cls, values: Mapping[str, Any], **extra: Any) -> Choice:
         """The choice among plan parameters by name (an absent or None value: the
         default); ``extra`` gives the card and whether the profile's curve is measured."""
-        names = [f.name for f in fields(cls) if f.name not in ("card", "measured_on_profile")]
-        given = {name: values[name] for name in names if values.get(name) is not None}
+        given = {n: values[n] for n in CHOICE_PARAMETERS if values.get(n) is not None}
         return cls(**{**given, **extra})
 
 
