@@ -15,7 +15,6 @@ from planner import display
 from planner.plan.recommend import Option
 from planner.sim.pipeline import PART_LABELS, PARTS, Stages
 from planner.sim.policies import POLICIES
-from planner.sim.sharing import ISOLATION
 from planner.sim.sweep import Pooled
 
 SESSIONS_AXIS = "concurrent sessions"
@@ -191,7 +190,7 @@ def pareto_figure(
 
 def _group_label(group: Sequence[Option]) -> str:
     first = group[0]
-    name = first.policy if first.sharing.mode == "exclusive" else f"{first.policy}, {first.mode}"
+    name = first.policy if first.sharing.kind.as_measured else f"{first.policy}, {first.mode}"
     more = len(group) - 1
     # Options at the same point share one marker: say how many more it stands for.
     return trace_name(name if not more else f"{name} and {more} more", 40)
@@ -200,7 +199,7 @@ def _group_label(group: Sequence[Option]) -> str:
 def _group_hover(group: Sequence[Option]) -> str:
     lines = []
     for option in group:
-        iso = ISOLATION[option.sharing.mode]
+        iso = option.sharing.kind.isolation
         lines.append(
             f"{trace_name(option.label, 60)}: {option.seats} seats "
             f"(memory isolation {iso.memory}, fault isolation {iso.fault})"

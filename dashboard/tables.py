@@ -20,7 +20,6 @@ from planner.curves.fit import FittedCurve
 from planner.errors import BadInput
 from planner.plan.recommend import Option, fleet
 from planner.sim.results import Results
-from planner.sim.sharing import ISOLATION
 
 MISSING = "-"
 LONG_TEXT = 48  # characters; longer metadata values are shown in full below the table
@@ -240,7 +239,7 @@ def option_rows(
     rows = []
     for option, beaten in zip(options, dominated, strict=True):
         at = option.at_cap
-        iso = ISOLATION[option.sharing.mode]
+        iso = option.sharing.kind.isolation
         row: dict[str, Any] = {"option": option.label, "seats per card": option.seats}
         sized = fleet(
             option, peak_sessions=peak_sessions, headroom=headroom, price_per_hour=price_per_hour

@@ -34,16 +34,10 @@ from planner.plan.resolve import (
     plan_simulation,
 )
 from planner.sim.policies import POLICIES
-from planner.sim.scenario import MODES
+from planner.sim.sharing import offered_modes, parameters_of, sharing_mode
 from planner.sim.work import OverBudget
 
 c = Controls("plan_")
-MODE_LABELS = {
-    "exclusive": "exclusive (the card to ourselves)",
-    "time-slicing": "time-slicing (co-tenants take turns)",
-    "mps": "MPS (a share of the compute)",
-    "mig": "MIG (a hardware partition)",
-}
 CRITERIA = ("budget_ms", "percentile", "min_fps", "overhead_ms", "max_overwritten")
 EFFORT = ("seeds", "duration_s", "max_sessions")
 FLEET = ("peak_sessions", "headroom", "price_per_hour", "other_jobs")
@@ -116,7 +110,7 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
         list(POLICIES),
         help="\n".join(f"- **{n}**: {p.summary}" for n, p in POLICIES.items()),
     )
-    offered = [m for m in MODES if m != "mig" or (card is not None and card.mig)]
+    offered = offered_modes(card)
     if c.get("modes"):
         st.session_state[c.key("modes")] = [m for m in c.get("modes") if m in offered]
     modes = c.multi(
@@ -132,7 +126,8 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
             f"MIG needs a card that supports it (A30, A100, H100, H200); {md(name)} does not."
         )
     mode_fields: list[str] = []
-    if "time-slicing" in modes:
+    asked = parameters_of(modes)  # each mode's parameters, drawn once
+    if "cotenants" in asked:
         c.default("cotenants", (0.9, 0.9))
         left, right = bar.columns(2)
         c.text(
@@ -159,7 +154,7 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
             "Time-slicing has no memory isolation, so ours is the card's memory less theirs.",
         )
         mode_fields += ["cotenants", "busy_period_ms", "cotenant_memory_mb"]
-    if "mps" in modes:
+    if "mps_share" in asked:
         c.default("mps_share", 50.0)
         c.number(
             bar,
@@ -178,7 +173,7 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
             help="Our client's GPU memory limit, if one is set; else the card's memory.",
         )
         mode_fields += ["mps_share", "mps_memory_mb"]
-    if "mig" in modes and card is not None and card.mig:
+    if "mig_profile" in asked and card is not None and card.mig:
         profiles = [p.name for p in card.mig_profiles]
         if c.get("mig_profile") not in profiles:
             st.session_state[c.key("mig_profile")] = profiles[0]
@@ -253,7 +248,7 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
     )
     if stored is not None and c.get("price_per_hour") is None:
         bar.caption(f"Using the stored price of {md(card.name)}: ${stored:.2f} per hour.")  # type: ignore[union-attr]
-    if "mig" in modes or "mps" in modes:
+    if any(sharing_mode(m).several_per_card for m in modes):
         c.check(
             bar,
             "other_jobs",

@@ -23,7 +23,8 @@ from planner.plan.params import SimulateParams
 from planner.plan.resolve import command_line, simulation_inputs
 from planner.sim.policies import POLICIES
 from planner.sim.results import Results
-from planner.sim.scenario import MODES, PHASES
+from planner.sim.scenario import PHASES
+from planner.sim.sharing import offered_modes, sharing_mode
 from planner.sim.work import OverBudget
 
 c = Controls("sim_")
@@ -134,12 +135,13 @@ def controls() -> SimulateParams | None:
     c.number(left, "pre_ms", "Decode per frame (ms)", step=1.0, help="CPU work before the GPU.")
     c.number(right, "post_ms", "Post-process (ms)", step=1.0, help="CPU work after the GPU.")
 
-    offered = [m for m in MODES if m != "mig" or (card is not None and card.mig)]
+    offered = offered_modes(card)
     if c.get("mode") not in offered:
         st.session_state[c.key("mode")] = "exclusive"
     mode = c.select(bar, "mode", "Sharing mode", offered)
     mode_fields: list[str] = []
-    if mode == "time-slicing":
+    asked = sharing_mode(mode).parameters
+    if "cotenants" in asked:
         c.default("cotenants", (0.9, 0.9))
         left, right = bar.columns(2)
         c.text(left, "cotenants", "Co-tenants (duty cycles)", placeholder="e.g. 0.9,0.9")
@@ -152,12 +154,12 @@ def controls() -> SimulateParams | None:
             help="One value for all co-tenants, or one per co-tenant.",
         )
         mode_fields += ["cotenants", "busy_period_ms", "cotenant_memory_mb"]
-    elif mode == "mps":
+    if "mps_share" in asked:
         c.default("mps_share", 50.0)
         c.number(bar, "mps_share", "MPS compute share (%)", step=5.0, placeholder="50")
         c.number(bar, "mps_memory_mb", "MPS memory limit (MB)", step=256.0, placeholder="no limit")
         mode_fields += ["mps_share", "mps_memory_mb"]
-    elif mode == "mig" and card is not None:
+    if "mig_profile" in asked and card is not None:
         profiles = [p.name for p in card.mig_profiles]
         if c.get("mig_profile") not in profiles:
             st.session_state[c.key("mig_profile")] = profiles[0]

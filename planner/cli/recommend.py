@@ -169,7 +169,5 @@ def _print_stages(at: Any, cap: int) -> None:
 
 
 def _isolation(option: Any) -> str:
-    from planner.sim.sharing import ISOLATION
-
-    iso = ISOLATION[option.sharing.mode]
+    iso = option.sharing.kind.isolation
     return f"{iso.memory} / {iso.fault}"

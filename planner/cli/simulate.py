@@ -23,10 +23,11 @@ from planner.cli.planning import add_worker_options
 from planner.curves.fit import EDGES, fit_curve
 from planner.errors import BadInput, NotFound
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
-from planner.sim.modes import parse_duties, parse_memory, sharing_for
 from planner.sim.pipeline import PART_LABELS, PARTS
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import MODES, PHASES, Scenario
+from planner.sim.sharing import owner_of, sharing_mode
+from planner.sim.sharing.choice import parse_duties, parse_memory, sharing_for
 from planner.sim.simulate import simulate
 from planner.sim.stages import WorkerStages
 
@@ -152,24 +153,24 @@ def scenario_from(
     )
 
 
+MODE_FLAGS = ("mig_profile", "cotenants", "mps_share", "cotenant_memory_mb", "mps_memory_mb")
+"""The options that belong to one sharing mode (``SharingMode.parameters``) and have no
+default, so giving one under another mode is a mistake."""
+
+
 def sharing_from(args: argparse.Namespace, curve: Any = None) -> Any:
     """The sharing mode from ``--mode`` and its parameters."""
+    kind = sharing_mode(args.mode)
+    for given in MODE_FLAGS:
+        if getattr(args, given) and given not in kind.parameters:
+            flag = f"--{given.replace('_', '-')}"
+            raise BadInput(f"{flag} needs --mode {owner_of(given).name}")
     card = None
-    if args.mode == "mig":
+    if kind.needs_card:
         name = args.card or (curve.card if curve is not None else None)
         if name:
             with open_store(args) as store:
                 card = store.card(name)
-    elif args.mig_profile:
-        raise BadInput("--mig-profile needs --mode mig")
-    if args.cotenants and args.mode != "time-slicing":
-        raise BadInput("--cotenants needs --mode time-slicing")
-    if args.mps_share and args.mode != "mps":
-        raise BadInput("--mps-share needs --mode mps")
-    if args.cotenant_memory_mb and args.mode != "time-slicing":
-        raise BadInput("--cotenant-memory-mb needs --mode time-slicing")
-    if args.mps_memory_mb and args.mode != "mps":
-        raise BadInput("--mps-memory-mb needs --mode mps")
     measured = bool(
         curve is not None and args.mig_profile and curve.mig_profile == args.mig_profile.strip()
     )
@@ -201,7 +202,8 @@ def memory_of(args: argparse.Namespace, points: Any, curve: Any, sharing: Any) -
     model = memory_model(points)
     memory_gb = None
     name = args.card or (curve.card if curve is not None else None)
-    if model is not None and name and sharing.mode != "mig" and sharing.mps_memory_mb is None:
+    # Only where the mode's memory depends on the card's (not MIG's, nor an MPS limit).
+    if model is not None and name and available(sharing, None).mb is None:
         with open_store(args) as store:
             try:
                 memory_gb = store.card(name).memory_gb

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -168,9 +168,10 @@ class Bool(Codec[bool]):
 
 @dataclass(frozen=True)
 class Choice(Codec[str]):
-    """One of a fixed list of names (any case in a link)."""
+    """One of a list of names (any case in a link); a live view such as a registry's
+    keys is read when a value is checked."""
 
-    choices: tuple[str, ...]
+    choices: Collection[str]
 
     def check(self, value: object) -> str:
         if isinstance(value, str) and value.strip().lower() in self.choices:
@@ -183,9 +184,10 @@ class Choice(Codec[str]):
 
 @dataclass(frozen=True)
 class Subset(Codec[tuple[str, ...]]):
-    """One or more of a fixed list of names, comma-separated; order kept, repeats dropped."""
+    """One or more of a list of names, comma-separated; order kept, repeats dropped (the
+    list read when a value is checked, as ``Choice`` reads it)."""
 
-    choices: tuple[str, ...]
+    choices: Collection[str]
 
     def check(self, value: object) -> tuple[str, ...]:
         items = _items(value)

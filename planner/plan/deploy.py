@@ -11,12 +11,13 @@ who run the cluster apply, each file opening with the assumption it encodes:
   configuration (field names from Triton's ``model_config.proto``: ``ModelConfig``
   and ``ModelDynamicBatching``), and one model instance per GPU (``instance_group``), as
   the simulation runs one batch at a time per GPU.
-- ``time-slicing.yaml``: the NVIDIA Kubernetes device plugin's sharing config
-  (``sharing.timeSlicing.resources[].replicas``), replicas = the jobs planned on a card.
-- ``mps.env``: ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`` (the planned share) and
-  ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`` (the same share of the card's memory).
-- ``mig-parted.yaml``: the MIG profile and instance count per card, as an
-  ``nvidia-mig-parted`` configuration.
+- the sharing mode's own file, which the mode writes (``SharingMode.deploy_file``):
+  ``time-slicing.yaml``, the NVIDIA Kubernetes device plugin's sharing config
+  (``sharing.timeSlicing.resources[].replicas``), replicas = the jobs planned on a card;
+  ``mps.env``, ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`` (the planned share) and
+  ``CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`` (the same share of the card's memory);
+  ``mig-parted.yaml``, the MIG profile and instance count per card, as an
+  ``nvidia-mig-parted`` configuration. Exclusive use has none.
 
 The text is written by hand (the library needs no YAML package); the tests read every
 file back with a parser of its format.
@@ -26,37 +27,30 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from planner.curves.cards import Card
 from planner.errors import BadInput
 from planner.plan.recommend import Option, Recommendation
 from planner.sim.policies import POLICIES
+from planner.sim.sharing.deployment import DeployFile, Target, comment
+from planner.sim.sharing.mig import CONFIG_NAME
+from planner.sim.sharing.mps import memory_limit_mb
+
+__all__ = [
+    "CONFIG_NAME",
+    "TRITON_POLICIES",
+    "DeployFile",
+    "choose_option",
+    "deployment",
+    "mps_memory_mb",
+    "option_key",
+    "policy_parameters",
+]
 
 TRITON_POLICIES = ("triton", "max-batch", "batch-all")
 """Policies a Triton dynamic batcher reproduces (SPEC §2.2): batch-all is "whatever is
 queued now" up to the session cap, max-batch the same up to B, triton waits up to D."""
-CONFIG_NAME = "seat-planner"
-"""The name of the configuration inside the MIG file (``nvidia-mig-parted -c``)."""
-
-
-@dataclass(frozen=True)
-class DeployFile:
-    """One file to apply: its name, format, text, and the assumption it encodes."""
-
-    name: str
-    format: str  # "json", "pbtxt", "yaml" or "env"
-    text: str
-    assumption: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {
-            "name": self.name,
-            "format": self.format,
-            "assumption": self.assumption,
-            "text": self.text,
-        }
 
 
 def choose_option(result: Recommendation, spec: str | None) -> Option:
@@ -71,7 +65,8 @@ def choose_option(result: Recommendation, spec: str | None) -> Option:
             raise BadInput("no option holds even one session; there is nothing to deploy")
         return result.recommended
     policy, _, mode = (part.strip().lower() for part in spec.partition(","))
-    found = [o for o in holding if o.policy == policy and (not mode or o.mode == mode)]
+    named = f"{policy},{mode}"
+    found = [o for o in holding if option_key(o) == named or (not mode and o.policy == policy)]
     if not found:
         choices = ", ".join(f"{o.policy},{o.mode}" for o in holding) or "none"
         raise BadInput(
@@ -97,12 +92,15 @@ def deployment(
     files = [_worker(result, chosen)]
     if chosen.policy in TRITON_POLICIES:
         files.append(_triton(result, chosen))
-    if chosen.mode == "time-slicing":
-        files.append(_time_slicing(chosen))
-    elif chosen.mode == "mps":
-        files.append(_mps(chosen, card))
-    elif chosen.mode == "mig":
-        files.append(_mig(result, chosen))
+    target = Target(
+        label=chosen.label,
+        per_card=chosen.per_card,
+        other_jobs=result.request.other_jobs,
+        card_memory_gb=card.memory_gb if card is not None else None,
+    )
+    own = chosen.sharing.kind.deploy_file(chosen.sharing, target)
+    if own is not None:
+        files.append(own)
     return tuple(files)
 
 
@@ -120,7 +118,7 @@ def _worker(result: Recommendation, option: Option) -> DeployFile:
     request = result.request
     criteria = request.criteria
     sharing = option.sharing
-    unit = {"mig": "MIG instance", "mps": "MPS client"}.get(option.mode, "card")
+    unit = sharing.kind.worker_unit
     assumption = (
         f"One worker per {unit} serves at most {option.cap} session(s) with {option.policy}, "
         f"keeping only each session's newest frame, as simulated: the p{criteria.percentile:g} "
@@ -133,13 +131,7 @@ def _worker(result: Recommendation, option: Option) -> DeployFile:
         )
         + ". Sessions beyond the cap go to another worker."
     )
-    mode: dict[str, Any] = {"mode": option.mode}
-    if option.mode == "time-slicing":
-        mode["cotenant_duty_cycles"] = list(sharing.cotenants)
-    elif option.mode == "mps":
-        mode["active_thread_percentage"] = _number(sharing.mps_share or 100.0)
-    elif option.mode == "mig":
-        mode["mig_profile"] = sharing.mig_profile
+    mode: dict[str, Any] = {"mode": option.mode, **sharing.kind.settings(sharing)}
     document = {
         "comment": assumption,
         "option": option.label,
@@ -188,7 +180,7 @@ def _triton(result: Recommendation, option: Option) -> DeployFile:
     )
     lines = [
         f"# Triton model configuration lines for {option.label}.",
-        *_comment(assumption),
+        *comment(assumption),
         f"# max_queue_delay_microseconds{rounded}: how long a request waits for a fuller batch.",
         f"max_batch_size: {batch}",
         "dynamic_batching {",
@@ -204,93 +196,6 @@ def _triton(result: Recommendation, option: Option) -> DeployFile:
     return DeployFile("config.pbtxt", "pbtxt", "\n".join(lines) + "\n", assumption)
 
 
-def _time_slicing(option: Option) -> DeployFile:
-    jobs = 1 + len(option.sharing.cotenants)
-    assumption = (
-        f"replicas = the jobs planned on one card: this worker and its "
-        f"{len(option.sharing.cotenants)} co-tenant(s), so {jobs}. Time-slicing isolates "
-        "neither memory nor faults, and a co-tenant busier than planned slows every seat."
-    )
-    lines = [
-        f"# NVIDIA Kubernetes device plugin configuration for {option.label}.",
-        *_comment(assumption),
-        "version: v1",
-        "sharing:",
-        "  timeSlicing:",
-        "    failRequestsGreaterThanOne: true",
-        "    resources:",
-        "      - name: nvidia.com/gpu",
-        f"        replicas: {jobs}",
-    ]
-    return DeployFile("time-slicing.yaml", "yaml", "\n".join(lines) + "\n", assumption)
-
-
 def mps_memory_mb(option: Option, card: Card | None) -> int | None:
     """The MPS client's memory limit in MB: the planned share of the card's memory."""
-    if card is None or card.memory_gb is None:
-        return None
-    share = float(option.sharing.mps_share or 100.0)
-    return math.floor(card.memory_gb * 1024 * share / 100.0)
-
-
-def _mps(option: Option, card: Card | None) -> DeployFile:
-    share = float(option.sharing.mps_share or 100.0)
-    memory = mps_memory_mb(option, card)
-    assumption = (
-        f"each MPS client of this worker gets {share:g}% of the card's compute and the same "
-        f"share of its memory; a card holds {option.per_card} such client(s)."
-    )
-    lines = [
-        f"# CUDA MPS client environment for {option.label}.",
-        *_comment(assumption),
-        f"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={share:g}",
-    ]
-    if memory is None:
-        lines.append(
-            "# CUDA_MPS_PINNED_DEVICE_MEM_LIMIT: the card's memory is not in the catalogue; "
-            f"set 0=<MB>M to {share:g}% of it."
-        )
-    else:
-        lines.append(f"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0={memory}M")
-    return DeployFile("mps.env", "env", "\n".join(lines) + "\n", assumption)
-
-
-def _mig(result: Recommendation, option: Option) -> DeployFile:
-    profile = option.sharing.mig_profile or ""
-    ours = option.per_card
-    if result.request.other_jobs:
-        assumption = (
-            f"one {profile} instance per card runs this worker; the rest of the card is "
-            "other jobs', so add their instances to this configuration."
-        )
-    else:
-        assumption = (
-            f"every card is split into {ours} {profile} instances, each running this worker "
-            f"(the most of this profile one card holds)."
-        )
-    lines = [
-        f"# nvidia-mig-parted configuration for {option.label}; apply with",
-        f"#   nvidia-mig-parted apply -f mig-parted.yaml -c {CONFIG_NAME}",
-        *_comment(assumption),
-        "version: v1",
-        "mig-configs:",
-        f"  {CONFIG_NAME}:",
-        "    - devices: all",
-        "      mig-enabled: true",
-        "      mig-devices:",
-        f'        "{profile}": {ours}',
-    ]
-    return DeployFile("mig-parted.yaml", "yaml", "\n".join(lines) + "\n", assumption)
-
-
-def _comment(text: str, width: int = 88) -> list[str]:
-    """``text`` as ``# Assumption: ...`` comment lines of at most ``width`` characters."""
-    words = f"Assumption: {text}".split()
-    lines, line = [], "#"
-    for word in words:
-        if len(line) + 1 + len(word) > width and line != "#":
-            lines.append(line)
-            line = "#"
-        line += " " + word
-    lines.append(line)
-    return lines
+    return memory_limit_mb(option.sharing, card.memory_gb if card is not None else None)

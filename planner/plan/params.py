@@ -20,11 +20,8 @@ from planner.curves.curve import (
 )
 from planner.links.parameters import ParameterSet, curve_conflicts, param
 from planner.plan.recommend import Request
-from planner.sim.scenario import (
-    Sharing,
-    cotenant_problem,
-    frames_problem,
-)
+from planner.sim.scenario import frames_problem
+from planner.sim.sharing import SHARING_MODES, Choice, Sharing, default_modes
 from planner.sim.stages import STAGE_FIELDS, WorkerStages
 from planner.units import FramesPerSecond, Microseconds, Milliseconds, Seconds, UsdPerHour
 
@@ -56,19 +53,19 @@ def _budget_conflicts(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], 
 def _mode_conflicts(
     values: Mapping[str, Any], modes: Sequence[str], field_name: str
 ) -> list[tuple[tuple[str, ...], str]]:
-    """A sharing mode without what it needs, and co-tenants too busy to draw."""
-    out: list[tuple[tuple[str, ...], str]] = []
-    cotenants = values.get("cotenants") or ()
-    if "time-slicing" in modes and not cotenants:
-        out.append(((field_name,), "time-slicing needs co-tenants (cotenants=0.9,0.9)"))
-    elif "mig" in modes and not values.get("mig_profile"):
-        out.append(((field_name,), "MIG needs a profile (mig_profile=3g.40gb)"))
-    elif cotenants and ("time-slicing" in modes or (field_name == "modes" and not modes)):
-        busy = values.get("busy_period_ms", Sharing.busy_period_ms)
-        too_busy = cotenant_problem(values.get("duration_s", 30.0), tuple(cotenants), busy)
-        if too_busy:
-            out.append((("cotenants", "busy_period_ms"), too_busy))
-    return out
+    """A sharing mode without what it needs (the first such), else what its parameters
+    do not go together with (co-tenants too busy to draw), in the registry's order.
+    ``modes`` empty under ``modes`` means the plan's default modes; a name that is not
+    registered is the codec's to report."""
+    choice = Choice.of(values)
+    if field_name == "modes" and not modes:
+        modes = default_modes(choice)
+    kinds = [kind for name, kind in SHARING_MODES.items() if name in modes]
+    lacking = [text for text in (k.lacks(choice) for k in kinds) if text]
+    if lacking:
+        return [((field_name,), lacking[0])]
+    duration = values.get("duration_s", 30.0)
+    return [c for k in kinds for c in k.conflicts(choice, duration)]
 
 
 def _memory_conflicts(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
@@ -228,7 +225,7 @@ class SimulateParams(ParameterSet):
             too_long = frames_problem(total, values.get("duration_s", 30.0))
             if too_long:
                 out.append((("duration_s",), too_long))
-        out += _mode_conflicts(values, (values.get("mode", "exclusive"),), "mode")
+        out += _mode_conflicts(values, (values.get("mode", Sharing.mode),), "mode")
         return out
 
 

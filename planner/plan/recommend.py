@@ -39,7 +39,7 @@ from planner.sim.calibration import Calibration
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Phases, Scenario, Sharing
-from planner.sim.sharing import ASSUMPTIONS, ISOLATION, card_fraction, derived, instances_per_card
+from planner.sim.sharing import card_fraction, derived, instances_per_card
 from planner.sim.stages import NO_STAGES, WorkerStages
 from planner.sim.sweep import PoolCache, Pooled, pooled_runs
 from planner.sim.work import Work
@@ -141,11 +141,8 @@ class Request:
             problems.append("a sharing mode is listed twice")
         measured = {name for name, _ in self.profile_curves}
         for sharing in self.sharings:
-            if (
-                sharing.mode == "mig"
-                and not sharing.mig_derived
-                and (sharing.mig_profile not in measured)
-            ):
+            profile = sharing.kind.profile_used(sharing)
+            if profile is not None and profile not in measured:
                 problems.append(
                     f"no curve measured on MIG profile {sharing.mig_profile} was given; "
                     "derive it from the whole-card curve instead"
@@ -202,8 +199,9 @@ class Request:
 
     def curve_for(self, sharing: Sharing) -> FittedCurve:
         """The curve a sharing mode runs on: a measured MIG profile's, else the card's."""
-        if sharing.mode == "mig" and not sharing.mig_derived:
-            return dict(self.profile_curves)[sharing.mig_profile or ""]
+        profile = sharing.kind.profile_used(sharing)
+        if profile is not None:
+            return dict(self.profile_curves)[profile]
         return self.curve
 
     def table(self, sharing: Sharing, edge: Edge) -> tuple[float, ...]:
@@ -338,11 +336,11 @@ class Option:
         """How seats per card follow from the cap, e.g. "3 per instance x 7 instances"."""
         if self.per_card == 1:
             return ""
-        unit = "instance" if self.sharing.mode == "mig" else "MPS client"
+        unit = self.sharing.kind.instance_name
         return f"{self.seats_per_instance} per {unit} x {self.per_card} {unit}s"
 
     def as_dict(self) -> dict[str, Any]:
-        isolation = ISOLATION[self.sharing.mode]
+        isolation = self.sharing.kind.isolation
         at = self.at_cap
         return {
             "policy": self.policy,
@@ -705,7 +703,7 @@ def _option(
         sizes = np.asarray(r.batch_sizes)
         frames[: sizes.size] += sizes * np.arange(sizes.size)
     curve = request.curve_for(sharing)
-    if sharing.mode == "mps" or (sharing.mode == "mig" and sharing.mig_derived):
+    if derived(sharing):
         # Under these models every batch's latency also depends on the batch where the
         # curve's throughput peaks (thr_max), so that batch decides the cap too.
         table = np.asarray(request.table(sharing, "central"))
@@ -882,13 +880,9 @@ def _summary(request: Request, best: Option, recommended: bool, measure: int | N
 def _assumptions(request: Request) -> tuple[str, ...]:
     notes = list(request.curve.assumptions)
     for sharing in dict.fromkeys(request.sharings):
-        notes.append(f"{sharing.label}: {ASSUMPTIONS[sharing.mode]}")
-        if sharing.mode == "mig" and sharing.mig_derived:
-            notes.append(
-                f"The {sharing.mig_profile} curve is derived from the whole-card curve, "
-                "not measured on that profile."
-            )
-    shared = [s for s in dict.fromkeys(request.sharings) if s.mode in ("mig", "mps")]
+        notes.append(f"{sharing.label}: {sharing.kind.assumption}")
+        notes.extend(sharing.kind.notes(sharing))
+    shared = [s for s in dict.fromkeys(request.sharings) if s.kind.several_per_card]
     if shared and request.other_jobs:
         notes.append(
             "The rest of the card goes to other jobs: a card holds one instance of this "

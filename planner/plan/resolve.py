@@ -17,9 +17,9 @@ from planner.plan.params import CompareParams, PlanParams, SimulateParams, stage
 from planner.plan.recommend import Criteria, Option, Request
 from planner.sim.calibration import Calibration
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
-from planner.sim.modes import sharing_for
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
+from planner.sim.sharing import Choice, default_modes, sharing_mode
 from planner.store.repository import Store
 
 
@@ -106,14 +106,7 @@ def modes_of(params: PlanParams) -> tuple[str, ...]:
     parameters are given (co-tenants, an MPS share, a MIG profile)."""
     if params.modes is not None:
         return params.modes
-    modes = ["exclusive"]
-    if params.cotenants:
-        modes.append("time-slicing")
-    if params.mps_share is not None or params.mps_memory_mb is not None:
-        modes.append("mps")
-    if params.mig_profile is not None:
-        modes.append("mig")
-    return tuple(modes)
+    return default_modes(Choice.of(vars(params)))
 
 
 def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
@@ -127,27 +120,15 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
     profile_curves: list[tuple[str, FittedCurve]] = []
     problems: list[str] = []
     for mode in modes_of(params):
-        measured: Curve | None = None
-        if mode == "mig" and params.mig_profile and store is not None:
-            measured = _profile_curve(store, curve, params.mig_profile)
         try:
-            sharing = sharing_for(
-                mode,
-                cotenants=params.cotenants,
-                busy_period_ms=params.busy_period_ms,
-                mps_share=params.mps_share,
-                mig_profile=params.mig_profile,
-                card=card,
-                measured_on_profile=measured is not None,
-                cotenant_memory_mb=params.cotenant_memory_mb,
-                mps_memory_mb=params.mps_memory_mb,
-            )
+            sharing, measured = _sharing(mode, params, card, curve, store)
         except BadInput as exc:
             problems.extend(exc.problems)
             continue
         sharings.append(sharing)
-        if measured is not None and sharing.mig_profile:
-            profile_curves.append((sharing.mig_profile, fit_curve(measured.points)))
+        profile = sharing.kind.profile_used(sharing)
+        if measured is not None and profile:
+            profile_curves.append((profile, fit_curve(measured.points)))
     if problems:
         raise BadInput(problems)
     price = params.price_per_hour
@@ -184,6 +165,25 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         calibration=calibration,
         latest=latest,
     )
+
+
+def _sharing(
+    mode: str,
+    params: PlanParams | SimulateParams,
+    card: Card | None,
+    curve: Curve,
+    store: Store | None,
+) -> tuple[Sharing, Curve | None]:
+    """The settings of ``mode`` from the parameters, and the stored curve measured on the
+    profile it asks for (MIG), if there is one; BadInput says what the mode lacks."""
+    kind = sharing_mode(mode)
+    choice = Choice.of(vars(params), card=card)
+    profile = kind.profile_wanted(choice)
+    measured = None
+    if profile and store is not None:
+        measured = _profile_curve(store, curve, profile)
+    choice = replace(choice, measured_on_profile=measured is not None)
+    return kind.sharing(choice), measured
 
 
 def _profile_curve(store: Store, curve: Curve, profile: str) -> Curve | None:
@@ -230,20 +230,7 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
     card = card_of(curve, store)
     fitted = fit_curve(curve.points)
     calibration, latest = calibration_of(params, curve, store)
-    measured: Curve | None = None
-    if params.mode == "mig" and params.mig_profile and store is not None:
-        measured = _profile_curve(store, curve, params.mig_profile)
-    sharing = sharing_for(
-        params.mode,
-        cotenants=params.cotenants,
-        busy_period_ms=params.busy_period_ms,
-        mps_share=params.mps_share,
-        mig_profile=params.mig_profile,
-        card=card,
-        measured_on_profile=measured is not None,
-        cotenant_memory_mb=params.cotenant_memory_mb,
-        mps_memory_mb=params.mps_memory_mb,
-    )
+    sharing, measured = _sharing(params.mode, params, card, curve, store)
     source = fitted if measured is None else fit_curve(measured.points)
     table = tuple(float(v) for v in source.table(max(64, params.sessions)))
     memory = memory_limit(
@@ -333,7 +320,7 @@ def plan_simulation(
         mode=sharing.mode,
         cotenants=sharing.cotenants,
         busy_period_ms=sharing.busy_period_ms,
-        mps_share=sharing.mps_share if sharing.mode == "mps" else None,
+        mps_share=sharing.mps_share,
         mig_profile=sharing.mig_profile,
         **stage_params(request.stages),
         cotenant_memory_mb=sharing.cotenant_memory_mb,

@@ -36,7 +36,6 @@ from planner.plan.params import PlanParams
 from planner.plan.recommend import Option, Recommendation, fleet
 from planner.plan.resolve import PlanInputs, command_line
 from planner.report.figures import curve_figure, demand_figure, options_figure
-from planner.sim.sharing import ISOLATION
 
 # ---------------------------------------------------------------------------------------
 # Blocks: what a section is made of, rendered by each format.
@@ -310,7 +309,7 @@ def _options(ctx: ReportContext) -> Section:
             headroom=request.headroom,
             price_per_hour=request.price_per_hour,
         )
-        iso = ISOLATION[option.mode]
+        iso = option.sharing.kind.isolation
         rows.append(
             (
                 option.label,

@@ -6,9 +6,7 @@ uniformly from [0, P_i); ``even`` spaces them ``P_i / N`` apart; ``aligned`` sta
 zero. Jitter moves each arrival by a normal draw clipped to ±P_i/2, so a session's frames
 keep their order; frames whose time falls outside [0, duration) are not part of the run.
 
-Randomness: one seed per scenario. Phases, jitter and co-tenant activity each draw from
-their own generator spawned from it (``SeedSequence.spawn``), so adding co-tenants never
-changes the phases of a seed, and adding jitter never changes them either.
+Randomness: one seed per scenario, with a generator per stream (``planner.sim.streams``).
 """
 
 from __future__ import annotations
@@ -18,14 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.sim.scenario import Scenario
-
-PHASE_STREAM, JITTER_STREAM, COTENANT_STREAM = 0, 1, 2
-_STREAMS = 3
-
-
-def generators(seed: int) -> list[np.random.Generator]:
-    """The scenario's independent generators: phases, jitter, co-tenants (in that order)."""
-    return [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(_STREAMS)]
+from planner.sim.streams import generators
 
 
 @dataclass(frozen=True)

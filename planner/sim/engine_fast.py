@@ -62,8 +62,10 @@ _POST, _PRE = 0, 1  # CPU job kinds (``Records.job_kind``)
 def run_fast(scenario: Scenario) -> Records:
     """Simulate ``scenario`` and return its records (identical to ``run_reference``)."""
     arrival = arrivals(scenario)
-    table = effective_table(np.asarray(scenario.latency_ms), scenario.sharing)
-    timeline = cotenant_timeline(scenario.sharing, scenario.seed, horizon(scenario, table))
+    sharing = scenario.sharing
+    table = effective_table(np.asarray(scenario.latency_ms), sharing)
+    reach = horizon(sharing, scenario.duration_ms, table, scenario.sessions)
+    timeline = cotenant_timeline(sharing, scenario.seed, reach)
     return run_prepared(
         arrival.times,
         arrival.start,

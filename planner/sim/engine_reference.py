@@ -62,7 +62,8 @@ def run_reference(scenario: Scenario) -> Records:
     pool = scenario.cpu_pool
     table = effective_table(np.asarray(scenario.latency_ms), scenario.sharing)
     latency = np.r_[0.0, table]  # latency[b] for a batch of b
-    timeline = cotenant_timeline(scenario.sharing, scenario.seed, horizon(scenario, table))
+    reach = horizon(scenario.sharing, duration, table, n)
+    timeline = cotenant_timeline(scenario.sharing, scenario.seed, reach)
     params = scenario.policy_params()
     pid = POLICIES[scenario.policy].pid
     state = initial_state()

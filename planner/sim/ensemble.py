@@ -28,8 +28,8 @@ from planner.sim.arrivals import Arrivals, arrivals
 from planner.sim.engine_fast import Order, arrival_order, decision_loop, records_of
 from planner.sim.pipeline import frame_parts
 from planner.sim.policies import POLICIES
-from planner.sim.scenario import Scenario, Sharing
-from planner.sim.sharing import Timeline, cotenant_timeline, effective_table, horizon
+from planner.sim.scenario import Scenario
+from planner.sim.sharing import Sharing, Timeline, cotenant_timeline, effective_table, horizon
 from planner.sim.stages import NO_STAGES, WorkerStages
 
 _NO_TIMELINE = np.zeros(1)
@@ -75,10 +75,6 @@ class Outcome:
 
 def _arrival_key(s: Scenario) -> tuple[object, ...]:
     return (s.sessions, s.session_fps, s.duration_s, s.phases, s.seed, s.jitter_ms)
-
-
-def _timeline_key(s: Scenario) -> tuple[object, ...]:
-    return (s.sharing.mode, s.sharing.cotenants, s.sharing.busy_period_ms, s.seed)
 
 
 _THREADS: list[int] = []
@@ -130,13 +126,13 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
     # that have the same arrivals and network delay (key None: no pool, no order needed).
     orders: dict[object, Order] = {}
     for s in scenarios:
-        key = (s.latency_ms, _sharing_table_key(s.sharing))
+        key = (s.latency_ms, s.sharing.kind.table_key(s.sharing))
         if key not in table_sets:
             table = effective_table(np.asarray(s.latency_ms), s.sharing)
             table_sets[key] = np.r_[0.0, table]
-        if s.sharing.mode == "time-slicing":
-            tkey = _timeline_key(s)
-            reach = horizon(s, table_sets[key][1:])
+        tkey = s.sharing.kind.timeline_key(s.sharing, s.seed)
+        if tkey is not None:
+            reach = horizon(s.sharing, s.duration_ms, table_sets[key][1:], s.sessions)
             horizons[tkey] = max(horizons.get(tkey, 0.0), reach)
     jobs = []
     for s in scenarios:
@@ -144,12 +140,12 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
         if akey not in arrival_sets:
             arrival_sets[akey] = arrivals(s)
         timeline = None
-        if s.sharing.mode == "time-slicing":
-            tkey = _timeline_key(s)
+        tkey = s.sharing.kind.timeline_key(s.sharing, s.seed)
+        if tkey is not None:
             if tkey not in timeline_sets:
                 timeline_sets[tkey] = cotenant_timeline(s.sharing, s.seed, horizons[tkey])
             timeline = timeline_sets[tkey]
-        table = table_sets[(s.latency_ms, _sharing_table_key(s.sharing))]
+        table = table_sets[(s.latency_ms, s.sharing.kind.table_key(s.sharing))]
         stages = s.stages.as_array()
         okey = (akey, s.stages.network_ms) if s.cpu_pool else None
         if okey not in orders:
@@ -241,11 +237,3 @@ def _run(job: _Job, detail: bool = False) -> Outcome:
         parts=parts,
         **pool,
     )
-
-
-def _sharing_table_key(sharing: Sharing) -> tuple[object, ...]:
-    """What of the sharing mode changes the latency table (time-slicing does not)."""
-    if sharing.mode in ("mps", "mig"):
-        return (sharing.mode, sharing.mps_share, sharing.mig_slices, sharing.mig_total,
-                sharing.mig_derived)  # fmt: skip
-    return ("exclusive",)

@@ -40,7 +40,7 @@ PACKAGE = Path(__file__).resolve().parent
 COMPILED_SOURCES: tuple[str, ...] = (
     "jit.py",
     "policies.py",
-    "sharing.py",
+    "sharing/timeline.py",
     "engine_fast.py",
 )
 """Every module whose code ends up in compiled functions (a test checks the list against

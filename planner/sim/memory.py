@@ -8,11 +8,12 @@ that fits (SPEC §5.1).
   it fits and larger ones are not checked; when it does not fit, it and every larger
   batch do not (memory does not fall with the batch) and smaller ones are assumed to fit.
   Without any, nothing is checked. Each case says so in ``assumptions``.
-- **What is available.** Exclusive use: the card's memory. MIG: the profile's memory
-  (the catalogue's, from the vendor's guide). MPS: the client's memory limit if one is
-  set, else the card's memory. Time-slicing: the card's memory minus what the co-tenants
-  declare (``cotenant_memory_mb``; time-slicing has no memory isolation). Card and
-  profile memory are GB of 2^30 bytes, 1024 MB each, the unit the store's MB use.
+- **What is available** is the sharing mode's to say (``SharingMode.available``).
+  Exclusive use: the card's memory. MIG: the profile's memory (the catalogue's, from the
+  vendor's guide). MPS: the client's memory limit if one is set, else the card's memory.
+  Time-slicing: the card's memory minus what the co-tenants declare
+  (``cotenant_memory_mb``; time-slicing has no memory isolation). Card and profile memory
+  are GB of 2^30 bytes, 1024 MB each, the unit the store's MB use.
 - **What fits.** A batch fits when memory(b) <= 0.9 x available (``USABLE``: a margin for
   fragmentation and the allocator's reserve). The largest batch from 1 up that fits caps
   every policy's batch; when batch 1 does not fit, nothing does and the option holds no
@@ -28,18 +29,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.curves.curve import Point
-from planner.sim.scenario import Sharing
+from planner.sim.sharing import Sharing
+from planner.sim.sharing.space import MB_PER_GB, USABLE, Available, gb
 from planner.units import Megabytes
 
-USABLE = 0.9
-"""The fraction of the available memory a batch may use (SPEC §5.1)."""
-MB_PER_GB = 1024.0
-"""Card and MIG profile memory are GB of 2^30 bytes; the store's MB are 2^20 bytes."""
-
-
-def gb(mb: Megabytes) -> str:
-    """``8704`` MB as ``8.5 GB``."""
-    return f"{mb / MB_PER_GB:.1f} GB"
+__all__ = [
+    "MB_PER_GB",
+    "NO_LIMIT",
+    "USABLE",
+    "Available",
+    "MemoryLimit",
+    "MemoryModel",
+    "available",
+    "gb",
+    "memory_limit",
+    "memory_model",
+]
 
 
 @dataclass(frozen=True)
@@ -89,48 +94,10 @@ def memory_model(points: Iterable[Point]) -> MemoryModel | None:
     return MemoryModel(tuple(pairs), float(intercept), float(slope))
 
 
-@dataclass(frozen=True)
-class Available:
-    """The memory our worker may use under a sharing mode: ``mb`` (None: unknown), where
-    that is said in a sentence (``where``), and how it was derived (``derivation``)."""
-
-    mb: Megabytes | None
-    where: str
-    derivation: str
-
-    @property
-    def usable_mb(self) -> Megabytes | None:
-        return None if self.mb is None else USABLE * self.mb
-
-
 def available(sharing: Sharing, card_memory_gb: float | None) -> Available:
     """What the sharing mode leaves our worker, from the card's memory (GB) if known."""
     card = None if card_memory_gb is None else card_memory_gb * MB_PER_GB
-    if sharing.mode == "mig":
-        profile = sharing.mig_profile or "MIG"
-        if sharing.mig_memory_gb is None:
-            return Available(None, f"in a {profile} instance", "the profile's memory is unknown")
-        mb = sharing.mig_memory_gb * MB_PER_GB
-        return Available(mb, f"in a {profile} instance", f"the {profile} profile's {gb(mb)}")
-    if sharing.mode == "mps" and sharing.mps_memory_mb is not None:
-        return Available(
-            sharing.mps_memory_mb,
-            "under the MPS memory limit",
-            f"the MPS memory limit of {gb(sharing.mps_memory_mb)}",
-        )
-    if card is None:
-        return Available(None, "on the card", "the card's memory is unknown")
-    if sharing.mode == "time-slicing" and sharing.cotenant_memory_mb:
-        each = sharing.cotenant_memory_mb
-        if len(each) == 1:
-            each = each * len(sharing.cotenants)
-        taken = float(sum(each))
-        return Available(
-            max(card - taken, 0.0),
-            "beside the co-tenants",
-            f"the card's {gb(card)} less the co-tenants' {gb(taken)}",
-        )
-    return Available(card, "on the card", f"the card's {gb(card)}")
+    return sharing.kind.available(sharing, card)
 
 
 @dataclass(frozen=True)

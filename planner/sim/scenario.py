@@ -15,125 +15,21 @@ import numpy as np
 from planner import limits
 from planner.errors import BadInput
 from planner.sim.policies import POLICIES, policy_params
+from planner.sim.sharing import MODE_NAMES, Sharing
 from planner.sim.stages import NO_STAGES, WorkerStages
-from planner.units import FramesPerSecond, Megabytes, Milliseconds, Seconds, is_finite
+from planner.units import FramesPerSecond, Milliseconds, Seconds
 
 Phases = Literal["random", "even", "aligned"]
 PHASES: tuple[str, ...] = ("random", "even", "aligned")
-Mode = Literal["exclusive", "time-slicing", "mps", "mig"]
-MODES: tuple[str, ...] = ("exclusive", "time-slicing", "mps", "mig")
+MODES = MODE_NAMES
+"""The sharing modes' names, as registered (``planner.sim.sharing``): read when used, so a
+mode registered later is offered too."""
 
 MAX_SESSIONS = int(limits.SESSIONS.high)
 MAX_FPS: FramesPerSecond = limits.FPS.high
 MAX_DURATION_S: Seconds = limits.DURATION_S.high
 MAX_ARRIVALS = 20_000_000  # keeps one run's frame records within a few hundred MB
-MAX_COTENANT_CHANGES = 2_000_000  # keeps one run's co-tenant activity within tens of MB
-MAX_MEMORY_MB: Megabytes = limits.MEMORY_MB.high
-"""The largest memory figure taken anywhere (16 TiB in MB of 2^20 bytes): far above any
-card, low enough to catch a figure given in bytes."""
 MAX_COTENANTS = int(limits.COTENANTS.high)
-
-
-@dataclass(frozen=True)
-class Sharing:
-    """How the card is shared (SPEC §3.4); ``exclusive`` is the curve as measured.
-
-    - ``time-slicing``: ``cotenants`` are the duty cycles (0..1) of the other jobs on the
-      card, each alternating exponential busy and idle periods with a mean busy period of
-      ``busy_period_ms``; while k of them are busy a running batch progresses at 1/(k+1)
-      of its speed.
-    - ``mps``: we get ``mps_share`` percent of the card's compute.
-    - ``mig``: an instance of ``mig_slices`` of the card's ``mig_total`` compute slices
-      (profile ``mig_profile``), with ``mig_memory_gb`` of memory, of which one card holds
-      at most ``mig_instances``. ``mig_derived`` is False when the curve was measured on
-      that profile, so it is used as it is.
-
-    Memory (SPEC §5.1, used by ``planner.sim.memory``): under time-slicing the co-tenants
-    declare ``cotenant_memory_mb`` (one value per co-tenant, or one for all; time-slicing
-    has no memory isolation, so their memory is not ours); under MPS ``mps_memory_mb`` is
-    our client's memory limit, if one is set.
-    """
-
-    mode: Mode = "exclusive"
-    cotenants: tuple[float, ...] = ()
-    busy_period_ms: Milliseconds = 50.0
-    mps_share: float | None = None
-    mig_profile: str | None = None
-    mig_slices: int | None = None
-    mig_total: int | None = None
-    mig_derived: bool = True
-    mig_instances: int | None = None
-    mig_memory_gb: float | None = None
-    cotenant_memory_mb: tuple[Megabytes, ...] = ()
-    mps_memory_mb: Megabytes | None = None
-
-    def __post_init__(self) -> None:
-        problems = []
-        if self.mode not in MODES:
-            problems.append(f"sharing mode {self.mode!r} is not one of {', '.join(MODES)}")
-        for duty in self.cotenants:
-            if not limits.DUTY.holds(duty):
-                problems.append(f"co-tenant duty cycle {duty!r} must be {limits.DUTY.words()}")
-        if not limits.COTENANTS.holds(len(self.cotenants)):
-            problems.append(f"at most {limits.COTENANTS.high:g} co-tenants")
-        problems.extend(_memory_problems(self))
-        if not limits.BUSY_PERIOD_MS.holds(self.busy_period_ms):
-            problems.append(f"the mean busy period must be {limits.BUSY_PERIOD_MS.words()} ms")
-        if self.mode == "mps" and not limits.MPS_SHARE.holds(self.mps_share):
-            problems.append(f"the MPS compute share must be {limits.MPS_SHARE.words()} (%)")
-        if self.mode == "mig":
-            slices, total = self.mig_slices, self.mig_total
-            if not (isinstance(slices, int) and isinstance(total, int) and 0 < slices <= total):
-                problems.append("a MIG instance needs its slice count and the card's total")
-            instances = self.mig_instances
-            if instances is not None and not (isinstance(instances, int) and 1 <= instances <= 64):
-                problems.append("a MIG profile's instance count must be a whole number from 1")
-            if self.mig_memory_gb is not None and not (
-                is_finite(self.mig_memory_gb) and self.mig_memory_gb > 0
-            ):
-                problems.append("a MIG profile's memory must be a positive number of GB")
-        if problems:
-            raise BadInput(problems)
-
-    @property
-    def label(self) -> str:
-        if self.mode == "time-slicing":
-            duties = ", ".join(f"{d:g}" for d in self.cotenants) or "none"
-            return f"time-slicing (co-tenants busy {duties})"
-        if self.mode == "mps":
-            return f"MPS ({self.mps_share:g}% share)"
-        if self.mode == "mig":
-            return f"MIG {self.mig_profile or f'{self.mig_slices}/{self.mig_total}'}"
-        return "exclusive"
-
-
-def _memory_problems(sharing: Sharing) -> list[str]:
-    problems = []
-    memory = sharing.cotenant_memory_mb
-    if not isinstance(memory, tuple) or not all(
-        is_finite(v) and 0 <= v <= MAX_MEMORY_MB for v in memory
-    ):
-        problems.append(
-            f"co-tenant memory must be numbers of MB from 0 to {MAX_MEMORY_MB:g}, one per "
-            "co-tenant or one for all"
-        )
-    elif memory:
-        if sharing.mode != "time-slicing":
-            problems.append("co-tenant memory applies to time-slicing only")
-        elif len(memory) not in (1, len(sharing.cotenants)):
-            problems.append(
-                f"give one co-tenant memory figure for all or one per co-tenant "
-                f"({len(sharing.cotenants)}), not {len(memory)}"
-            )
-    limit = sharing.mps_memory_mb
-    if limit is not None:
-        if not (is_finite(limit) and 0 < limit <= MAX_MEMORY_MB):
-            problems.append(
-                f"the MPS memory limit must be above 0 and at most {MAX_MEMORY_MB:g} MB"
-            )
-        elif sharing.mode != "mps":
-            problems.append("an MPS memory limit applies to MPS only")
-    return problems
 
 
 EXCLUSIVE = Sharing()
@@ -297,10 +193,8 @@ def _problems(s: Scenario) -> list[str]:
         problems.append(f"the latency objective (slo_ms) must be {limits.SLO_MS.words()} ms")
     if not isinstance(s.sharing, Sharing):
         problems.append("sharing must be a Sharing value")
-    if not problems and s.sharing.mode == "time-slicing":
-        problem = cotenant_problem(s.duration_s, s.sharing.cotenants, s.sharing.busy_period_ms)
-        if problem:
-            problems.append(problem)
+    if not problems:
+        problems.extend(s.sharing.kind.run_problems(s.sharing, s.duration_s))
     if not problems:
         problem = frames_problem(sum(s.session_fps), s.duration_s)
         if problem:
@@ -316,18 +210,4 @@ def frames_problem(total_fps: FramesPerSecond, duration_s: Seconds) -> str | Non
     return (
         f"the scenario has about {arrivals:,.0f} frames; at most {MAX_ARRIVALS:,} "
         "fit in one run (shorten the duration or lower the frame rates)"
-    )
-
-
-def cotenant_problem(
-    duration_s: Seconds, duties: tuple[float, ...], busy_period_ms: Milliseconds
-) -> str | None:
-    """Why co-tenants this busy for this long would switch too often to draw, or None."""
-    # Each co-tenant switches twice per busy-and-idle cycle of busy / duty ms.
-    changes = sum(2.0 * duration_s * 1000.0 * duty / busy_period_ms for duty in duties)
-    if changes <= MAX_COTENANT_CHANGES:
-        return None
-    return (
-        f"co-tenants would switch about {changes:,.0f} times in this run (at most "
-        f"{MAX_COTENANT_CHANGES:,}); lengthen their busy period or shorten the run"
     )

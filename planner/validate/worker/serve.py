@@ -58,7 +58,7 @@ Tick = Callable[[float], None]
 def worker_problems(scenario: Scenario) -> list[str]:
     """Why the reference worker cannot serve ``scenario`` as it is (empty: it can)."""
     problems = []
-    if scenario.sharing.mode != "exclusive":
+    if not scenario.sharing.kind.as_measured:
         problems.append(
             f"the reference worker uses this device as it is; {scenario.sharing.mode} is one "
             "of the simulator's models of sharing (run the worker under real sharing instead)"

@@ -1,8 +1,9 @@
 """Turning a user's choice of sharing mode into a ``Sharing`` value, with its checks.
 
-MIG is offered only on cards whose catalogue entry supports it, with that card's own
-profiles; a curve measured on the chosen profile is used as it is, otherwise the
-profile's curve is derived from the whole-card curve (and says so).
+Each mode says what it needs (``SharingMode.sharing``): time-slicing its co-tenants, MIG a
+card that supports it and one of that card's profiles; a curve measured on the chosen
+profile is used as it is, otherwise the profile's curve is derived from the whole-card
+curve (and says so).
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ from collections.abc import Sequence
 
 from planner.curves.cards import Card
 from planner.errors import BadInput
-from planner.sim.scenario import MAX_MEMORY_MB, MODES, Sharing
+from planner.sim.sharing.mode import MAX_MEMORY_MB, Choice, Sharing, sharing_mode
 
 
 def sharing_for(
     mode: str,
     *,
     cotenants: Sequence[float] = (),
-    busy_period_ms: float = 50.0,
+    busy_period_ms: float = Sharing.busy_period_ms,
     mps_share: float | None = None,
     mig_profile: str | None = None,
     card: Card | None = None,
@@ -27,45 +28,20 @@ def sharing_for(
     cotenant_memory_mb: Sequence[float] = (),
     mps_memory_mb: float | None = None,
 ) -> Sharing:
-    """The ``Sharing`` for ``mode`` with its parameters; BadInput says what is missing.
-    Co-tenant memory applies under time-slicing and the MPS memory limit under MPS; each
-    is ignored by the other modes, so one plan can name both and compare modes."""
-    if mode not in MODES:
-        raise BadInput(f"sharing mode {mode!r} is not one of {', '.join(MODES)}")
-    if mode == "exclusive":
-        return Sharing()
-    if mode == "time-slicing":
-        if not cotenants:
-            raise BadInput("time-slicing needs co-tenants: their duty cycles, e.g. 0.9,0.9")
-        return Sharing(
-            mode="time-slicing",
+    """The ``Sharing`` for ``mode`` with its parameters; BadInput says what is missing
+    (or that no mode has that name). Each mode reads its own parameters and ignores the
+    others', so one plan can name them all and compare modes."""
+    return sharing_mode(mode).sharing(
+        Choice(
             cotenants=tuple(cotenants),
             busy_period_ms=busy_period_ms,
+            mps_share=mps_share,
+            mig_profile=mig_profile,
             cotenant_memory_mb=tuple(cotenant_memory_mb),
-        )
-    if mode == "mps":
-        return Sharing(
-            mode="mps",
-            mps_share=50.0 if mps_share is None else mps_share,
             mps_memory_mb=mps_memory_mb,
+            card=card,
+            measured_on_profile=measured_on_profile,
         )
-    if card is None:
-        raise BadInput("MIG needs a card: give the card the curve was measured on (--card)")
-    if not card.mig:
-        supported = "A30, A100, H100, H200 and similar"
-        raise BadInput(f"card {card.name} does not support MIG (only {supported} do)")
-    if not mig_profile:
-        choices = ", ".join(p.name for p in card.mig_profiles)
-        raise BadInput(f"MIG needs a profile of {card.name}: one of {choices}")
-    profile = card.profile(mig_profile)
-    return Sharing(
-        mode="mig",
-        mig_profile=profile.name,
-        mig_slices=profile.slices,
-        mig_total=card.mig_slices,
-        mig_derived=not measured_on_profile,
-        mig_instances=profile.max_instances,
-        mig_memory_gb=profile.memory_gb,
     )
 
 

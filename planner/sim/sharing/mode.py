@@ -1,0 +1,370 @@
+"""What a sharing mode is: the base class every mode derives from (``SharingMode``), the
+settings one run of it reads (``Sharing``), what a user gave for the modes (``Choice``),
+and the registry that names them (``SHARING_MODES``).
+
+A mode is one object that owns everything the planner knows about it: how a batch's
+latency changes, how many instances of our worker one card holds and what fraction of the
+card one is, the memory it leaves, its isolation (SPEC §2.5) and assumption, what it needs
+from the user, and the file that deploys it. The base class is the card to ourselves, as
+measured; a mode overrides what differs. Every lookup goes through ``sharing_mode``, so a
+name that is not registered is an error wherever it appears, never another mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, overload
+
+import numpy as np
+
+from planner import limits
+from planner.curves.cards import Card
+from planner.errors import BadInput
+from planner.sim.sharing.deployment import DeployFile, Target
+from planner.sim.sharing.space import Available, on_card
+from planner.sim.sharing.timeline import Timeline
+from planner.units import Megabytes, Milliseconds, Seconds, is_finite
+
+MAX_MEMORY_MB: Megabytes = limits.MEMORY_MB.high
+"""The largest memory figure taken anywhere (16 TiB in MB of 2^20 bytes): far above any
+card, low enough to catch a figure given in bytes."""
+
+Conflict = tuple[tuple[str, ...], str]
+"""The plan parameters that do not go together, and why (``ParameterSet.conflicts``)."""
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """What a mode guarantees between jobs on the card (SPEC §2.5)."""
+
+    memory: str
+    fault: str
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """How the card is shared (SPEC §3.4): the registered mode ``mode`` names and the
+    settings it reads; ``exclusive`` is the curve as measured.
+
+    - ``time-slicing``: ``cotenants`` are the duty cycles (0..1) of the other jobs on the
+      card, each alternating exponential busy and idle periods with a mean busy period of
+      ``busy_period_ms``; while k of them are busy a running batch progresses at 1/(k+1)
+      of its speed.
+    - ``mps``: we get ``mps_share`` percent of the card's compute.
+    - ``mig``: an instance of ``mig_slices`` of the card's ``mig_total`` compute slices
+      (profile ``mig_profile``), with ``mig_memory_gb`` of memory, of which one card holds
+      at most ``mig_instances``. ``mig_derived`` is False when the curve was measured on
+      that profile, so it is used as it is.
+
+    Memory (SPEC §5.1, used by ``planner.sim.memory``): under time-slicing the co-tenants
+    declare ``cotenant_memory_mb`` (one value per co-tenant, or one for all; time-slicing
+    has no memory isolation, so their memory is not ours); under MPS ``mps_memory_mb`` is
+    our client's memory limit, if one is set.
+    """
+
+    mode: str = "exclusive"
+    cotenants: tuple[float, ...] = ()
+    busy_period_ms: Milliseconds = 50.0
+    mps_share: float | None = None
+    mig_profile: str | None = None
+    mig_slices: int | None = None
+    mig_total: int | None = None
+    mig_derived: bool = True
+    mig_instances: int | None = None
+    mig_memory_gb: float | None = None
+    cotenant_memory_mb: tuple[Megabytes, ...] = ()
+    mps_memory_mb: Megabytes | None = None
+
+    def __post_init__(self) -> None:
+        problems = []
+        kind = SHARING_MODES.get(self.mode)
+        if kind is None:
+            problems.append(unknown(self.mode))
+        for duty in self.cotenants:
+            if not limits.DUTY.holds(duty):
+                problems.append(f"co-tenant duty cycle {duty!r} must be {limits.DUTY.words()}")
+        if not limits.COTENANTS.holds(len(self.cotenants)):
+            problems.append(f"at most {limits.COTENANTS.high:g} co-tenants")
+        if not memory_figures(self.cotenant_memory_mb):
+            problems.append(
+                f"co-tenant memory must be numbers of MB from 0 to {MAX_MEMORY_MB:g}, one per "
+                "co-tenant or one for all"
+            )
+        elif self.cotenant_memory_mb and kind is not None:
+            problems.extend(_elsewhere(kind, "cotenant_memory_mb"))
+        limit = self.mps_memory_mb
+        if limit is not None:
+            if not (is_finite(limit) and 0 < limit <= MAX_MEMORY_MB):
+                problems.append(
+                    f"the MPS memory limit must be above 0 and at most {MAX_MEMORY_MB:g} MB"
+                )
+            elif kind is not None:
+                problems.extend(_elsewhere(kind, "mps_memory_mb"))
+        if not limits.BUSY_PERIOD_MS.holds(self.busy_period_ms):
+            problems.append(f"the mean busy period must be {limits.BUSY_PERIOD_MS.words()} ms")
+        if kind is not None:
+            problems.extend(kind.problems(self))
+        if problems:
+            raise BadInput(problems)
+
+    @property
+    def kind(self) -> SharingMode:
+        """The mode object ``mode`` names (``SHARING_MODES``)."""
+        return sharing_mode(self.mode)
+
+    @property
+    def label(self) -> str:
+        return self.kind.label(self)
+
+
+def memory_figures(values: object) -> bool:
+    """Whether ``values`` is a tuple of MB figures, each from 0 to ``MAX_MEMORY_MB``."""
+    return isinstance(values, tuple) and all(
+        is_finite(v) and 0 <= v <= MAX_MEMORY_MB for v in values
+    )
+
+
+def _elsewhere(kind: SharingMode, setting: str) -> list[str]:
+    """A setting that only another mode reads, given under ``kind``."""
+    if setting in kind.owned:
+        return []
+    owner = next(m for m in SHARING_MODES.values() if setting in m.owned)
+    return [f"{owner.owned[setting]} applies to {owner.title} only"]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What a user gave for the sharing modes, as a plan's parameters name it: every
+    mode's parameters (each mode reads its own and ignores the others, so one plan can
+    name several modes), the card's catalogue entry, and whether a curve measured on the
+    chosen MIG profile is stored."""
+
+    cotenants: tuple[float, ...] = ()
+    busy_period_ms: Milliseconds = Sharing.busy_period_ms
+    mps_share: float | None = None
+    mig_profile: str | None = None
+    cotenant_memory_mb: tuple[Megabytes, ...] = ()
+    mps_memory_mb: Megabytes | None = None
+    card: Card | None = None
+    measured_on_profile: bool = False
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any], **extra: Any) -> Choice:
+        """The choice among plan parameters by name (an absent or None value: the
+        default); ``extra`` gives the card and whether the profile's curve is measured."""
+        given = {n: values[n] for n in CHOICE_PARAMETERS if values.get(n) is not None}
+        return cls(**{**given, **extra})
+
+
+CHOICE_PARAMETERS: tuple[str, ...] = tuple(
+    f.name for f in fields(Choice) if f.name not in ("card", "measured_on_profile")
+)
+"""The plan parameters that belong to sharing modes (each mode names its own)."""
+
+
+class SharingMode:
+    """One way of sharing the card. The base class is the card to ourselves, as measured:
+    a mode sets the class attributes and overrides the methods that differ.
+
+    Class attributes: ``name`` (how links, the command line and the store name it),
+    ``title`` (how a sentence names it), ``isolation`` (SPEC §2.5), ``assumption`` (the
+    model in one paragraph, part of every recommendation), ``parameters`` (the plan
+    parameters it reads, ``CHOICE_PARAMETERS``), ``owned`` (settings of ``Sharing`` only
+    it reads, with how a sentence names them: another mode rejects them),
+    ``as_measured`` (the card as it is, no model: what the reference worker can run),
+    ``several_per_card`` (the card's other instances may run the same worker),
+    ``needs_card`` (it needs the card's catalogue entry), ``worker_unit`` (what one worker
+    runs on, in a deployment file) and ``instance_name`` (one of several on a card).
+    """
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    isolation: ClassVar[Isolation]
+    assumption: ClassVar[str]
+    parameters: ClassVar[tuple[str, ...]] = ()
+    owned: ClassVar[Mapping[str, str]] = {}
+    as_measured: ClassVar[bool] = False
+    several_per_card: ClassVar[bool] = False
+    needs_card: ClassVar[bool] = False
+    worker_unit: ClassVar[str] = "card"
+    instance_name: ClassVar[str] = "instance"
+
+    # --- What it needs from the user --------------------------------------------------
+
+    def sharing(self, choice: Choice) -> Sharing:
+        """The settings of this mode from what the user gave; BadInput says what is
+        missing."""
+        return Sharing(mode=self.name)
+
+    def asked_for(self, choice: Choice) -> bool:
+        """Whether a plan that names no modes considers this one (SPEC §3.5: exclusive,
+        and each mode whose parameters are given)."""
+        return False
+
+    def offered_on(self, card: Card | None) -> bool:
+        """Whether the dashboard offers this mode for a curve of ``card``."""
+        return True
+
+    def lacks(self, choice: Choice) -> str | None:
+        """What a link that names this mode lacks, in the link's words (None: nothing)."""
+        return None
+
+    def conflicts(self, choice: Choice, duration_s: Seconds) -> list[Conflict]:
+        """Parameters of this mode that do not go together with a run of ``duration_s``."""
+        return []
+
+    def profile_wanted(self, choice: Choice) -> str | None:
+        """The profile whose stored curve would replace the derived one (MIG), or None."""
+        return None
+
+    # --- The settings of one run ------------------------------------------------------
+
+    def label(self, sharing: Sharing) -> str:
+        return self.title
+
+    def problems(self, sharing: Sharing) -> list[str]:
+        """What is wrong with this mode's settings (``Sharing`` checks the rest)."""
+        return []
+
+    def run_problems(self, sharing: Sharing, duration_s: Seconds) -> list[str]:
+        """What makes a run of ``duration_s`` under these settings too large to simulate."""
+        return []
+
+    # --- How a batch's latency changes (the engines) ----------------------------------
+
+    def table(self, table: np.ndarray, sharing: Sharing) -> np.ndarray:
+        """The latency table (index 0 = batch 1) under this mode."""
+        return table
+
+    def table_key(self, sharing: Sharing) -> tuple[object, ...]:
+        """What of the settings decides ``table``: runs with equal keys share one table."""
+        return (self.name, sharing)
+
+    def horizon(self, sharing: Sharing, duration_ms: Milliseconds, slowest_ms: float) -> float:
+        """How far a speed profile must reach for a run of ``duration_ms`` whose largest
+        batch takes ``slowest_ms`` on the table."""
+        return duration_ms
+
+    def timeline_key(self, sharing: Sharing, seed: int) -> tuple[object, ...] | None:
+        """What decides the speed profile of a run (None: it runs at full speed)."""
+        return None
+
+    def timeline(self, sharing: Sharing, seed: int, horizon_ms: Milliseconds) -> Timeline | None:
+        """The speed profile of our context during a run, or None (full speed throughout)."""
+        return None
+
+    # --- What the recommendation says of it -------------------------------------------
+
+    def derived(self, sharing: Sharing) -> bool:
+        """Whether the curve is derived from the whole-card curve by a model."""
+        return False
+
+    def profile_used(self, sharing: Sharing) -> str | None:
+        """The profile whose measured curve the run uses instead of the card's, or None."""
+        return None
+
+    def notes(self, sharing: Sharing) -> tuple[str, ...]:
+        """Sentences the recommendation adds after the assumption."""
+        return ()
+
+    def instances_per_card(self, sharing: Sharing) -> int:
+        """How many instances of our worker one card holds (SPEC §3.5)."""
+        return 1
+
+    def card_fraction(self, sharing: Sharing) -> float:
+        """Our fraction of the card when the rest of it goes to other jobs."""
+        return 1.0
+
+    def available(self, sharing: Sharing, card_mb: Megabytes | None) -> Available:
+        """The memory our worker may use, from the card's (MB; None: unknown)."""
+        return on_card(card_mb)
+
+    # --- How it is deployed -----------------------------------------------------------
+
+    def settings(self, sharing: Sharing) -> dict[str, Any]:
+        """The worker's settings for this mode, beside its name (``worker.json``)."""
+        return {}
+
+    def deploy_file(self, sharing: Sharing, target: Target) -> DeployFile | None:
+        """The file that applies this mode to a card, or None when there is nothing to set."""
+        return None
+
+
+SHARING_MODES: dict[str, SharingMode] = {}
+"""The sharing modes by name, in the order they are offered (``planner.sim.sharing``
+registers the built-in ones)."""
+
+
+class Names(Sequence[str]):
+    """The registered modes' names in order, read from ``SHARING_MODES`` each time they
+    are used: what the link codecs, the command line's choices and the dashboard offer,
+    so a mode registered after they were built is offered too."""
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return list(SHARING_MODES)[index]
+
+    def __len__(self) -> int:
+        return len(SHARING_MODES)
+
+    def __contains__(self, name: object) -> bool:
+        return name in SHARING_MODES
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(SHARING_MODES))
+
+    def __repr__(self) -> str:
+        return f"Names({list(SHARING_MODES)!r})"
+
+
+MODE_NAMES = Names()
+
+
+def register(mode: SharingMode) -> SharingMode:
+    """Add ``mode`` to ``SHARING_MODES`` (its name must be new) and return it."""
+    if mode.name in SHARING_MODES:
+        raise ValueError(f"a sharing mode named {mode.name!r} is already registered")
+    SHARING_MODES[mode.name] = mode
+    return mode
+
+
+def unregister(name: str) -> None:
+    """Remove the mode named ``name`` (a test's toy mode) from ``SHARING_MODES``."""
+    del SHARING_MODES[name]
+
+
+def unknown(name: object) -> str:
+    return f"sharing mode {name!r} is not one of {', '.join(SHARING_MODES)}"
+
+
+def sharing_mode(name: str) -> SharingMode:
+    """The mode registered as ``name``; BadInput for any other name."""
+    mode = SHARING_MODES.get(name) if isinstance(name, str) else None
+    if mode is None:
+        raise BadInput(unknown(name))
+    return mode
+
+
+def default_modes(choice: Choice) -> tuple[str, ...]:
+    """The modes a plan considers when it names none: exclusive, plus each mode whose
+    parameters are given."""
+    return tuple(name for name, mode in SHARING_MODES.items() if mode.asked_for(choice))
+
+
+def offered_modes(card: Card | None) -> list[str]:
+    """The modes offered for a curve of ``card`` (MIG only on a card that supports it)."""
+    return [name for name, mode in SHARING_MODES.items() if mode.offered_on(card)]
+
+
+def parameters_of(names: Iterable[str]) -> tuple[str, ...]:
+    """The plan parameters the named modes read, each once, in the modes' order."""
+    return tuple(dict.fromkeys(p for name in names for p in sharing_mode(name).parameters))
+
+
+def owner_of(parameter: str) -> SharingMode:
+    """The first mode that reads ``parameter`` (what a command line's flag needs)."""
+    return next(m for m in SHARING_MODES.values() if parameter in m.parameters)

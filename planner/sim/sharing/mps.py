@@ -1,0 +1,131 @@
+"""``mps``: concurrent kernels with our compute share p (SPEC §3.4).
+
+A batch of size b needs a fraction ``u(b) = min(1, thr(b) / thr_max)`` of the card, thr
+being the table's throughput and thr_max its best; with a share of p% its latency becomes
+``L(b) * max(1, u(b) * 100 / p)``. Co-tenants do not time-slice us. Memory is capped per
+client when a limit is set.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from planner import limits
+from planner.sim.sharing.deployment import DeployFile, Target, comment
+from planner.sim.sharing.mode import Choice, Isolation, Sharing, SharingMode
+from planner.sim.sharing.space import Available, gb
+from planner.units import Megabytes
+
+DEFAULT_SHARE = 50.0
+"""Our compute share in percent when none is given (SPEC §3.4)."""
+
+
+class Mps(SharingMode):
+    """A share of the compute: a batch that needs more of the card than the share slows."""
+
+    name = "mps"
+    title = "MPS"
+    isolation = Isolation(memory="capped", fault="not confirmed by the docs")
+    assumption = (
+        "A batch uses a share of the card in proportion to its throughput relative to the "
+        "curve's best throughput; when that exceeds our compute share it slows down in "
+        "proportion. Co-tenants do not time-slice us; memory-bandwidth contention is ignored."
+    )
+    parameters = ("mps_share", "mps_memory_mb")
+    owned: ClassVar[Mapping[str, str]] = {"mps_memory_mb": "an MPS memory limit"}
+    several_per_card = True
+    worker_unit = "MPS client"
+    instance_name = "MPS client"
+
+    def sharing(self, choice: Choice) -> Sharing:
+        share = DEFAULT_SHARE if choice.mps_share is None else choice.mps_share
+        return Sharing(mode=self.name, mps_share=share, mps_memory_mb=choice.mps_memory_mb)
+
+    def asked_for(self, choice: Choice) -> bool:
+        return choice.mps_share is not None or choice.mps_memory_mb is not None
+
+    def label(self, sharing: Sharing) -> str:
+        return f"MPS ({sharing.mps_share:g}% share)"
+
+    def problems(self, sharing: Sharing) -> list[str]:
+        if limits.MPS_SHARE.holds(sharing.mps_share):
+            return []
+        return [f"the MPS compute share must be {limits.MPS_SHARE.words()} (%)"]
+
+    def table(self, table: np.ndarray, sharing: Sharing) -> np.ndarray:
+        return slowed(table, 100.0 / share_of(sharing))
+
+    def derived(self, sharing: Sharing) -> bool:
+        return True
+
+    def instances_per_card(self, sharing: Sharing) -> int:
+        # floor(100 / share) clients of our share.
+        return max(1, math.floor(100.0 / share_of(sharing) + 1e-9))
+
+    def card_fraction(self, sharing: Sharing) -> float:
+        return share_of(sharing) / 100.0
+
+    def available(self, sharing: Sharing, card_mb: Megabytes | None) -> Available:
+        if sharing.mps_memory_mb is None:
+            return super().available(sharing, card_mb)
+        return Available(
+            sharing.mps_memory_mb,
+            "under the MPS memory limit",
+            f"the MPS memory limit of {gb(sharing.mps_memory_mb)}",
+        )
+
+    def settings(self, sharing: Sharing) -> dict[str, Any]:
+        share = share_of(sharing)
+        return {"active_thread_percentage": int(share) if share.is_integer() else share}
+
+    def deploy_file(self, sharing: Sharing, target: Target) -> DeployFile:
+        # CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (the planned share) and
+        # CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (the same share of the card's memory).
+        share = share_of(sharing)
+        memory = memory_limit_mb(sharing, target.card_memory_gb)
+        assumption = (
+            f"each MPS client of this worker gets {share:g}% of the card's compute and the "
+            f"same share of its memory; a card holds {target.per_card} such client(s)."
+        )
+        lines = [
+            f"# CUDA MPS client environment for {target.label}.",
+            *comment(assumption),
+            f"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={share:g}",
+        ]
+        if memory is None:
+            lines.append(
+                "# CUDA_MPS_PINNED_DEVICE_MEM_LIMIT: the card's memory is not in the "
+                f"catalogue; set 0=<MB>M to {share:g}% of it."
+            )
+        else:
+            lines.append(f"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0={memory}M")
+        return DeployFile("mps.env", "env", "\n".join(lines) + "\n", assumption)
+
+
+def share_of(sharing: Sharing) -> float:
+    """Our compute share in percent (100 where none is set)."""
+    return float(sharing.mps_share or 100.0)
+
+
+def memory_limit_mb(sharing: Sharing, card_memory_gb: float | None) -> int | None:
+    """The MPS client's memory limit in MB: the planned share of the card's memory."""
+    if card_memory_gb is None:
+        return None
+    return math.floor(card_memory_gb * 1024 * share_of(sharing) / 100.0)
+
+
+def utilisation(table: np.ndarray) -> np.ndarray:
+    """``u(b) = min(1, thr(b) / thr_max)`` for every batch of the table (index 0 = batch 1)."""
+    batches = np.arange(1, table.size + 1, dtype=np.float64)
+    throughput = batches / table
+    return np.minimum(1.0, throughput / throughput.max())
+
+
+def slowed(table: np.ndarray, share: float) -> np.ndarray:
+    """``L(b) * max(1, u(b) * share)``: a batch that needs more of the card than ``1 /
+    share`` of it slows down in proportion (MPS, and MIG derived from the whole card)."""
+    return table * np.maximum(1.0, utilisation(table) * share)
