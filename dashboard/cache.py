@@ -29,7 +29,9 @@ from typing import Generic, TypeVar
 
 import streamlit as st
 
-from planner.plan.recommend import Recommendation, Request, fleet, option_sweep, recommend
+from planner.plan.options import Recommendation, fleet
+from planner.plan.recommend import option_sweep, recommend
+from planner.plan.request import Request
 from planner.sim.results import Results
 from planner.sim.scenario import Scenario, Sharing
 from planner.sim.simulate import simulate

@@ -29,8 +29,8 @@ from planner.errors import BadInput, NotFound, PlannerError
 from planner.plan.compare_plans import compare_plans, saved_plan
 from planner.plan.deploy import choose_option, deployment, option_key
 from planner.plan.fleet import CardCost, card_costs, option_fleets, plan_fleet, plan_profile
+from planner.plan.options import Recommendation
 from planner.plan.params import PlanParams
-from planner.plan.recommend import Recommendation
 from planner.plan.resolve import PlanInputs, command_line
 from planner.report.document import ReportContext
 from planner.report.figures import demand_figure

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from dashboard.charts import COLOURS, LEGEND, MODEBAR, trace_name
 from planner import display
-from planner.plan.recommend import Option
+from planner.plan.options import Option
 from planner.sim.pipeline import PART_LABELS, PARTS, Stages
 from planner.sim.policies import POLICIES
 from planner.sim.sweep import Pooled

@@ -18,7 +18,7 @@ from planner import display
 from planner.curves.curve import OPTIONAL_POINT_FIELDS, Curve, Point, make_point, normalise_points
 from planner.curves.fit import FittedCurve
 from planner.errors import BadInput
-from planner.plan.recommend import Option, fleet
+from planner.plan.options import Option, fleet
 from planner.sim.results import Results
 
 MISSING = "-"

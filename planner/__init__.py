@@ -106,8 +106,10 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
     from planner.curves.fit import FittedCurve, fit_curve
     from planner.curves.imports import read_files
     from planner.errors import BadInput, NotFound, PlannerError, StoreError
+    from planner.plan.options import Recommendation
     from planner.plan.params import PlanParams
-    from planner.plan.recommend import Criteria, Recommendation, Request, recommend
+    from planner.plan.recommend import recommend
+    from planner.plan.request import Criteria, Request
     from planner.plan.resolve import plan_inputs
     from planner.sim.policies import POLICIES
     from planner.sim.results import Results

@@ -78,13 +78,13 @@ COTENANTS = Bound(0, 32, whole=True)  # how many co-tenants
 BUSY_PERIOD_MS = Bound(0.1, 60_000)
 MPS_SHARE = Bound(0, 100, above_low=True)
 
-# -- what every seat must get (``planner.plan.recommend.Criteria``) ------------------------------
+# -- what every seat must get (``planner.plan.request.Criteria``) --------------------------
 BUDGET_MS = Bound(MIN_LATENCY_MS, 600_000)
 PERCENTILE = Bound(0, 100, above_low=True, below_high=True)
 MIN_FPS = Bound(0, 240)
 MAX_OVERWRITTEN = Bound(0, 1)
 
-# -- how hard a recommendation searches, and the fleet (``planner.plan.recommend.Request``) ------
+# -- how hard a recommendation searches, and the fleet (``planner.plan.request.Request``) --
 SEEDS = Bound(1, 64, whole=True)
 MAX_SESSIONS = Bound(1, 256, whole=True)  # the largest session count a search considers
 PEAK_SESSIONS = Bound(1, 10_000_000, whole=True)

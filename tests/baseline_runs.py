@@ -21,7 +21,8 @@ import numpy as np
 
 from planner.curves.curve import Point
 from planner.curves.fit import fit_curve
-from planner.plan.recommend import Criteria, Request, recommend
+from planner.plan.recommend import recommend
+from planner.plan.request import Criteria, Request
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
 from planner.sim.simulate import simulate

@@ -15,7 +15,7 @@ import pytest
 import planner.validate.loadtest as loadtest_module
 from planner.curves.curve import Point, make_curve
 from planner.curves.fit import fit_curve
-from planner.plan.recommend import Criteria
+from planner.plan.request import Criteria
 from planner.store.repository import Store
 from planner.validate.accuracy import accuracy, markdown
 from planner.validate.loadtest import calibrate, run_loadtest

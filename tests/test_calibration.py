@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from planner.curves.curve import Point
 from planner.curves.fit import fit_curve
 from planner.errors import BadInput
-from planner.plan.recommend import Criteria, Request, recommend
+from planner.plan.recommend import recommend
+from planner.plan.request import Criteria, Request
 from planner.sim.calibration import ONE_SIZE, Calibration, Sample, fit
 from planner.sim.scenario import Scenario
 

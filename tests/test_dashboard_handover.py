@@ -17,8 +17,9 @@ from planner.errors import StoreError
 from planner.links.urls import encode, saved_params
 from planner.plan.deploy import deployment, option_key
 from planner.plan.fleet import plan_fleet, plan_profile
+from planner.plan.options import Recommendation
 from planner.plan.params import PlanParams
-from planner.plan.recommend import Recommendation, recommend
+from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
 from planner.store.repository import Store
 from tests.conftest import run

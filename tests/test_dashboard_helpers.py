@@ -41,7 +41,8 @@ from planner.demand.fleet import gpus_for
 from planner.errors import BadInput
 from planner.links.parameters import POLICIES
 from planner.plan.pareto import dominated
-from planner.plan.recommend import Request, option_sweep, recommend
+from planner.plan.recommend import option_sweep, recommend
+from planner.plan.request import Request
 from planner.sim.scenario import MAX_FPS, Scenario, Sharing
 from planner.sim.simulate import simulate
 

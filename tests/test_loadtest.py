@@ -17,7 +17,8 @@ import pytest
 from planner.curves.fit import fit_curve
 from planner.errors import BadInput, NotFound
 from planner.measure.options import MeasureOptions
-from planner.plan.recommend import Criteria, failures
+from planner.plan.options import failures
+from planner.plan.request import Criteria
 from planner.plan.resolve import default_curve
 from planner.sim.scenario import Scenario
 from planner.sim.stages import WorkerStages

@@ -16,7 +16,8 @@ from planner.curves.curve import Point
 from planner.curves.fit import fit_curve
 from planner.plan.answer import Answer, plan_answer
 from planner.plan.params import PlanParams
-from planner.plan.recommend import Criteria, Request, recommend
+from planner.plan.recommend import recommend
+from planner.plan.request import Criteria, Request
 from planner.plan.resolve import plan_inputs
 from planner.report.document import ReportContext
 from planner.report.markdown import markdown_report

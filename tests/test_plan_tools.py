@@ -17,16 +17,11 @@ from planner.demand.fleet import gpus_for
 from planner.errors import BadInput
 from planner.links.parameters import MODES, PHASES, POLICIES
 from planner.links.urls import self_contained
+from planner.plan.options import Option, fleet
 from planner.plan.params import PlanParams, SimulateParams
 from planner.plan.pareto import dominated, latency_at_cap
-from planner.plan.recommend import (
-    Criteria,
-    Option,
-    Request,
-    fleet,
-    option_sweep,
-    recommend,
-)
+from planner.plan.recommend import option_sweep, recommend
+from planner.plan.request import Criteria, Request
 from planner.plan.resolve import (
     command_line,
     default_curve,

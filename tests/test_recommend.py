@@ -15,7 +15,8 @@ from planner.curves.fit import fit_curve
 from planner.demand.fleet import gpus_for
 from planner.errors import BadInput
 from planner.plan.params import PlanParams
-from planner.plan.recommend import Criteria, Request, recommend
+from planner.plan.recommend import recommend
+from planner.plan.request import Criteria, Request
 from planner.plan.resolve import plan_inputs
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing

@@ -12,7 +12,8 @@ import pytest
 from planner.curves.curve import Point
 from planner.curves.fit import fit_curve
 from planner.errors import BadInput
-from planner.plan.recommend import Criteria, Request, recommend
+from planner.plan.recommend import recommend
+from planner.plan.request import Criteria, Request
 from planner.sim.scenario import Sharing
 from planner.sim.stages import STAGE_FIELDS, WorkerStages
 from tests.conftest import SAMPLES, needs_samples

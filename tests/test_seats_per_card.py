@@ -10,9 +10,10 @@ import pytest
 
 from planner.curves.curve import Point
 from planner.links.urls import decode, encode
+from planner.plan.options import Option, Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.pareto import dominated
-from planner.plan.recommend import Option, Recommendation, recommend
+from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
 from planner.sim.scenario import Sharing
 from planner.sim.sharing import card_fraction, instances_per_card

@@ -16,7 +16,8 @@ from planner.curves.fit import fit_curve
 from planner.errors import BadInput
 from planner.plan.deploy import deployment
 from planner.plan.params import PlanParams, SimulateParams
-from planner.plan.recommend import Request, recommend
+from planner.plan.recommend import recommend
+from planner.plan.request import Request
 from planner.sim.ensemble import run_many
 from planner.sim.scenario import MODES, Scenario, Sharing
 from planner.sim.sharing import (

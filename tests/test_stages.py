@@ -16,7 +16,7 @@ from planner.curves.fit import fit_curve
 from planner.errors import BadInput
 from planner.links.urls import decode, encode
 from planner.plan.params import PlanParams, SimulateParams, stage_params
-from planner.plan.recommend import Criteria, Request
+from planner.plan.request import Criteria, Request
 from planner.sim.scenario import Scenario
 from planner.sim.stages import NO_STAGES, STAGE_FIELDS, WorkerStages
 from planner.store.repository import Store

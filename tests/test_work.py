@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from planner.curves.curve import Point
 from planner.curves.fit import fit_curve
 from planner.errors import BadInput
-from planner.plan.recommend import Request, recommend
+from planner.plan.recommend import recommend
+from planner.plan.request import Request
 from planner.sim.work import (
     CHUNK_FRAMES,
     Cancelled,

@@ -22,9 +22,9 @@ from planner.curves.curve import MAX_TEXT, Curve
 from planner.errors import BadInput, NotFound
 from planner.links.urls import encode, saved_params, saved_plan_url, self_contained, url
 from planner.plan.answer import Paragraph, plan_answer
+from planner.plan.options import Option, Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.pareto import dominated
-from planner.plan.recommend import Option, Recommendation
 from planner.plan.resolve import (
     PlanInputs,
     command_line,

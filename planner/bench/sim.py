@@ -121,7 +121,8 @@ def bench_simulator(progress: Callable[[str], None]) -> Figures:
 def bench_recommend(progress: Callable[[str], None]) -> Figures:
     """The full recommendation: 7 policies x 4 sharing modes x 8 seeds x up to 64
     sessions, on the fitted curve and both band edges."""
-    from planner.plan.recommend import Request, recommend
+    from planner.plan.recommend import recommend
+    from planner.plan.request import Request
 
     fitted = fit_curve(BENCH_POINTS)
     sharings = (
@@ -159,7 +160,8 @@ def bench_cancel(progress: Callable[[str], None]) -> Figures:
     waits for any more), and how long one chunk of work takes."""
     import threading
 
-    from planner.plan.recommend import Request, recommend
+    from planner.plan.recommend import recommend
+    from planner.plan.request import Request
     from planner.sim.work import CHUNK_FRAMES, Cancelled, Work
 
     # Every session count passes on this card, so the search would run for hours.

@@ -272,7 +272,7 @@ def options_from_args(args: argparse.Namespace) -> LoadTestOptions:
 
 
 def criteria_from_args(args: argparse.Namespace) -> Any:
-    from planner.plan.recommend import Criteria
+    from planner.plan.request import Criteria
 
     problems: list[str] = []
     values: dict[str, Any] = {}

@@ -24,7 +24,8 @@ from planner.cli.planning import (
 from planner.errors import BadInput
 from planner.plan.answer import Answer, plan_answer
 from planner.plan.fleet import plan_fleet
-from planner.plan.recommend import Recommendation, recommend
+from planner.plan.options import Recommendation
+from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
 from planner.sim.pipeline import PART_LABELS, PARTS
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner import display
-from planner.plan.recommend import Option, Recommendation
+from planner.plan.options import Option, Recommendation
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,10 @@ from planner.curves.cards import Card
 from planner.curves.curve import Curve
 from planner.errors import BadInput, NotFound
 from planner.links.parameters import schema
+from planner.plan.options import Recommendation
 from planner.plan.params import CompareParams, PlanParams
-from planner.plan.recommend import Recommendation, Request, recommend
+from planner.plan.recommend import recommend
+from planner.plan.request import Request
 from planner.plan.resolve import default_curve, plan_inputs
 from planner.store.repository import Store
 

@@ -17,8 +17,10 @@ from planner.errors import BadInput, NotFound
 from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import decode
 from planner.plan.fleet import plan_fleet, plan_profile
+from planner.plan.options import Recommendation
 from planner.plan.params import PlanParams
-from planner.plan.recommend import Recommendation, Request, recommend
+from planner.plan.recommend import recommend
+from planner.plan.request import Request
 from planner.plan.resolve import plan_curve, plan_inputs
 from planner.sim.work import OverBudget
 from planner.store.repository import Store

@@ -31,7 +31,7 @@ from typing import Any
 
 from planner.curves.cards import Card
 from planner.errors import BadInput
-from planner.plan.recommend import Option, Recommendation
+from planner.plan.options import Option, Recommendation
 from planner.sim.policies import POLICIES
 from planner.sim.sharing.deployment import DeployFile, Target, comment
 from planner.sim.sharing.mig import CONFIG_NAME

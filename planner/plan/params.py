@@ -19,7 +19,7 @@ from planner.curves.curve import (
     Point,
 )
 from planner.links.parameters import ParameterSet, curve_conflicts, param
-from planner.plan.recommend import Request
+from planner.plan.request import Request
 from planner.sim.scenario import frames_problem
 from planner.sim.sharing import SHARING_MODES, Choice, Sharing, default_modes
 from planner.sim.stages import STAGE_FIELDS, WorkerStages

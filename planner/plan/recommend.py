@@ -1,5 +1,7 @@
-"""The recommendation: seat caps per policy and sharing mode under a latency budget
-(SPEC §3.5), with ranges from the fit's band, plain-language reasons, and fleet size.
+"""The recommendation's search: seat caps per policy and sharing mode under a latency
+budget (SPEC §3.5), with ranges from the fit's band, plain-language reasons, and fleet
+size. What it is asked is ``planner.plan.request``; what it answers, option by option,
+``planner.plan.options``.
 
 An option (policy, sharing mode) *meets* the criteria at n sessions when, over all seeds,
 the pooled latency percentile (end to end) is within the budget, the slowest session's
@@ -21,469 +23,35 @@ when not even batch 1 fits, so the option holds no seat).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from dataclasses import replace
+from typing import cast
 
 import numpy as np
 
-from planner import display, limits
+from planner import display
 from planner.curves import measure_next
-from planner.curves.fit import EDGES, Edge, FittedCurve
+from planner.curves.fit import EDGES, Edge
 from planner.curves.measure_next import Advice
-from planner.demand.fleet import gpus_for
 from planner.errors import BadInput
-from planner.sim.calibration import Calibration
-from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
+from planner.plan.options import (
+    Failure,
+    Option,
+    Recommendation,
+    binding_text,
+    closest,
+    failures,
+    limit_reached,
+    sized_fleet,
+)
+from planner.plan.request import Request
+from planner.sim.memory import MemoryLimit
 from planner.sim.policies import POLICIES
-from planner.sim.scenario import Phases, Scenario, Sharing
+from planner.sim.scenario import Sharing
 from planner.sim.sharing import card_fraction, derived, instances_per_card
-from planner.sim.stages import NO_STAGES, WorkerStages
 from planner.sim.sweep import PoolCache, Pooled, pooled_runs
 from planner.sim.work import Work
-from planner.units import FramesPerSecond, Milliseconds, UsdPerHour, is_finite
-
-
-@dataclass(frozen=True)
-class Criteria:
-    """What a user asks of every seat (SPEC §3.5 defaults)."""
-
-    budget_ms: Milliseconds = limits.DEFAULT_BUDGET_MS
-    percentile: float = limits.DEFAULT_PERCENTILE
-    min_fps: FramesPerSecond = limits.DEFAULT_MIN_FPS
-    max_overwritten: float | None = None
-    overhead_ms: Milliseconds = limits.DEFAULT_OVERHEAD_MS
-
-    def __post_init__(self) -> None:
-        problems = []
-        if not limits.BUDGET_MS.holds(self.budget_ms):
-            problems.append(f"the latency budget must be {limits.BUDGET_MS.words()} ms")
-        if not limits.PERCENTILE.holds(self.percentile):
-            problems.append(f"the percentile must be {limits.PERCENTILE.words()}")
-        if not limits.MIN_FPS.holds(self.min_fps):
-            problems.append(f"the frame-rate floor must be {limits.MIN_FPS.words()} fps")
-        if self.max_overwritten is not None and not limits.MAX_OVERWRITTEN.holds(
-            self.max_overwritten
-        ):
-            problems.append(
-                f"the overwritten limit must be a fraction {limits.MAX_OVERWRITTEN.words()}"
-            )
-        if not limits.OVERHEAD_MS.holds(self.overhead_ms):
-            problems.append(f"the overhead must be {limits.OVERHEAD_MS.words()} ms")
-        elif is_finite(self.budget_ms):
-            # The overhead alone; a request adds its worker's stages to it.
-            problem = NO_STAGES.budget_problem(self.overhead_ms, self.budget_ms)
-            if problem:
-                problems.append(problem)
-        if problems:
-            raise BadInput(problems)
-
-
-@dataclass(frozen=True)
-class Request:
-    """Everything a recommendation depends on; frozen, so it can be cached and linked.
-
-    ``curve`` is the fitted whole-card curve. ``profile_curves`` maps a MIG profile name to
-    a curve measured on that profile, used instead of deriving one. ``slo_ms`` fixes the
-    objective of the ``aimd`` and ``deadline`` policies; by default it is the budget minus
-    the frame's expected time outside the GPU (``non_gpu_ms``). ``price_per_hour`` is the
-    card's hourly price, if known. ``other_jobs`` says the rest of the card goes to other
-    jobs: a card then holds one instance of our worker, and a seat is charged our fraction
-    of the card (otherwise the card's other MIG instances or MPS clients are assumed to run
-    the same worker).
-
-    The worker (SPEC §5.1): ``stages``, its network delay each way and CPU work per frame
-    before and after the GPU on its CPU threads (``planner.sim.stages``).
-    ``card_memory_gb`` is the card's memory, for the memory check (with the curve's
-    ``memory_mb`` figures).
-    ``calibration`` (SPEC §5.2, ``planner.sim.calibration``) is what a load test of a real
-    worker added to the curve: every run's batches take its ``a + c*b`` more and every
-    frame its ``d`` more overhead.
-    """
-
-    curve: FittedCurve
-    criteria: Criteria = field(default_factory=Criteria)
-    policies: tuple[str, ...] = tuple(POLICIES)
-    sharings: tuple[Sharing, ...] = (Sharing(),)
-    seeds: int = limits.DEFAULT_SEEDS
-    duration_s: float = limits.DEFAULT_DURATION_S
-    max_sessions: int = limits.DEFAULT_MAX_SESSIONS
-    fps: FramesPerSecond = limits.DEFAULT_FPS
-    phases: Phases = "random"
-    jitter_ms: Milliseconds = 0.0
-    max_batch: int | None = None
-    max_queue_delay_us: float | None = None
-    slo_ms: Milliseconds | None = None
-    profile_curves: tuple[tuple[str, FittedCurve], ...] = ()
-    peak_sessions: int | None = None
-    headroom: float = limits.DEFAULT_HEADROOM
-    price_per_hour: UsdPerHour | None = None
-    other_jobs: bool = False
-    stages: WorkerStages = NO_STAGES
-    card_memory_gb: float | None = None
-    calibration: Calibration | None = None
-
-    def __post_init__(self) -> None:
-        problems = []
-        unknown = [p for p in self.policies if p not in POLICIES]
-        if unknown or not self.policies:
-            problems.append(
-                f"policies must be some of {', '.join(POLICIES)}"
-                + (f" (not {', '.join(unknown)})" if unknown else "")
-            )
-        if len(set(self.policies)) != len(self.policies):
-            problems.append("a policy is listed twice")
-        if not self.sharings:
-            problems.append("at least one sharing mode is needed")
-        if len(set(self.sharings)) != len(self.sharings):
-            problems.append("a sharing mode is listed twice")
-        measured = {name for name, _ in self.profile_curves}
-        for sharing in self.sharings:
-            profile = sharing.kind.profile_used(sharing)
-            if profile is not None and profile not in measured:
-                problems.append(
-                    f"no curve measured on MIG profile {sharing.mig_profile} was given; "
-                    "derive it from the whole-card curve instead"
-                )
-        if not (isinstance(self.seeds, int) and limits.SEEDS.holds(self.seeds)):
-            problems.append(f"seeds must be {limits.SEEDS.words()}")
-        if not (
-            isinstance(self.max_sessions, int) and limits.MAX_SESSIONS.holds(self.max_sessions)
-        ):
-            problems.append(f"the largest session count must be {limits.MAX_SESSIONS.words()}")
-        if self.peak_sessions is not None and not (
-            isinstance(self.peak_sessions, int) and limits.PEAK_SESSIONS.holds(self.peak_sessions)
-        ):
-            problems.append(f"peak sessions must be {limits.PEAK_SESSIONS.words()}")
-        if not limits.HEADROOM.holds(self.headroom):
-            problems.append(f"headroom must be a fraction {limits.HEADROOM.words()} (0.2 = 20%)")
-        if self.price_per_hour is not None and not limits.PRICE_PER_HOUR.holds(self.price_per_hour):
-            problems.append(f"the price must be {limits.PRICE_PER_HOUR.words()} USD per hour")
-        if self.card_memory_gb is not None and not (
-            is_finite(self.card_memory_gb) and 0 < self.card_memory_gb <= 16_384
-        ):
-            problems.append("the card's memory must be a positive number of GB")
-        if not isinstance(self.stages, WorkerStages):
-            problems.append("stages must be a WorkerStages value (planner.sim.stages)")
-        elif self.slo_ms is None:
-            problem = self.stages.budget_problem(self.overhead_ms, self.criteria.budget_ms)
-            if problem:
-                problems.append(problem)
-        if problems:
-            raise BadInput(problems)
-        # Scenario validates duration, fps, phases, jitter, stages, policy parameters and
-        # how busy the co-tenants are: every sharing mode at the largest count considered.
-        for sharing in self.sharings:
-            self.scenario("oldest-first", sharing, "central", self.max_sessions, 0, memory=False)
-
-    @property
-    def overhead_ms(self) -> Milliseconds:
-        """The per-frame overhead the runs add: the criteria's, plus the calibration's
-        ``d`` when there is one."""
-        overhead = self.criteria.overhead_ms
-        return overhead if self.calibration is None else self.calibration.overhead(overhead)
-
-    @property
-    def non_gpu_ms(self) -> Milliseconds:
-        """A frame's expected time outside the GPU: ``2*network + pre + post + overhead``."""
-        return self.stages.outside_ms(self.overhead_ms)
-
-    @property
-    def objective_ms(self) -> Milliseconds:
-        """The GPU-side objective of ``aimd`` and ``deadline``."""
-        if self.slo_ms is not None:
-            return self.slo_ms
-        return self.criteria.budget_ms - self.non_gpu_ms
-
-    def curve_for(self, sharing: Sharing) -> FittedCurve:
-        """The curve a sharing mode runs on: a measured MIG profile's, else the card's."""
-        profile = sharing.kind.profile_used(sharing)
-        if profile is not None:
-            return dict(self.profile_curves)[profile]
-        return self.curve
-
-    def table(self, sharing: Sharing, edge: Edge) -> tuple[float, ...]:
-        table = _table(self.curve_for(sharing), max(64, self.max_sessions), edge)
-        return table if self.calibration is None else self.calibration.table(table)
-
-    def memory(self, sharing: Sharing) -> MemoryLimit:
-        """The largest batch that fits in the memory ``sharing`` leaves (``planner.sim.memory``)."""
-        return _memory(self.curve_for(sharing), sharing, self.card_memory_gb, self.max_sessions)
-
-    def scenario(
-        self,
-        policy: str,
-        sharing: Sharing,
-        edge: Edge,
-        sessions: int,
-        seed: int,
-        *,
-        memory: bool = True,
-        cpu: bool = True,
-    ) -> Scenario:
-        """One run of an option. ``memory=False`` lifts the memory limit on the batch and
-        ``cpu=False`` makes the CPU threads unlimited (to tell whether they bind)."""
-        limit = self.memory(sharing).batch_limit if memory else None
-        if limit == 0:
-            raise BadInput(f"{sharing.label}: {self.memory(sharing).needs(1)}; no batch fits")
-        return Scenario(
-            latency_ms=self.table(sharing, edge),
-            sessions=sessions,
-            policy=policy,
-            fps=(self.fps,),
-            duration_s=self.duration_s,
-            phases=self.phases,
-            seed=seed,
-            jitter_ms=self.jitter_ms,
-            overhead_ms=self.overhead_ms,
-            max_batch=self.max_batch,
-            max_queue_delay_us=self.max_queue_delay_us,
-            slo_ms=self.objective_ms,
-            sharing=sharing,
-            stages=self.stages if cpu else replace(self.stages, cpu_workers=0),
-            memory_batch_limit=limit,
-        )
-
-
-@dataclass(frozen=True)
-class Failure:
-    """One criterion an option fails at some session count, in plain words."""
-
-    constraint: str  # "latency", "fps", "overwritten", or what stops it: "cpu", "memory"
-    sessions: int
-    detail: str  # e.g. "the slowest session gets 9.3 fps under oldest-first, below ..."
-
-    @property
-    def sentence(self) -> str:
-        return f"at {self.sessions} session{'s' if self.sessions != 1 else ''} {self.detail}"
-
-
-@dataclass(frozen=True)
-class Option:
-    """One (policy, sharing mode) with its seat caps and why the next seat fails.
-
-    ``cap`` (with ``cap_low`` and ``cap_high`` from the band's edges) is the simulated cap
-    of one instance of the worker: the whole card, or one MIG instance or MPS client.
-    ``per_card`` is how many such instances a card holds for us: the mode's instance
-    count (MIG: the profile's maximum on the card; MPS: floor(100 / share)), or 1 when the
-    rest of the card goes to other jobs; ``card_share`` is the part of the card's price a
-    card's seats carry (1, or our fraction of the card when it is shared with other jobs).
-    Options are ranked, sized and priced on seats per card.
-    """
-
-    policy: str
-    sharing: Sharing
-    cap: int
-    cap_low: int
-    cap_high: int
-    at_cap: Pooled | None  # central curve, at the cap
-    failures: tuple[Failure, ...]  # at cap + 1 on the central curve; empty at the limit
-    binding_constraint: str
-    extrapolated: bool
-    history: tuple[Pooled, ...]  # central curve, n = 1 .. cap + 1
-    deciding_batches: tuple[int, ...] = ()  # frames per batch size in the deciding runs
-    per_card: int = 1
-    card_share: float = 1.0
-    edge_constraints: tuple[tuple[Edge, str], ...] = ()  # (edge, why its next seat fails)
-
-    def edge_constraint(self, edge: Edge) -> str | None:
-        """Why the next seat fails on one edge of the band (``pessimistic`` at
-        ``cap_low + 1``, ``optimistic`` at ``cap_high + 1``), in the words of
-        ``binding_constraint``; None where that edge's cap equals the central one."""
-        return dict(self.edge_constraints).get(edge)
-
-    @property
-    def mode(self) -> str:
-        return self.sharing.mode
-
-    @property
-    def derived(self) -> bool:
-        """Whether this mode's curve is derived from the whole-card curve by a model."""
-        return derived(self.sharing)
-
-    @property
-    def label(self) -> str:
-        return f"{self.policy}, {self.sharing.label}" + (" (derived)" if self.derived else "")
-
-    @property
-    def seats_per_card(self) -> int:
-        return self.cap * self.per_card
-
-    @property
-    def seats_per_card_low(self) -> int:
-        """Seats per card on the band's worse edge (the smaller of the two caps)."""
-        return min(self.cap_low, self.cap) * self.per_card
-
-    @property
-    def seats_per_card_high(self) -> int:
-        return max(self.cap_high, self.cap) * self.per_card
-
-    @property
-    def seats_per_instance(self) -> str:
-        """``"3"`` or ``"4–5"`` when the band makes the cap a range."""
-        return _range(self.cap, self.cap_low, self.cap_high)
-
-    @property
-    def seats(self) -> str:
-        """Seats per card: ``"21"``, or ``"21–28"`` when the band makes the cap a range."""
-        k = self.per_card
-        return _range(self.cap * k, self.cap_low * k, self.cap_high * k)
-
-    @property
-    def instances_note(self) -> str:
-        """How seats per card follow from the cap, e.g. "3 per instance x 7 instances"."""
-        if self.per_card == 1:
-            return ""
-        unit = self.sharing.kind.instance_name
-        return f"{self.seats_per_instance} per {unit} x {self.per_card} {unit}s"
-
-    def as_dict(self) -> dict[str, Any]:
-        isolation = self.sharing.kind.isolation
-        at = self.at_cap
-        return {
-            "policy": self.policy,
-            "mode": self.sharing.mode,
-            "sharing": self.sharing.label,
-            "derived": self.derived,
-            "cap": self.cap,
-            "cap_low": self.cap_low,
-            "cap_high": self.cap_high,
-            "seats_per_instance": self.seats_per_instance,
-            "instances_per_card": self.per_card,
-            "seats_per_card": self.seats_per_card,
-            "seats_per_card_low": self.seats_per_card_low,
-            "seats_per_card_high": self.seats_per_card_high,
-            "seats": self.seats,
-            "card_share": self.card_share,
-            "binding_constraint": self.binding_constraint,
-            "failures": [f.sentence for f in self.failures],
-            "extrapolated": self.extrapolated,
-            "isolation": {"memory": isolation.memory, "fault": isolation.fault},
-            "percentile": at.percentile if at else None,
-            "latency_ms_at_cap": at.e2e_latency_ms if at else None,
-            "frames_at_cap": at.frames if at else 0,
-            "low_confidence": at.low_confidence if at else False,
-            "min_fps_at_cap": at.min_fps if at else None,
-            "cpu_busy_fraction_at_cap": at.cpu.busy_fraction if at and at.cpu else None,
-            "stages_ms_at_cap": at.stages.as_dict() if at and at.stages else None,
-            "edge_constraints": dict(self.edge_constraints),
-        }
-
-
-def _range(central: int, low: int, high: int) -> str:
-    lo, hi = min(low, central, high), max(low, central, high)
-    return str(central) if lo == hi else f"{lo}–{hi}"
-
-
-@dataclass(frozen=True)
-class Fleet:
-    """GPUs for a peak of concurrent sessions, and what a seat costs (SPEC §3.5): both
-    on seats per card."""
-
-    peak_sessions: int | None
-    headroom: float
-    seats_per_card: int
-    seats_per_card_low: int
-    gpus: int | None
-    gpus_worst: int | None  # on the pessimistic cap
-    price_per_hour: UsdPerHour | None
-    cost_per_seat_hour: float | None
-    card_share: float = 1.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "peak_sessions": self.peak_sessions,
-            "headroom": self.headroom,
-            "seats_per_card": self.seats_per_card,
-            "gpus": self.gpus,
-            "gpus_at_cap_low": self.gpus_worst,
-            "price_per_hour": self.price_per_hour,
-            "card_share": self.card_share,
-            "cost_per_seat_hour": self.cost_per_seat_hour,
-            "cost_per_hour": None
-            if self.gpus is None or self.price_per_hour is None
-            else self.gpus * self.price_per_hour * self.card_share,
-        }
-
-
-@dataclass(frozen=True)
-class Recommendation:
-    """Ranked options, the recommended one (or None), a one-sentence summary, the batch
-    size to measure next, fleet and cost, and the assumptions behind it all."""
-
-    request: Request
-    options: tuple[Option, ...]
-    recommended: Option | None
-    summary: str
-    measure_next: int | None
-    fleet: Fleet | None
-    assumptions: tuple[str, ...]
-    simulations: int
-    measure_next_basis: str = ""
-
-    @property
-    def closest(self) -> Option | None:
-        """The recommended option; with none, the option that came closest at one session
-        (the one ``summary`` describes and the batch to measure next is advised for)."""
-        if self.recommended is not None or not self.options:
-            return self.recommended
-        return _closest(self.options, self.request.criteria)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The document ``planner recommend --json`` prints."""
-        return {
-            "recommended": self.recommended.as_dict() if self.recommended else None,
-            "summary": self.summary,
-            "options": [o.as_dict() for o in self.options],
-            "measure_next": self.measure_next,
-            "measure_next_basis": self.measure_next_basis,
-            "fleet": self.fleet.as_dict() if self.fleet else None,
-            "assumptions": list(self.assumptions),
-            "simulations": self.simulations,
-            "calibration": None
-            if self.request.calibration is None
-            else self.request.calibration.as_dict(),
-        }
-
-
-def failures(pooled: Pooled, criteria: Criteria) -> tuple[Failure, ...]:
-    """The criteria ``pooled`` fails, latency budget first, then fps floor, then overwriting."""
-    n, policy = pooled.sessions, pooled.policy
-    out = []
-    p = f"p{pooled.percentile:g}"
-    if pooled.e2e_latency_ms is None:
-        out.append(Failure("latency", n, f"no frame is delivered under {policy}"))
-    elif pooled.e2e_latency_ms > criteria.budget_ms:
-        out.append(
-            Failure(
-                "latency",
-                n,
-                f"the {p} latency is {pooled.e2e_latency_ms:.1f} ms under {policy}, "
-                f"over the {criteria.budget_ms:g} ms budget",
-            )
-        )
-    if pooled.min_fps < criteria.min_fps:
-        out.append(
-            Failure(
-                "fps",
-                n,
-                f"the slowest session gets {pooled.min_fps:.1f} fps under {policy}, "
-                f"below the {criteria.min_fps:g} fps floor",
-            )
-        )
-    limit = criteria.max_overwritten
-    if limit is not None and pooled.overwritten_fraction > limit:
-        out.append(
-            Failure(
-                "overwritten",
-                n,
-                f"{pooled.overwritten_fraction:.1%} of frames are overwritten under {policy}, "
-                f"over the {limit:.1%} limit",
-            )
-        )
-    return tuple(out)
 
 
 def recommend(
@@ -561,10 +129,10 @@ def recommend(
         ranked[0] = best = recommended
     if recommended is None:
         # Nothing holds one session: describe the option that came closest at one session.
-        best = _closest(ranked, request.criteria)
+        best = closest(ranked, request.criteria)
     advice = _measure_next(request, best)
     measure = advice.batch
-    sized = _fleet(request, recommended)
+    sized = sized_fleet(request, recommended)
     return Recommendation(
         request=request,
         options=tuple(ranked),
@@ -685,7 +253,7 @@ def _option(
         binding = stops[0].sentence + ("; also " + "; ".join(rest) if rest else "")
         fails = (*stops, *fails)
     else:
-        binding = _binding(fails) if fails else _limit_reached(request)
+        binding = binding_text(fails) if fails else limit_reached(request)
     edges: list[tuple[Edge, str]] = []
     for edge in ("pessimistic", "optimistic"):
         edge_cap, edge_rows = caps[(option, edge)], history[(option, edge)]
@@ -694,7 +262,7 @@ def _option(
         edge_fails = (
             failures(edge_rows[edge_cap], request.criteria) if edge_cap < len(edge_rows) else ()
         )
-        edges.append((edge, _binding(edge_fails) if edge_fails else _limit_reached(request)))
+        edges.append((edge, binding_text(edge_fails) if edge_fails else limit_reached(request)))
     # What decided the cap: the runs at the cap and at the first failing count.
     deciding = rows[max(cap - 1, 0) : cap + 1]
     width = max(len(r.batch_sizes) for r in deciding)
@@ -731,40 +299,6 @@ def _option(
     )
 
 
-def _binding(fails: Sequence[Failure]) -> str:
-    """The first failure in words, and the others after "also"."""
-    text = fails[0].sentence
-    if len(fails) > 1:
-        text += "; also " + "; ".join(f.detail for f in fails[1:])
-    return text
-
-
-def _limit_reached(request: Request) -> str:
-    return (
-        f"meets every criterion up to {request.max_sessions} sessions, the largest count considered"
-    )
-
-
-def _closest(options: Sequence[Option], criteria: Criteria) -> Option:
-    """The option that misses the criteria by least at one session."""
-    return min(
-        options,
-        key=lambda o: _shortfall(o.history[0], criteria) if o.history else math.inf,
-    )
-
-
-def _shortfall(pooled: Pooled, criteria: Criteria) -> float:
-    """How far a run misses the criteria, as relative excesses added up (0 = meets)."""
-    if pooled.e2e_latency_ms is None:
-        return math.inf
-    miss = max(pooled.e2e_latency_ms / criteria.budget_ms - 1.0, 0.0)
-    if criteria.min_fps > 0:
-        miss += max(1.0 - pooled.min_fps / criteria.min_fps, 0.0)
-    if criteria.max_overwritten is not None:
-        miss += max(pooled.overwritten_fraction - criteria.max_overwritten, 0.0)
-    return miss
-
-
 def _measure_next(request: Request, option: Option) -> Advice:
     """The batch size to measure next for this plan (``planner.curves.measure_next.for_plan``):
     weighted by the frames each batch size carried in the runs that decided the option's
@@ -775,42 +309,6 @@ def _measure_next(request: Request, option: Option) -> Advice:
         max(64, request.max_sessions),
         option.deciding_batches,
         settled=settled,
-    )
-
-
-def fleet(
-    option: Option | None,
-    *,
-    peak_sessions: int | None,
-    headroom: float,
-    price_per_hour: UsdPerHour | None,
-) -> Fleet | None:
-    """GPUs and cost per seat for ``option`` (None when it holds no seat, or when neither a
-    peak nor a price is given). The dashboard calls this on a cached recommendation, so
-    changing the peak or the price needs no new simulations."""
-    if option is None or option.cap < 1 or (peak_sessions is None and price_per_hour is None):
-        return None
-    peak, price = peak_sessions, price_per_hour
-    seats, low = option.seats_per_card, option.seats_per_card_low
-    return Fleet(
-        peak_sessions=peak,
-        headroom=headroom,
-        seats_per_card=seats,
-        seats_per_card_low=low,
-        gpus=None if peak is None else gpus_for(peak, headroom, seats),
-        gpus_worst=None if peak is None or low < 1 else gpus_for(peak, headroom, low),
-        price_per_hour=price,
-        cost_per_seat_hour=None if price is None else price * option.card_share / seats,
-        card_share=option.card_share,
-    )
-
-
-def _fleet(request: Request, option: Option | None) -> Fleet | None:
-    return fleet(
-        option,
-        peak_sessions=request.peak_sessions,
-        headroom=request.headroom,
-        price_per_hour=request.price_per_hour,
     )
 
 
@@ -937,18 +435,3 @@ def _worker_assumption(request: Request) -> str:
         text + f" The objectives of aimd and deadline are the budget less "
         f"{request.non_gpu_ms:g} ms outside the GPU."
     )
-
-
-@functools.lru_cache(maxsize=512)
-def _memory(
-    curve: FittedCurve, sharing: Sharing, card_memory_gb: float | None, upto: int
-) -> MemoryLimit:
-    """The memory limit of a curve under a sharing mode (cached: asked for every run)."""
-    return memory_limit(memory_model(curve.points), available(sharing, card_memory_gb), upto)
-
-
-@functools.lru_cache(maxsize=512)
-def _table(curve: FittedCurve, upto: int, edge: Edge) -> tuple[float, ...]:
-    """Latency for batch 1..upto on one edge of a fitted curve (cached: a search builds
-    thousands of scenarios from a handful of tables)."""
-    return tuple(float(v) for v in curve.table(upto, edge))

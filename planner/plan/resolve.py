@@ -13,8 +13,9 @@ from planner.curves.fit import FittedCurve, fit_curve
 from planner.errors import BadInput, NotFound
 from planner.links.codecs import number_text
 from planner.links.urls import encode, linked_curve
+from planner.plan.options import Option
 from planner.plan.params import CompareParams, PlanParams, SimulateParams, stage_params
-from planner.plan.recommend import Criteria, Option, Request
+from planner.plan.request import Criteria, Request
 from planner.sim.calibration import Calibration
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
 from planner.sim.policies import POLICIES

@@ -32,8 +32,8 @@ from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import encode, saved_plan_url, self_contained, url
 from planner.plan.answer import Answer, Paragraph, plan_answer
 from planner.plan.fleet import option_fleets
+from planner.plan.options import Option, Recommendation, fleet
 from planner.plan.params import PlanParams
-from planner.plan.recommend import Option, Recommendation, fleet
 from planner.plan.resolve import PlanInputs, command_line
 from planner.report.figures import curve_figure, demand_figure, options_figure
 

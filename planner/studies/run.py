@@ -31,7 +31,8 @@ from planner.curves.fit import FittedCurve
 from planner.demand.profiles import DemandProfile
 from planner.errors import BadInput, NotFound, PlannerError
 from planner.plan.fleet import plan_fleet, plan_profile
-from planner.plan.recommend import Request, recommend
+from planner.plan.recommend import recommend
+from planner.plan.request import Request
 from planner.plan.resolve import plan_inputs
 from planner.sim import ensemble
 from planner.sim.work import Work

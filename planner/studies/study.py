@@ -46,8 +46,8 @@ from planner.demand.profiles import SHAPES
 from planner.errors import BadInput, NotFound
 from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import saved_params
+from planner.plan.options import Recommendation
 from planner.plan.params import PlanParams
-from planner.plan.recommend import Recommendation
 from planner.sim.policies import POLICIES
 from planner.store.calibrations import latest_calibration
 from planner.store.repository import Store

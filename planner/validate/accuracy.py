@@ -32,7 +32,8 @@ import numpy as np
 
 from planner.curves.fit import fit_curve
 from planner.errors import BadInput
-from planner.plan.recommend import Criteria, recommend
+from planner.plan.recommend import recommend
+from planner.plan.request import Criteria
 from planner.sim.calibration import Calibration
 from planner.sim.simulate import simulate
 from planner.validate.judge import cap_of, pooled, prediction_request

@@ -13,7 +13,9 @@ import numpy as np
 
 from planner.curves.fit import FittedCurve
 from planner.errors import BadInput
-from planner.plan.recommend import Criteria, Request, failures, recommend
+from planner.plan.options import failures
+from planner.plan.recommend import recommend
+from planner.plan.request import Criteria, Request
 from planner.sim.calibration import Calibration
 from planner.sim.sweep import Pooled, pool
 from planner.units import Milliseconds

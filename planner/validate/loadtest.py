@@ -33,7 +33,7 @@ from planner.curves.curve import Curve
 from planner.curves.fit import fit_curve
 from planner.errors import BadInput
 from planner.measure.options import MeasureOptions
-from planner.plan.recommend import Criteria
+from planner.plan.request import Criteria
 from planner.sim.calibration import Calibration, Sample, fit
 from planner.sim.results import e2e_latencies
 from planner.sim.scenario import Scenario

@@ -1,0 +1,235 @@
+"""What a recommendation is asked: what every seat must get (``Criteria``) and everything
+the search depends on (``Request``: the fitted curve, candidate policies and sharing modes,
+the worker's stages, seeds, duration and the largest count), as frozen, validated values
+that build each scenario the search simulates (SPEC §3.5)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field, replace
+
+from planner import limits
+from planner.curves.fit import Edge, FittedCurve
+from planner.errors import BadInput
+from planner.sim.calibration import Calibration
+from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
+from planner.sim.policies import POLICIES
+from planner.sim.scenario import Phases, Scenario, Sharing
+from planner.sim.stages import NO_STAGES, WorkerStages
+from planner.units import FramesPerSecond, Milliseconds, UsdPerHour, is_finite
+
+
+@dataclass(frozen=True)
+class Criteria:
+    """What a user asks of every seat (SPEC §3.5 defaults)."""
+
+    budget_ms: Milliseconds = limits.DEFAULT_BUDGET_MS
+    percentile: float = limits.DEFAULT_PERCENTILE
+    min_fps: FramesPerSecond = limits.DEFAULT_MIN_FPS
+    max_overwritten: float | None = None
+    overhead_ms: Milliseconds = limits.DEFAULT_OVERHEAD_MS
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not limits.BUDGET_MS.holds(self.budget_ms):
+            problems.append(f"the latency budget must be {limits.BUDGET_MS.words()} ms")
+        if not limits.PERCENTILE.holds(self.percentile):
+            problems.append(f"the percentile must be {limits.PERCENTILE.words()}")
+        if not limits.MIN_FPS.holds(self.min_fps):
+            problems.append(f"the frame-rate floor must be {limits.MIN_FPS.words()} fps")
+        if self.max_overwritten is not None and not limits.MAX_OVERWRITTEN.holds(
+            self.max_overwritten
+        ):
+            problems.append(
+                f"the overwritten limit must be a fraction {limits.MAX_OVERWRITTEN.words()}"
+            )
+        if not limits.OVERHEAD_MS.holds(self.overhead_ms):
+            problems.append(f"the overhead must be {limits.OVERHEAD_MS.words()} ms")
+        elif is_finite(self.budget_ms):
+            # The overhead alone; a request adds its worker's stages to it.
+            problem = NO_STAGES.budget_problem(self.overhead_ms, self.budget_ms)
+            if problem:
+                problems.append(problem)
+        if problems:
+            raise BadInput(problems)
+
+
+@dataclass(frozen=True)
+class Request:
+    """Everything a recommendation depends on; frozen, so it can be cached and linked.
+
+    ``curve`` is the fitted whole-card curve. ``profile_curves`` maps a MIG profile name to
+    a curve measured on that profile, used instead of deriving one. ``slo_ms`` fixes the
+    objective of the ``aimd`` and ``deadline`` policies; by default it is the budget minus
+    the frame's expected time outside the GPU (``non_gpu_ms``). ``price_per_hour`` is the
+    card's hourly price, if known. ``other_jobs`` says the rest of the card goes to other
+    jobs: a card then holds one instance of our worker, and a seat is charged our fraction
+    of the card (otherwise the card's other MIG instances or MPS clients are assumed to run
+    the same worker).
+
+    The worker (SPEC §5.1): ``stages``, its network delay each way and CPU work per frame
+    before and after the GPU on its CPU threads (``planner.sim.stages``).
+    ``card_memory_gb`` is the card's memory, for the memory check (with the curve's
+    ``memory_mb`` figures).
+    ``calibration`` (SPEC §5.2, ``planner.sim.calibration``) is what a load test of a real
+    worker added to the curve: every run's batches take its ``a + c*b`` more and every
+    frame its ``d`` more overhead.
+    """
+
+    curve: FittedCurve
+    criteria: Criteria = field(default_factory=Criteria)
+    policies: tuple[str, ...] = tuple(POLICIES)
+    sharings: tuple[Sharing, ...] = (Sharing(),)
+    seeds: int = limits.DEFAULT_SEEDS
+    duration_s: float = limits.DEFAULT_DURATION_S
+    max_sessions: int = limits.DEFAULT_MAX_SESSIONS
+    fps: FramesPerSecond = limits.DEFAULT_FPS
+    phases: Phases = "random"
+    jitter_ms: Milliseconds = 0.0
+    max_batch: int | None = None
+    max_queue_delay_us: float | None = None
+    slo_ms: Milliseconds | None = None
+    profile_curves: tuple[tuple[str, FittedCurve], ...] = ()
+    peak_sessions: int | None = None
+    headroom: float = limits.DEFAULT_HEADROOM
+    price_per_hour: UsdPerHour | None = None
+    other_jobs: bool = False
+    stages: WorkerStages = NO_STAGES
+    card_memory_gb: float | None = None
+    calibration: Calibration | None = None
+
+    def __post_init__(self) -> None:
+        problems = []
+        unknown = [p for p in self.policies if p not in POLICIES]
+        if unknown or not self.policies:
+            problems.append(
+                f"policies must be some of {', '.join(POLICIES)}"
+                + (f" (not {', '.join(unknown)})" if unknown else "")
+            )
+        if len(set(self.policies)) != len(self.policies):
+            problems.append("a policy is listed twice")
+        if not self.sharings:
+            problems.append("at least one sharing mode is needed")
+        if len(set(self.sharings)) != len(self.sharings):
+            problems.append("a sharing mode is listed twice")
+        measured = {name for name, _ in self.profile_curves}
+        for sharing in self.sharings:
+            profile = sharing.kind.profile_used(sharing)
+            if profile is not None and profile not in measured:
+                problems.append(
+                    f"no curve measured on MIG profile {sharing.mig_profile} was given; "
+                    "derive it from the whole-card curve instead"
+                )
+        if not (isinstance(self.seeds, int) and limits.SEEDS.holds(self.seeds)):
+            problems.append(f"seeds must be {limits.SEEDS.words()}")
+        if not (
+            isinstance(self.max_sessions, int) and limits.MAX_SESSIONS.holds(self.max_sessions)
+        ):
+            problems.append(f"the largest session count must be {limits.MAX_SESSIONS.words()}")
+        if self.peak_sessions is not None and not (
+            isinstance(self.peak_sessions, int) and limits.PEAK_SESSIONS.holds(self.peak_sessions)
+        ):
+            problems.append(f"peak sessions must be {limits.PEAK_SESSIONS.words()}")
+        if not limits.HEADROOM.holds(self.headroom):
+            problems.append(f"headroom must be a fraction {limits.HEADROOM.words()} (0.2 = 20%)")
+        if self.price_per_hour is not None and not limits.PRICE_PER_HOUR.holds(self.price_per_hour):
+            problems.append(f"the price must be {limits.PRICE_PER_HOUR.words()} USD per hour")
+        if self.card_memory_gb is not None and not (
+            is_finite(self.card_memory_gb) and 0 < self.card_memory_gb <= 16_384
+        ):
+            problems.append("the card's memory must be a positive number of GB")
+        if not isinstance(self.stages, WorkerStages):
+            problems.append("stages must be a WorkerStages value (planner.sim.stages)")
+        elif self.slo_ms is None:
+            problem = self.stages.budget_problem(self.overhead_ms, self.criteria.budget_ms)
+            if problem:
+                problems.append(problem)
+        if problems:
+            raise BadInput(problems)
+        # Scenario validates duration, fps, phases, jitter, stages, policy parameters and
+        # how busy the co-tenants are: every sharing mode at the largest count considered.
+        for sharing in self.sharings:
+            self.scenario("oldest-first", sharing, "central", self.max_sessions, 0, memory=False)
+
+    @property
+    def overhead_ms(self) -> Milliseconds:
+        """The per-frame overhead the runs add: the criteria's, plus the calibration's
+        ``d`` when there is one."""
+        overhead = self.criteria.overhead_ms
+        return overhead if self.calibration is None else self.calibration.overhead(overhead)
+
+    @property
+    def non_gpu_ms(self) -> Milliseconds:
+        """A frame's expected time outside the GPU: ``2*network + pre + post + overhead``."""
+        return self.stages.outside_ms(self.overhead_ms)
+
+    @property
+    def objective_ms(self) -> Milliseconds:
+        """The GPU-side objective of ``aimd`` and ``deadline``."""
+        if self.slo_ms is not None:
+            return self.slo_ms
+        return self.criteria.budget_ms - self.non_gpu_ms
+
+    def curve_for(self, sharing: Sharing) -> FittedCurve:
+        """The curve a sharing mode runs on: a measured MIG profile's, else the card's."""
+        profile = sharing.kind.profile_used(sharing)
+        if profile is not None:
+            return dict(self.profile_curves)[profile]
+        return self.curve
+
+    def table(self, sharing: Sharing, edge: Edge) -> tuple[float, ...]:
+        table = _table(self.curve_for(sharing), max(64, self.max_sessions), edge)
+        return table if self.calibration is None else self.calibration.table(table)
+
+    def memory(self, sharing: Sharing) -> MemoryLimit:
+        """The largest batch that fits in the memory ``sharing`` leaves (``planner.sim.memory``)."""
+        return _memory(self.curve_for(sharing), sharing, self.card_memory_gb, self.max_sessions)
+
+    def scenario(
+        self,
+        policy: str,
+        sharing: Sharing,
+        edge: Edge,
+        sessions: int,
+        seed: int,
+        *,
+        memory: bool = True,
+        cpu: bool = True,
+    ) -> Scenario:
+        """One run of an option. ``memory=False`` lifts the memory limit on the batch and
+        ``cpu=False`` makes the CPU threads unlimited (to tell whether they bind)."""
+        limit = self.memory(sharing).batch_limit if memory else None
+        if limit == 0:
+            raise BadInput(f"{sharing.label}: {self.memory(sharing).needs(1)}; no batch fits")
+        return Scenario(
+            latency_ms=self.table(sharing, edge),
+            sessions=sessions,
+            policy=policy,
+            fps=(self.fps,),
+            duration_s=self.duration_s,
+            phases=self.phases,
+            seed=seed,
+            jitter_ms=self.jitter_ms,
+            overhead_ms=self.overhead_ms,
+            max_batch=self.max_batch,
+            max_queue_delay_us=self.max_queue_delay_us,
+            slo_ms=self.objective_ms,
+            sharing=sharing,
+            stages=self.stages if cpu else replace(self.stages, cpu_workers=0),
+            memory_batch_limit=limit,
+        )
+
+
+@functools.lru_cache(maxsize=512)
+def _memory(
+    curve: FittedCurve, sharing: Sharing, card_memory_gb: float | None, upto: int
+) -> MemoryLimit:
+    """The memory limit of a curve under a sharing mode (cached: asked for every run)."""
+    return memory_limit(memory_model(curve.points), available(sharing, card_memory_gb), upto)
+
+
+@functools.lru_cache(maxsize=512)
+def _table(curve: FittedCurve, upto: int, edge: Edge) -> tuple[float, ...]:
+    """Latency for batch 1..upto on one edge of a fitted curve (cached: a search builds
+    thousands of scenarios from a handful of tables)."""
+    return tuple(float(v) for v in curve.table(upto, edge))
