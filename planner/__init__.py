@@ -42,9 +42,9 @@ _EXPORTS: dict[str, str] = {
     "sweep": "planner.sim.sweep",
     "POLICIES": "planner.sim.policies",
     # The plan.
-    "Criteria": "planner.plan.recommend",
-    "Request": "planner.plan.recommend",
-    "Recommendation": "planner.plan.recommend",
+    "Criteria": "planner.plan.request",
+    "Request": "planner.plan.request",
+    "Recommendation": "planner.plan.options",
     "recommend": "planner.plan.recommend",
     "PlanParams": "planner.plan.params",
     "plan_inputs": "planner.plan.resolve",
