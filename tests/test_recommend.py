@@ -179,6 +179,27 @@ def test_a_cap_at_the_largest_count_considered_says_so() -> None:
     assert "largest count considered" in option.binding_constraint
 
 
+def test_the_binding_constraint_names_latency_then_the_floor_then_overwriting() -> None:
+    # At 4 sessions one frame at a time overloads the laptop card (4 x 9.82 ms > 33.3 ms):
+    # the p99 is over 40 ms, the slowest session drops below 28.5 fps and about 15% of
+    # frames are overwritten, so all three criteria fail at cap + 1.
+    criteria = Criteria(budget_ms=40.0, max_overwritten=0.01)
+    result = recommend(Request(curve=curve(LAPTOP), criteria=criteria, policies=("oldest-first",),
+                               seeds=2, duration_s=5.0, max_sessions=8))  # fmt: skip
+    (option,) = result.options
+    assert option.cap == 3
+    assert [f.constraint for f in option.failures] == ["latency", "fps", "overwritten"]
+    assert all(f.sessions == 4 for f in option.failures)
+    latency, fps, overwritten = (f.detail for f in option.failures)
+    assert latency.startswith("the p99 latency is") and "over the 40 ms budget" in latency
+    assert fps.startswith("the slowest session gets") and "28.5 fps floor" in fps
+    assert "overwritten" in overwritten and "over the 1.0% limit" in overwritten
+    assert option.binding_constraint == f"at 4 sessions {latency}; also {fps}; {overwritten}"
+    assert option.as_dict()["failures"] == [
+        f"at 4 sessions {d}" for d in (latency, fps, overwritten)
+    ]
+
+
 @st.composite
 def rising_curves(draw: st.DrawFn):
     first = draw(st.floats(2.0, 30.0))
