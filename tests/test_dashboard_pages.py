@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 from streamlit.testing.v1.element_tree import Widget
 
+import dashboard.cache
+import planner.sim.sweep
 from dashboard.navigation import PAGES
 from dashboard.state import store
 from planner import display
@@ -25,6 +28,9 @@ from planner.plan.options import Recommendation
 from planner.plan.params import CompareParams, PlanParams, SimulateParams
 from planner.plan.recommend import recommend
 from planner.plan.resolve import default_curve, plan_inputs, simulation_inputs
+from planner.sim.ensemble import Outcome, run_many
+from planner.sim.results import Results
+from planner.sim.scenario import Scenario
 from planner.sim.simulate import simulate
 from planner.store.repository import Store
 from tests.conftest import run
@@ -83,6 +89,24 @@ def axes(spec: dict[str, Any]) -> tuple[str, str]:
 
 def expected(params: PlanParams) -> Recommendation:
     return recommend(plan_inputs(params, db()).request)
+
+
+def count_simulations(monkeypatch: pytest.MonkeyPatch) -> list[Scenario]:
+    """The scenarios simulated from now on: every pooled run goes through
+    ``planner.sim.sweep.run_many`` and every single run through ``dashboard.cache.simulate``."""
+    simulated: list[Scenario] = []
+
+    def pooled(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcome]:
+        simulated.extend(scenarios)
+        return run_many(scenarios, detail=detail)
+
+    def single(scenario: Scenario) -> Results:
+        simulated.append(scenario)
+        return simulate(scenario)
+
+    monkeypatch.setattr(planner.sim.sweep, "run_many", pooled)
+    monkeypatch.setattr(dashboard.cache, "simulate", single)
+    return simulated
 
 
 def headline_of(result: Recommendation) -> str:
@@ -154,11 +178,18 @@ def test_changing_the_budget_changes_the_headline_and_the_link(app: AppTest) -> 
     assert query(app) == {"budget_ms": "15"}
 
 
-def test_fleet_and_cost_follow_peak_and_price_without_new_simulations(app: AppTest) -> None:
+def test_fleet_and_cost_follow_peak_and_price_without_new_simulations(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    simulated = count_simulations(monkeypatch)
     run(app)
+    assert simulated, "the first plan simulates, so the count sees the runs"
+    simulated.clear()
     app.number_input(key="plan_peak_sessions").set_value(100)
     app.number_input(key="plan_price_per_hour").set_value(3.0)
     run(app)
+    assert simulated == []  # the peak and the price size the fleet of the cached plan
+    assert any("answered from the cache" in c for c in texts(app.caption))
     best = expected(PlanParams()).recommended
     assert best is not None
     metrics = {m.label: m.value for m in app.metric}

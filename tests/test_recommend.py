@@ -14,6 +14,7 @@ from planner.curves.curve import Point
 from planner.curves.fit import fit_curve
 from planner.demand.fleet import gpus_for
 from planner.errors import BadInput
+from planner.plan.options import Failure
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.request import Criteria, Request
@@ -179,6 +180,57 @@ def test_a_cap_at_the_largest_count_considered_says_so() -> None:
     (option,) = result.options
     assert option.cap == 2 and option.failures == ()
     assert "largest count considered" in option.binding_constraint
+
+
+def test_the_binding_constraint_names_latency_then_the_floor_then_overwriting() -> None:
+    # At 4 sessions one frame at a time overloads the laptop card (4 x 9.82 ms > 33.3 ms):
+    # the p99 is over 40 ms, the slowest session drops below 28.5 fps and about 15% of
+    # frames are overwritten, so all three criteria fail at cap + 1.
+    criteria = Criteria(budget_ms=40.0, max_overwritten=0.01)
+    result = recommend(Request(curve=curve(LAPTOP), criteria=criteria, policies=("oldest-first",),
+                               seeds=2, duration_s=5.0, max_sessions=8))  # fmt: skip
+    (option,) = result.options
+    assert option.cap == 3
+    assert [f.constraint for f in option.failures] == ["latency", "fps", "overwritten"]
+    assert all(f.sessions == 4 for f in option.failures)
+    latency, fps, overwritten = (f.detail for f in option.failures)
+    assert latency.startswith("the p99 latency is") and "over the 40 ms budget" in latency
+    assert fps.startswith("the slowest session gets") and "28.5 fps floor" in fps
+    assert "overwritten" in overwritten and "over the 1.0% limit" in overwritten
+    assert option.binding_constraint == f"at 4 sessions {latency}; also {fps}; {overwritten}"
+    assert option.as_dict()["failures"] == [
+        f"at 4 sessions {d}" for d in (latency, fps, overwritten)
+    ]
+
+
+def test_an_option_that_delivers_nothing_fails_the_budget_first() -> None:
+    # 9 ms budget, batch 1 takes 9.82 ms: deadline drops every frame as expired.
+    request = Request(curve=curve(LAPTOP), criteria=Criteria(budget_ms=9.0),
+                      policies=("deadline",), seeds=1, duration_s=1.0, max_sessions=4)  # fmt: skip
+    (option,) = recommend(request).options
+    assert option.cap == 0
+    floor = "the slowest session gets 0.0 fps under deadline, below the 28.5 fps floor"
+    assert option.failures == (
+        Failure("latency", 1, "no frame is delivered under deadline"),
+        Failure("fps", 1, floor),
+    )
+
+
+def test_a_criterion_met_exactly_is_met() -> None:
+    # Within the budget, at or above the floor, within the overwritten limit (SPEC §3.5):
+    # a run on each boundary passes.
+    quick = {"curve": curve(LAPTOP), "policies": ("oldest-first",), "seeds": 2,
+             "duration_s": 2.0, "max_sessions": 1}  # fmt: skip
+    (run,) = recommend(Request(**quick)).options[0].history  # type: ignore[arg-type]
+    assert run.e2e_latency_ms is not None and run.overwritten_fraction == 0.0
+    exact = Criteria(budget_ms=run.e2e_latency_ms, min_fps=run.min_fps, max_overwritten=0.0)
+    (option,) = recommend(Request(**quick, criteria=exact)).options  # type: ignore[arg-type]
+    assert option.cap == 1 and option.failures == ()
+
+
+def test_an_overhead_equal_to_the_budget_leaves_nothing_for_the_gpu() -> None:
+    with pytest.raises(BadInput, match="leaves nothing"):
+        Criteria(budget_ms=10.0, overhead_ms=10.0)
 
 
 @st.composite

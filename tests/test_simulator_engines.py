@@ -79,6 +79,36 @@ def test_jitter_keeps_frames_in_order_and_inside_the_run() -> None:
     )
 
 
+def test_jitter_moves_each_arrival_at_most_half_a_period_from_its_grid_time() -> None:
+    # The order above would hold whatever the clip is (a running maximum forces it), so
+    # check the clip itself: frame k of session i stays within P_i/2 of offset_i + k*P_i,
+    # and a deviation of 50 ms (1.5 to 3 periods) reaches that bound in every session.
+    fps = (30.0, 25.0, 10.0, 60.0)
+    s = Scenario(latency_ms=LAPTOP_TABLE, sessions=4, fps=fps, jitter_ms=50.0, duration_s=5.0)
+    jittered, plain = arrivals(s), arrivals(s.with_(jitter_ms=0.0))
+    for i, rate in enumerate(fps):
+        period = 1000.0 / rate
+        offset = plain.of(i)[0]  # jitter never changes the phases of a seed
+        times = jittered.of(i)
+        # The run starts at frame 0, or at frame 1 when jitter pulled frame 0 below zero
+        # (which of the two can be a tie when both moved the full half period).
+        frame = np.arange(times.size)
+        moved = min(
+            (times - (offset + (first + frame) * period) for first in (0, 1)),
+            key=lambda m: float(np.abs(m).max()),
+        )
+        assert np.abs(moved).max() <= period / 2 * (1 + 1e-12), i
+        # The clip is reached both ways, so it is neither narrower nor lopsided.
+        assert moved.max() >= 0.49 * period and moved.min() <= -0.49 * period, i
+
+
+def test_even_a_jitter_under_a_millisecond_moves_the_arrivals() -> None:
+    s = Scenario(latency_ms=LAPTOP_TABLE, sessions=8, jitter_ms=0.5, duration_s=1.0)
+    jittered, plain = arrivals(s), arrivals(s.with_(jitter_ms=0.0))
+    assert jittered.times.size == plain.times.size  # 0.5 ms moves no frame out of the run
+    assert 0 < np.abs(jittered.times - plain.times).max() < 1000.0 / 30 / 2
+
+
 def test_simulate_with_the_reference_engine_gives_the_same_results() -> None:
     s = Scenario(latency_ms=LAPTOP_TABLE, sessions=5, policy="batch-all", seed=3)
     fast, reference = simulate(s), simulate(s, engine="reference")

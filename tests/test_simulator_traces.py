@@ -124,6 +124,18 @@ def test_a_batch_dispatched_before_the_end_completes_frames_pending_at_the_end_c
     assert (s.delivered, s.pending, s.arrived) == (1, 1, 2)  # next decision at 120 >= end
 
 
+def test_a_run_that_delivers_nothing_has_no_latency_figures_and_is_even() -> None:
+    # No frame can finish within 10 ms when one alone takes 30: deadline drops them all.
+    r = simulate(Scenario(**{**TWO, "policy": "deadline", "slo_ms": 10.0}))  # type: ignore[arg-type]
+    assert all(s.delivered == 0 and s.fps == 0.0 for s in r.sessions)
+    assert r.expired_fraction == 1.0
+    for summary in (r.latency, r.e2e_latency):
+        assert (summary.p50, summary.p90, summary.p99, summary.max, summary.frames) == (
+            None, None, None, None, 0
+        )  # fmt: skip
+    assert r.jain == 1.0  # every session got the same: nothing
+
+
 def test_even_phases_spread_sessions_over_the_period() -> None:
     r = simulate(Scenario(latency_ms=(1.0, 2.0), sessions=2, fps=(10.0,), duration_s=0.1,
                           phases="even"))  # fmt: skip
