@@ -561,7 +561,7 @@ def test_bench_section_compares_the_harness_with_torch_benchmark(cli) -> None:
 
 def test_bench_section_without_torch_reports_it(monkeypatch) -> None:
     import planner.measure.devices
-    from planner.measure.timing import timing_overhead
+    from planner.bench.measure import timing_overhead
 
     def missing() -> None:
         raise BadInput("PyTorch is not installed; install it")
