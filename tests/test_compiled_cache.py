@@ -31,13 +31,14 @@ records = run_fast(Scenario(latency_ms=tuple(float(b) for b in range(1, 9)), ses
 print(sorted(set(records.batch_size.tolist())))
 """
 
-ORIGINAL = """    if size(pending) > params[LIMIT]:  # more than fit in memory: the oldest that fit
-        return _take_oldest(pending, int(params[LIMIT]), chosen), _NO_WAKE, 0
-    return in_session_order(pending, chosen), _NO_WAKE, 0"""
+ORIGINAL = """    over = size(slots) > params[LIMIT]
+    count = _take_oldest(slots, int(params[LIMIT]) if over else 0, chosen)
+    if not over:
+        count = in_session_order(slots, chosen)"""
 # batch-all that never runs more than one frame at a time
 EDITED = ORIGINAL.replace(
-    "    return in_session_order(pending, chosen), _NO_WAKE, 0",
-    "    return min(in_session_order(pending, chosen), 1), _NO_WAKE, 0",
+    "        count = in_session_order(slots, chosen)",
+    "        count = min(in_session_order(slots, chosen), 1)",
 )
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.sim.pending import (
+    MAX_SESSIONS,
     add,
     in_session_order,
     next_from,
@@ -36,7 +38,7 @@ def histories(draw: st.DrawFn) -> tuple[int, list[tuple[float, list[int], list[i
     """A session count and instants, as the engines see them: at each (later) instant some
     sessions' frames join (a session may already have one, which its new frame replaces),
     then some sessions' frames leave."""
-    sessions = draw(st.sampled_from([1, 3, 31, 32, 33, 64, 200, 1024, 1100]))
+    sessions = draw(st.sampled_from([1, 3, 31, 32, 33, 64, 200, 1024, 1100, 5000]))
     session = st.integers(0, sessions - 1)
     instants = []
     t = 0.0
@@ -59,20 +61,20 @@ def test_the_set_answers_as_a_plain_model_does(
     chosen = np.zeros(sessions, np.int64)
     for t, joins, leaves in instants:
         for i in sorted(joins):  # frames of one instant join by session, as the engines add
-            add(frames, i, t)
+            add(frames.slots, frames.at, i, t)
             model[i] = t
         for i in leaves:
             if i in model:
-                remove(frames, i)
+                remove(frames.slots, frames.at, i)
                 del model[i]
 
-    assert size(frames) == len(model)
+    assert size(frames.slots) == len(model)
     assert all(frames.at[i] == model.get(i, math.inf) for i in range(sessions))
     following = [i for i in sorted(model) if i >= start]
-    assert next_from(frames, start) == (following[0] if following else -1)
-    count = in_session_order(frames, chosen)
+    assert next_from(frames.slots, start) == (following[0] if following else -1)
+    count = in_session_order(frames.slots, chosen)
     assert chosen[:count].tolist() == sorted(model)
-    count = take_oldest(frames, oldest(frames), limit, chosen)
+    count = take_oldest(frames.slots, oldest(frames.slots), limit, chosen)
     assert chosen[:count].tolist() == _oldest(model, limit)
 
 
@@ -83,6 +85,16 @@ def test_a_set_built_from_times_holds_them(times: list[float]) -> None:
     frames = of_times(np.array(times))
     model = {i: t for i, t in enumerate(times) if t < math.inf}
     chosen = np.zeros(len(times), np.int64)
-    count = take_oldest(frames, oldest(frames), len(times), chosen)
+    count = take_oldest(frames.slots, oldest(frames.slots), len(times), chosen)
     assert chosen[:count].tolist() == _oldest(model, len(times))
     assert np.array_equal(frames.at, np.array(times))
+
+
+def test_the_largest_set_finds_its_last_session_and_a_larger_one_is_refused() -> None:
+    frames = pending_set(MAX_SESSIONS)
+    last = MAX_SESSIONS - 1
+    add(frames.slots, frames.at, last, 1.0)
+    assert next_from(frames.slots, 0) == last
+    assert next_from(frames.slots, last) == last
+    with pytest.raises(ValueError, match="at most"):
+        pending_set(MAX_SESSIONS + 1)

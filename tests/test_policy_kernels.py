@@ -41,7 +41,7 @@ def test_take_oldest_picks_the_oldest_frames_ties_to_the_lower_session(
     pending: list[float], limit: int
 ) -> None:
     chosen = np.zeros(len(pending), np.int64)
-    count = _take_oldest(of_times(np.array(pending)), limit, chosen)
+    count = _take_oldest(of_times(np.array(pending)).slots, limit, chosen)
     assert chosen[:count].tolist() == oldest(pending, limit)
 
 

@@ -225,6 +225,8 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
     # order they become pending (``order_session``, ``order_time``: ``arrival_order``);
     # ``joined`` of them have.
     pending = pending_set(n)
+    slots = pending.slots  # (taken out once: the loop passes the arrays themselves)
+    gpu_at = pending.at  # when each session's frame became pending for the GPU
     joined = 0
     chosen = np.zeros(n, np.int64)
     dropped = np.zeros(n, np.int64)  # the sessions whose frames a policy let expire
@@ -250,7 +252,6 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
     if order is not None:
         size = n
         gpu_frame = np.full(size, -1, np.int64)  # each session's frame pending for the GPU
-        gpu_at = pending.at  # ... and since when
         late = np.zeros(size, np.int64)  # frames whose pre stage ended after the run
         # The queue: a ring buffer over the first ``window`` slots of an array allocated
         # once for the most jobs that can wait at once (a pre job per session and a post
@@ -382,7 +383,7 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
                         if gpu_frame[i] >= 0:
                             counters[2, i] += 1
                         gpu_frame[i] = g
-                        add(pending, i, ended)
+                        add(slots, gpu_at, i, ended)
                         reason = True
             while post_count > 0 and post_end[post_head] <= t:
                 frame_done[post_item[post_head]] = post_end[post_head]
@@ -400,7 +401,7 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
                     if gpu_frame[i] >= 0:
                         counters[2, i] += 1
                     gpu_frame[i] = g
-                    add(pending, i, t)
+                    add(slots, gpu_at, i, t)
                     reason = True
                 elif pre_frame[i] >= 0:
                     # Newest only: the newer frame takes the waiting job's place.
@@ -492,7 +493,7 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
             while joined < total and order_time[joined] <= now:
                 i = order_session[joined]
                 arrived[i] += 1
-                add(pending, i, order_time[joined])
+                add(slots, gpu_at, i, order_time[joined])
                 joined += 1
 
         # The same switch as ``policies.decide``, written out: calling ``decide`` here (or
@@ -519,7 +520,7 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
         feedback = math.nan
         for c in range(gone):
             i = dropped[c]
-            remove(pending, i)
+            remove(slots, gpu_at, i)
             counters[3, i] += 1
             if order is not None:
                 gpu_frame[i] = -1
@@ -544,7 +545,7 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
                     became = ready[newest]
                     counters[2, i] += newest - taken[i]
                     taken[i] = arrived[i]
-                remove(pending, i)
+                remove(slots, gpu_at, i)
                 counters[1, i] += 1
                 frame_session[frames] = i
                 frame_index[frames] = newest - start[i]

@@ -23,8 +23,9 @@ holding, after a header:
   its start in order: each entry is so passed over a bounded number of times, and the set
   takes the same small space however long the run;
 - each session's live position in the queue (-1: none), which tells the live entries;
-- the sessions with a frame as bits, 32 to a word, and the words that are not empty as
-  bits of summary words: the next session from a given one, or all of them in order,
+- the sessions with a frame as bits, 32 to a word, the words that are not empty as bits
+  of summary words, and the summary words that are not empty as bits of a top word: the
+  next session from a given one in a few steps without a loop, and all of them in order
   without looking at empty words.
 
 Words hold 32 bits in 64-bit integers, so the same code runs compiled and, where Numba
@@ -45,11 +46,16 @@ from planner.sim.jit import jit
 # The header of ``slots``: the queue's head and tail (positions in ``slots``: no live
 # entry before the head; the next entry goes at the tail), how many sessions have a frame,
 # the session count, where the bits and the summary words start, how many summary words
-# there are, and where the queue's space starts (it runs to the end of ``slots``).
-_HEAD, _TAIL, _COUNT, _SESSIONS, _BITS, _SUMMARY, _GROUPS, _QUEUE = range(8)
-_HEADER = 8  # each session's live queue position follows the header
+# there are, where the queue's space starts (it runs to the end of ``slots``), and the top
+# word: the summary words that are not empty.
+_HEAD, _TAIL, _COUNT, _SESSIONS, _BITS, _SUMMARY, _GROUPS, _QUEUE, _TOP = range(9)
+_HEADER = 9  # each session's live queue position follows the header
 _SHIFT = 5  # 32 bits to a word
 _MASK = 31
+WORD = 32
+MAX_SESSIONS = 32 * 32 * 32
+"""The most sessions a set holds: three levels of 32-bit words, searched without loops
+(a scenario has at most ``planner.limits.SESSIONS``, 1,024)."""
 # The lowest set bit of a 32-bit word by a de Bruijn sequence: isolate it, multiply, and
 # look the top five bits up (exact integer arithmetic, compiled or not).
 _DE_BRUIJN = 0x077CB531
@@ -70,7 +76,9 @@ class Pending(NamedTuple):
 
 @jit()
 def pending_set(sessions):  # type: ignore[no-untyped-def]
-    """An empty set for ``sessions`` sessions."""
+    """An empty set for ``sessions`` sessions (at most ``MAX_SESSIONS``)."""
+    if sessions > MAX_SESSIONS:
+        raise ValueError("a pending set holds at most 32,768 sessions")
     words = (sessions + _MASK) >> _SHIFT
     groups = (words + _MASK) >> _SHIFT
     bits = _HEADER + sessions
@@ -96,7 +104,7 @@ def of_times(times):  # type: ignore[no-untyped-def]
         i = order[k]
         if not times[i] < math.inf:
             break
-        add(frames, i, times[i])
+        add(frames.slots, frames.at, i, times[i])
     return frames
 
 
@@ -107,25 +115,26 @@ def lowest_bit(word):  # type: ignore[no-untyped-def]
 
 
 @jit(inline="always")
-def add(frames, session, t):  # type: ignore[no-untyped-def]
+def add(slots, at, session, t):  # type: ignore[no-untyped-def]
     """Session ``session``'s frame became pending at ``t``, replacing any it had. Frames
     must be added in (time, session) order."""
-    slots = frames.slots
     if slots[_HEADER + session] < 0:
         slots[_COUNT] += 1
         word = session >> _SHIFT
+        group = word >> _SHIFT
         slots[slots[_BITS] + word] |= 1 << (session & _MASK)
-        slots[slots[_SUMMARY] + (word >> _SHIFT)] |= 1 << (word & _MASK)
+        slots[slots[_SUMMARY] + group] |= 1 << (word & _MASK)
+        slots[_TOP] |= 1 << group
     tail = slots[_TAIL]
     if tail == slots.size:
         tail = _compact(slots)
     slots[tail] = session
     slots[_HEADER + session] = tail
     slots[_TAIL] = tail + 1
-    frames.at[session] = t
+    at[session] = t
 
 
-@jit()
+@jit(inline="always")
 def _compact(slots):  # type: ignore[no-untyped-def]
     """Move the queue's live entries to the start of its space, in order; return the new
     tail. At most one entry per session is live, so at least three quarters of the space
@@ -143,30 +152,33 @@ def _compact(slots):  # type: ignore[no-untyped-def]
 
 
 @jit(inline="always")
-def remove(frames, session):  # type: ignore[no-untyped-def]
+def remove(slots, at, session):  # type: ignore[no-untyped-def]
     """Session ``session``'s frame leaves the set (it must have one)."""
-    slots = frames.slots
     slots[_HEADER + session] = -1
     slots[_COUNT] -= 1
-    frames.at[session] = math.inf
+    at[session] = math.inf
     word = session >> _SHIFT
     place = slots[_BITS] + word
     left = slots[place] & ~(1 << (session & _MASK))
     slots[place] = left
     if left == 0:
-        slots[slots[_SUMMARY] + (word >> _SHIFT)] &= ~(1 << (word & _MASK))
+        group = word >> _SHIFT
+        place = slots[_SUMMARY] + group
+        left = slots[place] & ~(1 << (word & _MASK))
+        slots[place] = left
+        if left == 0:
+            slots[_TOP] &= ~(1 << group)
 
 
 @jit(inline="always")
-def size(frames):  # type: ignore[no-untyped-def]
+def size(slots):  # type: ignore[no-untyped-def]
     """How many sessions have a pending frame."""
-    return frames.slots[_COUNT]
+    return slots[_COUNT]
 
 
 @jit(inline="always")
-def live_from(frames, position):  # type: ignore[no-untyped-def]
+def live_from(slots, position):  # type: ignore[no-untyped-def]
     """The first live queue position at or after ``position`` (the tail when none)."""
-    slots = frames.slots
     tail = slots[_TAIL]
     while position < tail and slots[_HEADER + slots[position]] != position:
         position += 1
@@ -174,31 +186,30 @@ def live_from(frames, position):  # type: ignore[no-untyped-def]
 
 
 @jit(inline="always")
-def oldest(frames):  # type: ignore[no-untyped-def]
+def oldest(slots):  # type: ignore[no-untyped-def]
     """The queue position of the oldest pending frame (the tail when none); moves the head
     past the dead entries before it."""
-    position = live_from(frames, frames.slots[_HEAD])
-    frames.slots[_HEAD] = position
+    position = live_from(slots, slots[_HEAD])
+    slots[_HEAD] = position
     return position
 
 
 @jit(inline="always")
-def at_end(frames, position):  # type: ignore[no-untyped-def]
+def at_end(slots, position):  # type: ignore[no-untyped-def]
     """Whether ``position`` is past the last entry."""
-    return position >= frames.slots[_TAIL]
+    return position >= slots[_TAIL]
 
 
 @jit(inline="always")
-def session_at(frames, position):  # type: ignore[no-untyped-def]
+def session_at(slots, position):  # type: ignore[no-untyped-def]
     """The session of the entry at queue position ``position``."""
-    return frames.slots[position]
+    return slots[position]
 
 
 @jit(inline="always")
-def take_oldest(frames, position, limit, chosen):  # type: ignore[no-untyped-def]
+def take_oldest(slots, position, limit, chosen):  # type: ignore[no-untyped-def]
     """Put the sessions of up to ``limit`` frames, oldest first, from queue position
     ``position`` on, into ``chosen``, and return how many."""
-    slots = frames.slots
     tail = slots[_TAIL]
     count = 0
     while count < limit and position < tail:
@@ -211,39 +222,46 @@ def take_oldest(frames, position, limit, chosen):  # type: ignore[no-untyped-def
 
 
 @jit(inline="always")
-def next_from(frames, start):  # type: ignore[no-untyped-def]
+def next_from(slots, start):  # type: ignore[no-untyped-def]
     """The lowest session at or after ``start`` with a pending frame, or -1."""
-    slots = frames.slots
-    if start >= slots[_SESSIONS]:
-        return -1
-    bits, summary, groups = slots[_BITS], slots[_SUMMARY], slots[_GROUPS]
-    word = start >> _SHIFT
-    rest = slots[bits + word] >> (start & _MASK)
-    if rest != 0:
-        return start + lowest_bit(rest)
-    # The next non-empty word after ``word``, from the summary.
-    word += 1
-    group = word >> _SHIFT
-    rest = 0
-    if group < groups:
-        rest = (slots[summary + group] >> (word & _MASK)) << (word & _MASK)
-    while rest == 0:
-        group += 1
-        if group >= groups:
-            return -1
-        rest = slots[summary + group]
-    word = (group << _SHIFT) + lowest_bit(rest)
-    return (word << _SHIFT) + lowest_bit(slots[bits + word])
+    # (No loop and one way out, so that the kernels keep no reference counting: see
+    # ``policies._answer``.)
+    found = -1
+    if start < slots[_SESSIONS]:
+        bits, summary = slots[_BITS], slots[_SUMMARY]
+        word = start >> _SHIFT
+        rest = slots[bits + word] >> (start & _MASK)
+        if rest != 0:
+            found = start + lowest_bit(rest)
+        else:
+            # The next non-empty word after this one: in this word's group, else in the
+            # next non-empty group.
+            word += 1
+            group = word >> _SHIFT
+            rest = 0
+            if group < slots[_GROUPS]:
+                rest = (slots[summary + group] >> (word & _MASK)) << (word & _MASK)
+            if rest == 0 and group + 1 < WORD:
+                later = (slots[_TOP] >> (group + 1)) << (group + 1)
+                if later != 0:
+                    group = lowest_bit(later)
+                    rest = slots[summary + group]
+            if rest != 0:
+                word = (group << _SHIFT) + lowest_bit(rest)
+                found = (word << _SHIFT) + lowest_bit(slots[bits + word])
+    return found
 
 
 @jit(inline="always")
-def in_session_order(frames, chosen):  # type: ignore[no-untyped-def]
+def in_session_order(slots, chosen):  # type: ignore[no-untyped-def]
     """Put every session with a pending frame, lowest first, into ``chosen``; return how
     many."""
-    slots = frames.slots
     bits, summary = slots[_BITS], slots[_SUMMARY]
     count = 0
-    for group in range(slots[_GROUPS]):
+    groups = slots[_TOP]
+    while groups != 0:
+        group = lowest_bit(groups)
+        groups &= groups - 1
         words = slots[summary + group]
         while words != 0:
             word = (group << _SHIFT) + lowest_bit(words)

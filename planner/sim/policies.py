@@ -87,101 +87,128 @@ class Policy:
 # every decision of every simulation.
 
 
+@jit(inline="always")
+def _answer(count, wake, gone, at, slots, latency, params, state, chosen, expired):  # type: ignore[no-untyped-def]
+    """A kernel's answer, ``(count, wake, gone)``. Each kernel returns once, through here,
+    with all its arrays: Numba counts references to the arrays a compiled function holds
+    and leaves the counting out only where it finds each array's last use in one place.
+    Kernels that returned from several places, or used an array on some branches only,
+    paid for it at every call, several times the cost of the decision itself (the
+    helpers of ``planner.sim.pending`` have no early returns for the same reason)."""
+    return count, wake, gone
+
+
 @jit()
 def _oldest_first(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
-    position = oldest(pending)
-    if at_end(pending, position):
-        return 0, _NO_WAKE, 0
-    chosen[0] = session_at(pending, position)
-    return 1, _NO_WAKE, 0
+    at, slots = pending
+    position = oldest(slots)
+    count = 0
+    if not at_end(slots, position):
+        chosen[0] = session_at(slots, position)
+        count = 1
+    return _answer(count, _NO_WAKE, 0, at, slots, latency, params, state, chosen, expired)
 
 
 @jit()
 def _round_robin(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     # state[0] = 1 + the last session served (0 before the first decision).
-    i = next_from(pending, int(state[0]))
+    at, slots = pending
+    i = next_from(slots, int(state[0]))
     if i < 0:
-        i = next_from(pending, 0)  # round the circle
-        if i < 0:
-            return 0, _NO_WAKE, 0
-    chosen[0] = i
-    state[0] = i + 1
-    return 1, _NO_WAKE, 0
+        i = next_from(slots, 0)  # round the circle
+    count = 0
+    if i >= 0:
+        chosen[0] = i
+        state[0] = i + 1
+        count = 1
+    return _answer(count, _NO_WAKE, 0, at, slots, latency, params, state, chosen, expired)
 
 
 @jit(inline="always")
-def _take_oldest(pending, limit, chosen):  # type: ignore[no-untyped-def]
+def _take_oldest(slots, limit, chosen):  # type: ignore[no-untyped-def]
     """Put up to ``limit`` pending sessions, oldest frame first, into ``chosen``."""
-    return take_oldest(pending, oldest(pending), limit, chosen)
+    return take_oldest(slots, oldest(slots), limit, chosen)
 
 
 @jit()
 def _batch_all(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
-    if size(pending) > params[LIMIT]:  # more than fit in memory: the oldest that fit
-        return _take_oldest(pending, int(params[LIMIT]), chosen), _NO_WAKE, 0
-    return in_session_order(pending, chosen), _NO_WAKE, 0
+    at, slots = pending
+    # More than fit in memory: the oldest that fit; else every one, in session order.
+    # (One after the other, the first taking none when all fit: as an if/else, the two
+    # loops kept Numba counting references at every call; see ``_answer``.)
+    over = size(slots) > params[LIMIT]
+    count = _take_oldest(slots, int(params[LIMIT]) if over else 0, chosen)
+    if not over:
+        count = in_session_order(slots, chosen)
+    return _answer(count, _NO_WAKE, 0, at, slots, latency, params, state, chosen, expired)
 
 
 @jit()
 def _max_batch(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
-    return _take_oldest(pending, int(min(params[0], params[LIMIT])), chosen), _NO_WAKE, 0
+    at, slots = pending
+    count = _take_oldest(slots, int(min(params[0], params[LIMIT])), chosen)
+    return _answer(count, _NO_WAKE, 0, at, slots, latency, params, state, chosen, expired)
 
 
 @jit()
 def _triton(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
+    at, slots = pending
     # A batch that does not fit in memory is not a batch to wait for.
     limit = int(min(params[0], params[LIMIT]))
-    waiting = size(pending)
-    if waiting == 0:
-        return 0, _NO_WAKE, 0
-    position = oldest(pending)
-    deadline = pending.at[session_at(pending, position)] + params[1]
-    if waiting >= limit or now >= deadline:
-        return take_oldest(pending, position, limit, chosen), _NO_WAKE, 0
-    return 0, deadline, 0
+    count = 0
+    wake = _NO_WAKE
+    if size(slots) > 0:
+        position = oldest(slots)
+        deadline = at[session_at(slots, position)] + params[1]
+        if size(slots) >= limit or now >= deadline:
+            count = take_oldest(slots, position, limit, chosen)
+        else:
+            wake = deadline
+    return _answer(count, wake, 0, at, slots, latency, params, state, chosen, expired)
 
 
 @jit()
 def _aimd(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     # state[1] = the batch cap; 0 means "not started" and reads as 1. It grows up to the
     # session count or the largest batch that fits in memory, whichever is smaller.
+    at, slots = pending
     cap = max(1.0, state[1])
     if not math.isnan(feedback):
         if feedback <= params[2]:
-            cap = min(cap + 1.0, min(float(pending.at.size), params[LIMIT]))
+            cap = min(cap + 1.0, min(float(at.size), params[LIMIT]))
         else:
             cap = max(1.0, math.floor(0.9 * cap))
     state[1] = cap
-    return _take_oldest(pending, int(cap), chosen), _NO_WAKE, 0
+    count = _take_oldest(slots, int(cap), chosen)
+    return _answer(count, _NO_WAKE, 0, at, slots, latency, params, state, chosen, expired)
 
 
 @jit()
 def _deadline(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
+    at, slots = pending
     slo = params[2]
     # A frame that cannot finish within the objective even alone expires. Older frames
     # have earlier deadlines, so those are the oldest ones: from the oldest on, until a
     # frame can still make it.
     gone = 0
-    position = oldest(pending)
-    while not at_end(pending, position):
-        i = session_at(pending, position)
-        if not now + latency[1] > pending.at[i] + slo:
-            break
-        expired[gone] = i
+    position = oldest(slots)
+    while not at_end(slots, position) and now + latency[1] > at[session_at(slots, position)] + slo:
+        expired[gone] = session_at(slots, position)
         gone += 1
-        position = live_from(pending, position + 1)
-    waiting = size(pending) - gone
-    if waiting == 0:
-        return 0, _NO_WAKE, gone
-    # The oldest frame has the earliest deadline, so a batch of the k oldest meets every
-    # deadline exactly when it meets the oldest one's; the largest such k runs (latency
-    # does not fall with batch size, so the k that meet it are 1..k_max).
-    oldest_at = pending.at[session_at(pending, position)]
-    batch = 1
-    largest = min(float(waiting), params[LIMIT])
-    while batch < largest and now + latency[batch + 1] <= oldest_at + slo:
-        batch += 1
-    return take_oldest(pending, position, batch, chosen), _NO_WAKE, gone
+        position = live_from(slots, position + 1)
+    count = 0
+    waiting = size(slots) - gone
+    if waiting > 0:
+        # The oldest frame has the earliest deadline, so a batch of the k oldest meets
+        # every deadline exactly when it meets the oldest one's; the largest such k runs
+        # (latency does not fall with batch size, so the k that meet it are 1..k_max).
+        oldest_at = at[session_at(slots, position)]
+        batch = 1
+        largest = min(float(waiting), params[LIMIT])
+        while batch < largest and now + latency[batch + 1] <= oldest_at + slo:
+            batch += 1
+        count = take_oldest(slots, position, batch, chosen)
+    return _answer(count, _NO_WAKE, gone, at, slots, latency, params, state, chosen, expired)
 
 
 _REGISTRY: tuple[Policy, ...] = (
