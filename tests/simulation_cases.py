@@ -26,14 +26,18 @@ def straight_line_table(points: dict[int, float], upto: int = 64) -> tuple[float
 LAPTOP_TABLE = straight_line_table(LAPTOP_FP16)
 
 
+DRAWN_STEPS = 64
+"""A table longer than this continues its last drawn step (drawing a thousand is slow)."""
+
+
 @st.composite
 def monotone_tables(draw: st.DrawFn, length: int) -> tuple[float, ...]:
     """A random non-decreasing latency table: sub-linear, linear or super-linear."""
     first = draw(st.floats(0.5, 60.0, allow_nan=False))
     exponent = draw(st.sampled_from([0.0, 0.3, 0.7, 1.0, 1.2]))
-    steps = draw(
-        st.lists(st.floats(0.0, 2.0, allow_nan=False), min_size=length - 1, max_size=length - 1)
-    )
+    drawn = min(length, DRAWN_STEPS) - 1
+    steps = draw(st.lists(st.floats(0.0, 2.0, allow_nan=False), min_size=drawn, max_size=drawn))
+    steps += steps[-1:] * (length - 1 - drawn)
     values = [first]
     for b, step in enumerate(steps, start=2):
         values.append(values[-1] + first * step * (b**exponent - (b - 1) ** exponent))
@@ -56,17 +60,22 @@ def sharings(draw: st.DrawFn) -> Sharing:
 
 
 @st.composite
-def scenarios(draw: st.DrawFn, max_sessions: int = 48) -> Scenario:
-    """Random scenarios across every policy, phase model, sharing mode and frame-rate mix."""
-    sessions = draw(st.integers(1, max_sessions))
+def scenarios(
+    draw: st.DrawFn,
+    max_sessions: int = 48,
+    min_sessions: int = 1,
+    durations_s: tuple[float, ...] = (0.2, 0.5, 1.0, 2.0),
+) -> Scenario:
+    """Random scenarios across every policy, phase model, sharing mode and frame-rate mix
+    (frame rates per session repeat a drawn pattern of up to 8)."""
+    sessions = draw(st.integers(min_sessions, max_sessions))
     policy = draw(st.sampled_from(list(POLICIES)))
     if draw(st.booleans()):
         fps: tuple[float, ...] = (draw(st.sampled_from([30.0, 15.0, 60.0, 24.0])),)
     else:
-        fps = tuple(
-            draw(st.lists(st.sampled_from([30.0, 15.0, 25.0, 60.0, 7.5]), min_size=sessions,
-                          max_size=sessions))
-        )  # fmt: skip
+        rates = st.sampled_from([30.0, 15.0, 25.0, 60.0, 7.5])
+        pattern = draw(st.lists(rates, min_size=1, max_size=min(sessions, 8)))
+        fps = tuple(pattern[i % len(pattern)] for i in range(sessions))
     table_length = max(sessions, draw(st.integers(1, 64)))
     table = draw(monotone_tables(table_length))
     return Scenario(
@@ -74,7 +83,7 @@ def scenarios(draw: st.DrawFn, max_sessions: int = 48) -> Scenario:
         sessions=sessions,
         policy=policy,
         fps=fps,
-        duration_s=draw(st.sampled_from([0.2, 0.5, 1.0, 2.0])),
+        duration_s=draw(st.sampled_from(durations_s)),
         phases=draw(st.sampled_from(["random", "even", "aligned"])),
         seed=draw(st.integers(0, 2**32)),
         jitter_ms=draw(st.sampled_from([0.0, 0.0, 1.0, 8.0, 40.0])),  # 40: equal arrivals

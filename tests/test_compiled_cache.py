@@ -31,16 +31,15 @@ records = run_fast(Scenario(latency_ms=tuple(float(b) for b in range(1, 9)), ses
 print(sorted(set(records.batch_size.tolist())))
 """
 
-ORIGINAL = """    count = 0
-    for i in range(pending.size):
-        if pending[i] < math.inf:
-            chosen[count] = i
-            count += 1
-    if count > params[LIMIT]:  # more than fit in memory: the oldest that fit
-        return _take_oldest(pending, int(params[LIMIT]), chosen), _NO_WAKE
-    return count, _NO_WAKE"""
+ORIGINAL = """    over = size(slots) > params[LIMIT]
+    count = _take_oldest(slots, int(params[LIMIT]) if over else 0, chosen)
+    if not over:
+        count = in_session_order(slots, chosen)"""
 # batch-all that never runs more than one frame at a time
-EDITED = ORIGINAL.replace("    return count, _NO_WAKE", "    return min(count, 1), _NO_WAKE")
+EDITED = ORIGINAL.replace(
+    "        count = in_session_order(slots, chosen)",
+    "        count = min(in_session_order(slots, chosen), 1)",
+)
 
 
 def _batches(root: Path, cache: Path) -> str:

@@ -1,7 +1,8 @@
 """The policy kernels against plain Python selections written from SPEC §3.3.
 
 Both engines call the same compiled kernels, so the engines' differential test cannot
-catch a mistake inside one; these tests check the kernels' choices on their own.
+catch a mistake inside one; these tests check the kernels' choices on their own, on the
+pending set built from a time per session, as ``decide`` builds it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from planner.sim.arrivals import arrivals
 from planner.sim.engine_fast import run_fast, run_prepared
 from planner.sim.engine_reference import run_reference
+from planner.sim.pending import of_times
 from planner.sim.policies import POLICIES, _deadline, _take_oldest, decide
 from planner.sim.scenario import Scenario
 
@@ -39,7 +41,7 @@ def test_take_oldest_picks_the_oldest_frames_ties_to_the_lower_session(
     pending: list[float], limit: int
 ) -> None:
     chosen = np.zeros(len(pending), np.int64)
-    count = _take_oldest(np.array(pending), limit, chosen)
+    count = _take_oldest(of_times(np.array(pending)).slots, limit, chosen)
     assert chosen[:count].tolist() == oldest(pending, limit)
 
 
@@ -66,11 +68,11 @@ def test_deadline_expires_and_batches_as_specified(
             size = k
             break
     chosen = np.zeros(len(pending), np.int64)
-    expired = np.zeros(len(pending), np.bool_)
+    expired = np.zeros(len(pending), np.int64)
     params = np.array([0.0, 0.0, slo, math.inf])
-    count, wake = _deadline(now, np.array(pending), latency, params, np.zeros(4), math.nan,
-                            chosen, expired)  # fmt: skip
-    assert np.flatnonzero(expired).tolist() == expired_expected
+    count, wake, gone = _deadline(now, of_times(np.array(pending)), latency, params,
+                                  np.zeros(4), math.nan, chosen, expired)  # fmt: skip
+    assert sorted(expired[:gone].tolist()) == expired_expected
     assert chosen[:count].tolist() == order[:size]
     assert wake == math.inf
 
@@ -92,6 +94,20 @@ def _decision_inputs(rng: np.random.Generator) -> tuple[object, ...]:
     return now, pending, latency, params, state, feedback
 
 
+def _on_array(kernel: Any) -> Any:
+    """A kernel called the way ``decide`` calls it: on the set of the pending frames given
+    as a time per session, with the sessions whose frame expired marked in booleans."""
+
+    def run(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
+        lapsed = np.zeros(pending.size, np.int64)
+        count, wake, gone = kernel(now, of_times(pending), latency, params, state, feedback,
+                                   chosen, lapsed)  # fmt: skip
+        expired[lapsed[:gone]] = True
+        return count, wake
+
+    return run
+
+
 def _answer(run: Any, inputs: tuple[object, ...]) -> tuple[object, ...]:
     now, pending, latency, params, state, feedback = inputs
     pending, state = np.array(pending), np.array(state)  # kernels may write to these
@@ -109,7 +125,7 @@ def test_each_policy_id_runs_that_policys_own_kernel() -> None:
         via_switch = [
             _answer(lambda *a, pid=policy.pid: decide(pid, *a), inputs) for inputs in cases
         ]
-        own = [_answer(policy.kernel, inputs) for inputs in cases]
+        own = [_answer(_on_array(policy.kernel), inputs) for inputs in cases]
         assert via_switch == own, policy.name
         answers[policy.name] = own
     # The cases tell every pair of kernels apart, so a branch that ran another policy's

@@ -7,6 +7,7 @@ from the warm figures.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -202,4 +203,78 @@ def bench_cancel(progress: Callable[[str], None]) -> Figures:
         "chunks_before_cancel": chunks_at_cancel,
         "chunks_after_cancel": work.chunks - chunks_at_cancel,
         "after_cancel_s": ended[0] - cancelled_at if ended else None,
+    }
+
+
+# A fast card: ResNet-50 on an A100, batch 1, 2, 4, ..., 256 (ms). Its capacity fits
+# hundreds of 30 fps sessions, so batches form at every session count the scale check uses.
+FAST_CARD_POINTS = tuple(
+    Point(batch=2**k, latency_ms=ms)
+    for k, ms in enumerate((0.76, 0.81, 0.93, 1.14, 1.54, 2.45, 4.27, 7.81, 14.74))
+)
+SCALE_SESSIONS = (16, 1024)
+SCALE_FRAMES = 100_000
+"""About how many frames each run of the scale check simulates (its duration follows)."""
+
+
+def ns_per_frame(
+    policy: str,
+    sessions: int,
+    frames: int = SCALE_FRAMES,
+    repeat: int = 5,
+    fps: float = 30.0,
+    speed: float = 1.0,
+) -> float:
+    """Nanoseconds per simulated frame of one run on the fast engine: ``sessions``
+    sessions at ``fps`` on the fast card made ``speed`` times faster (every latency divided
+    by it), for about ``frames`` frames, best of ``repeat``. The arrivals are drawn once,
+    outside the timing; the figure is ``run_prepared``: the order frames become pending
+    in, the compiled loop and its records.
+
+    Timed in the calling thread's CPU time, not wall time: the loop runs in this thread,
+    and on a machine shared with other work the wall time mostly measures the others."""
+    from planner.sim.arrivals import arrivals
+    from planner.sim.engine_fast import run_prepared
+
+    table = fit_curve(FAST_CARD_POINTS).table(max(sessions, 256)) / speed
+    duration_s = round(frames / (sessions * fps), 3)
+    s = Scenario(latency_ms=tuple(table), sessions=sessions, policy=policy, duration_s=duration_s)
+    a = arrivals(s)
+    latency = np.r_[0.0, np.asarray(s.latency_ms)]
+    pid, params, stages = POLICIES[policy].pid, s.policy_params(), s.stages.as_array()
+
+    def once() -> None:
+        run_prepared(a.times, a.start, s.duration_ms, latency, pid, params, None, stages)
+
+    once()  # compiled or loaded from the cache
+    best = math.inf
+    for _ in range(repeat):
+        start = time.thread_time()
+        once()
+        best = min(best, time.thread_time() - start)
+    return best * 1e9 / max(1, a.times.size)
+
+
+def scale_figures(rounds: int = 3, same_load: bool = False) -> dict[str, dict[str, float]]:
+    """``ns_per_frame`` of every policy at each of ``SCALE_SESSIONS``, and the ratio of the
+    largest count's figure to the smallest's: the best of ``rounds`` rounds, each of which
+    runs every policy at every count once (so a busy spell on the machine touches all).
+
+    ``same_load``: the card is made faster in proportion to the session count (n / 16), so
+    that every count loads it alike; on the card as it is, the largest count overloads it
+    and each decision serves many frames, which hides a cost per decision."""
+    best: dict[tuple[str, int], float] = {}
+    for _ in range(rounds):
+        for policy in POLICIES:
+            for n in SCALE_SESSIONS:
+                speed = n / SCALE_SESSIONS[0] if same_load else 1.0
+                figure = ns_per_frame(policy, n, repeat=3, speed=speed)
+                best[(policy, n)] = min(best.get((policy, n), math.inf), figure)
+    low, high = SCALE_SESSIONS[0], SCALE_SESSIONS[-1]
+    return {
+        policy: {
+            **{f"ns_per_frame_{n}": best[(policy, n)] for n in SCALE_SESSIONS},
+            "ratio": best[(policy, high)] / best[(policy, low)],
+        }
+        for policy in POLICIES
     }

@@ -22,6 +22,14 @@ frame and keeps its place), and one ring per stage for the running jobs, which e
 the order they started because every job of a stage takes the same time. The same decision code
 serves both, so the policies and the batch bookkeeping are written once.
 
+In both, nothing at a decision looks at every session, so a frame costs about the same at
+1,024 sessions as at 16. Frames join a pending set kept from one decision to the next
+(``planner.sim.pending``) in the order they become pending — without a pool, an order
+sorted once per set of arrivals, outside the loop (``arrival_order``); with one, the order
+pre jobs end in, those that end together by session — and the policies find the oldest
+frames, the next session in turn or every session in order there; the loop removes the
+frames a batch takes or a policy lets expire.
+
 Compiled with Numba through ``planner.sim.jit`` (compiled once per machine and version of the
 compiled sources, then loaded from cache). The loop releases the GIL, so the many-run
 engine (``planner.sim.ensemble``) runs it on several threads at once.
@@ -36,6 +44,7 @@ import numpy as np
 
 from planner.sim.arrivals import arrivals
 from planner.sim.jit import jit
+from planner.sim.pending import add, pending_set, remove
 from planner.sim.policies import POLICIES, STATE_SIZE
 from planner.sim.records import Records
 from planner.sim.scenario import Scenario
@@ -52,8 +61,10 @@ _aimd = POLICIES["aimd"].kernel
 _deadline = POLICIES["deadline"].kernel
 
 _NO_TIMELINE = np.zeros(1)
-Order: TypeAlias = tuple[np.ndarray, np.ndarray, np.ndarray] | tuple[None, None, None]
-"""``arrival_order``: frames by arrival, their sessions and arrival times (or Nones)."""
+Order: TypeAlias = tuple[np.ndarray | None, np.ndarray, np.ndarray]
+"""``arrival_order``: frames by arrival, their sessions and arrival times (with a pool of
+CPU threads); without one, None, then the sessions and times of the frames in the order
+they become pending for the GPU."""
 NO_STAGES = np.zeros(4)
 """``WorkerStages.as_array()`` of a worker without network, CPU stages or CPU threads."""
 _POST, _PRE = 0, 1  # CPU job kinds (``Records.job_kind``)
@@ -108,19 +119,24 @@ def arrival_order(times: np.ndarray, start: np.ndarray, stages: np.ndarray) -> O
     """The order in which frames reach the worker, for a scenario with a pool of CPU
     threads: global frame indices by arrival time, ties to the lower session (then the
     earlier frame), each one's session and arrival time (kept in that order so the loop
-    reads them one after another). Nones without a pool, for which the loop is compiled
-    without the pool's code.
+    reads them one after another). Without a pool, for which the loop is compiled without
+    the pool's code (the first is None): the order in which frames become pending for the
+    GPU (arrival + pre), as the sessions and times of the frames in that order (the loop
+    takes each session's frames one after another, so their sessions say which).
 
-    Sorted on arrival (capture + network), not capture: adding the delay can make two
-    different capture times equal, and the tie then goes to the lower session. A stable
-    sort of the sessions' sorted runs, laid out one after another, does both.
+    Sorted on the times the loop computes (capture + network, + pre), not capture: adding
+    a delay can make two different capture times equal, and the tie then goes to the
+    lower session. A stable sort of the sessions' sorted runs, laid out one after another,
+    does both.
     """
     network, pre, post, workers = (float(v) for v in stages)
-    if not (workers > 0 and (pre > 0 or post > 0)):
-        return None, None, None
     arrival = times + network if network != 0.0 else times
-    order = np.argsort(arrival, kind="stable").astype(np.int64)
     owner = np.repeat(np.arange(start.size - 1, dtype=np.int64), np.diff(start))
+    if not (workers > 0 and (pre > 0 or post > 0)):
+        ready = arrival + pre if pre != 0.0 else arrival
+        order = np.argsort(ready, kind="stable")
+        return None, owner[order], ready[order]
+    order = np.argsort(arrival, kind="stable").astype(np.int64)
     return order, owner[order], arrival[order]
 
 
@@ -205,16 +221,17 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
         edge = arrival if pool else ready
         while cut[i] > start[i] and edge[cut[i] - 1] >= duration:
             cut[i] -= 1
-    # Each session's next arrival time and newest arrived frame's time, kept in small
-    # arrays so the scan at every decision stays in cache.
-    upcoming = np.full(n, math.inf)
-    newest_at = np.zeros(n, np.float64)
-    for i in range(n):
-        if start[i] < cut[i] and not pool:
-            upcoming[i] = ready[start[i]]
-    pending = np.empty(n, np.float64)
+    # The frames pending for the GPU, as the policies see them: a set kept from one
+    # decision to the next (``planner.sim.pending``), so that neither the loop nor a policy
+    # looks at every session at every decision. Without a pool, frames join it in the
+    # order they become pending (``order_session``, ``order_time``: ``arrival_order``);
+    # ``joined`` of them have.
+    pending = pending_set(n)
+    slots = pending.slots  # (taken out once: the loop passes the arrays themselves)
+    gpu_at = pending.at  # when each session's frame became pending for the GPU
+    joined = 0
     chosen = np.zeros(n, np.int64)
-    dropped = np.zeros(n, np.bool_)
+    dropped = np.zeros(n, np.int64)  # the sessions whose frames a policy let expire
     state = np.zeros(STATE_SIZE, np.float64)
     feedback = math.nan
     frames = 0
@@ -237,7 +254,6 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
     if order is not None:
         size = n
         gpu_frame = np.full(size, -1, np.int64)  # each session's frame pending for the GPU
-        gpu_at = np.zeros(size, np.float64)  # ... and since when
         late = np.zeros(size, np.int64)  # frames whose pre stage ended after the run
         # The queue: a ring buffer over the first ``window`` slots of an array allocated
         # once for the most jobs that can wait at once (a pre job per session and a post
@@ -275,6 +291,9 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
         # Thread-ms inside the run on pre and post jobs, their total waits, their counts.
         sums = np.zeros(6)
         by_session = np.empty(size, np.int64)  # a completed batch's rows by session
+        row_of = np.empty(size, np.int64)  # ... and each of its sessions' row
+        ending_frame = np.empty(ring, np.int64)  # pre jobs that end at one instant ...
+        ending_session = np.empty(ring, np.int64)  # ... by session
     else:
         job_kind = np.empty(0, np.int8)
         job_ready = np.empty(0, np.float64)
@@ -282,7 +301,9 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
         sums = np.zeros(6)
 
     # Without a pool, the first decision happens when the first frame becomes pending.
-    now = upcoming.min() if n > 0 and not pool else math.inf
+    now = math.inf
+    if order is None and total > 0:
+        now = order_time[0]
 
     while True:
         if order is not None:
@@ -307,17 +328,25 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
             if busy and gpu_end == t:
                 busy = False
                 reason = True
+                # (A batch holds a session once: its sessions are sorted, then mapped to
+                # rows. A large batch of the oldest frames comes in no session order, and
+                # sorting it by insertion cost its size squared; a small one is sorted by
+                # insertion, which allocates nothing.)
                 members = frames - first_row
                 for c in range(members):
-                    row = first_row + c
-                    position = c
-                    while (
-                        position > 0
-                        and frame_session[by_session[position - 1]] > frame_session[row]
-                    ):
-                        by_session[position] = by_session[position - 1]
-                        position -= 1
-                    by_session[position] = row
+                    i = frame_session[first_row + c]
+                    row_of[i] = first_row + c
+                    by_session[c] = i
+                    if members <= 16:
+                        position = c
+                        while position > 0 and by_session[position - 1] > i:
+                            by_session[position] = by_session[position - 1]
+                            position -= 1
+                        by_session[position] = i
+                if members > 16:
+                    by_session[:members].sort()
+                for c in range(members):
+                    by_session[c] = row_of[by_session[c]]
                 for c in range(members):
                     row = by_session[c]
                     if post == 0.0:
@@ -331,21 +360,33 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
                     queue[tail - window if tail >= window else tail] = -1 - row
                     q_size += 1
             # 2. CPU jobs that ended by now: a pre job's frame becomes pending for the GPU
-            # (at the job's end). Jobs of one stage end in the order they started.
+            # (at the job's end). Jobs of one stage end in the order they started; those
+            # that end at one instant join the pending set by session (their frames tie).
             while pre_count > 0 and pre_end[pre_head] <= t:
-                g = pre_item[pre_head]
-                i = pre_session[pre_head]
                 ended = pre_end[pre_head]
-                pre_head = pre_head + 1 if pre_head + 1 < ring else 0
-                pre_count -= 1
-                if ended >= duration:
-                    late[i] += 1
-                else:
-                    if gpu_frame[i] >= 0:
-                        counters[2, i] += 1
-                    gpu_frame[i] = g
-                    gpu_at[i] = ended
-                    reason = True
+                ending = 0
+                while pre_count > 0 and pre_end[pre_head] == ended:
+                    position = ending
+                    while position > 0 and ending_session[position - 1] > pre_session[pre_head]:
+                        ending_session[position] = ending_session[position - 1]
+                        ending_frame[position] = ending_frame[position - 1]
+                        position -= 1
+                    ending_session[position] = pre_session[pre_head]
+                    ending_frame[position] = pre_item[pre_head]
+                    ending += 1
+                    pre_head = pre_head + 1 if pre_head + 1 < ring else 0
+                    pre_count -= 1
+                for c in range(ending):
+                    g = ending_frame[c]
+                    i = ending_session[c]
+                    if ended >= duration:
+                        late[i] += 1
+                    else:
+                        if gpu_frame[i] >= 0:
+                            counters[2, i] += 1
+                        gpu_frame[i] = g
+                        add(slots, gpu_at, i, ended)
+                        reason = True
             while post_count > 0 and post_end[post_head] <= t:
                 frame_done[post_item[post_head]] = post_end[post_head]
                 post_head = post_head + 1 if post_head + 1 < ring else 0
@@ -362,7 +403,7 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
                     if gpu_frame[i] >= 0:
                         counters[2, i] += 1
                     gpu_frame[i] = g
-                    gpu_at[i] = t
+                    add(slots, gpu_at, i, t)
                     reason = True
                 elif pre_frame[i] >= 0:
                     # Newest only: the newer frame takes the waiting job's place.
@@ -447,57 +488,47 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
                 continue
             reason = False
             now = t
-            for i in range(n):
-                pending[i] = gpu_at[i] if gpu_frame[i] >= 0 else math.inf
         else:
             if not now < duration:
                 break
-            # Every frame pending up to and including `now` counts before the decision.
-            for i in range(n):
-                if upcoming[i] <= now:
-                    a = arrived[i] + 1
-                    while a < stop[i] and ready[a] <= now:
-                        a += 1
-                    arrived[i] = a
-                    newest_at[i] = ready[a - 1]
-                    upcoming[i] = ready[a] if a < stop[i] else math.inf
-                pending[i] = newest_at[i] if arrived[i] > taken[i] else math.inf
+            # Every frame pending up to and including `now` joins before the decision.
+            while joined < total and order_time[joined] <= now:
+                i = order_session[joined]
+                arrived[i] += 1
+                add(slots, gpu_at, i, order_time[joined])
+                joined += 1
 
         # The same switch as ``policies.decide``, written out: calling ``decide`` here (or
         # inlining it) made runs 10-25% slower, and a kernel called directly costs nothing.
         # Both switches have an explicit branch per policy id and raise on any other; the
         # tests run every registered policy through each.
         if pid == 0:
-            count, wake = _oldest_first(now, pending, latency, params, state, feedback, chosen,
-                                        dropped)  # fmt: skip
+            out = _oldest_first(now, pending, latency, params, state, feedback, chosen, dropped)
         elif pid == 1:
-            count, wake = _round_robin(now, pending, latency, params, state, feedback, chosen,
-                                       dropped)  # fmt: skip
+            out = _round_robin(now, pending, latency, params, state, feedback, chosen, dropped)
         elif pid == 2:
-            count, wake = _batch_all(now, pending, latency, params, state, feedback, chosen,
-                                     dropped)  # fmt: skip
+            out = _batch_all(now, pending, latency, params, state, feedback, chosen, dropped)
         elif pid == 3:
-            count, wake = _max_batch(now, pending, latency, params, state, feedback, chosen,
-                                     dropped)  # fmt: skip
+            out = _max_batch(now, pending, latency, params, state, feedback, chosen, dropped)
         elif pid == 4:
-            count, wake = _triton(now, pending, latency, params, state, feedback, chosen, dropped)
+            out = _triton(now, pending, latency, params, state, feedback, chosen, dropped)
         elif pid == 5:
-            count, wake = _aimd(now, pending, latency, params, state, feedback, chosen, dropped)
+            out = _aimd(now, pending, latency, params, state, feedback, chosen, dropped)
         elif pid == 6:
-            count, wake = _deadline(now, pending, latency, params, state, feedback, chosen,
-                                    dropped)  # fmt: skip
+            out = _deadline(now, pending, latency, params, state, feedback, chosen, dropped)
         else:
             raise ValueError("unknown policy id")
+        count, wake, gone = out
         feedback = math.nan
-        for i in range(n):
-            if dropped[i]:
-                dropped[i] = False
-                counters[3, i] += 1
-                if order is not None:
-                    gpu_frame[i] = -1
-                else:
-                    counters[2, i] += arrived[i] - 1 - taken[i]
-                    taken[i] = arrived[i]
+        for c in range(gone):
+            i = dropped[c]
+            remove(slots, gpu_at, i)
+            counters[3, i] += 1
+            if order is not None:
+                gpu_frame[i] = -1
+            else:
+                counters[2, i] += arrived[i] - 1 - taken[i]
+                taken[i] = arrived[i]
 
         if count > 0:
             if slicing:
@@ -516,6 +547,7 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
                     became = ready[newest]
                     counters[2, i] += newest - taken[i]
                     taken[i] = arrived[i]
+                remove(slots, gpu_at, i)
                 counters[1, i] += 1
                 frame_session[frames] = i
                 frame_index[frames] = newest - start[i]
@@ -542,8 +574,8 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
             wake_at = wake
         else:
             following = wake
-            for i in range(n):
-                following = min(following, upcoming[i])
+            if joined < total:
+                following = min(following, order_time[joined])
             now = following
 
     for i in range(n):

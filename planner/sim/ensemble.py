@@ -123,7 +123,8 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
     # identical), so one timeline per seed covers every run of that seed.
     horizons: dict[tuple[object, ...], float] = {}
     # The order frames reach the worker in, shared by the runs with a pool of CPU threads
-    # that have the same arrivals and network delay (key None: no pool, no order needed).
+    # that have the same arrivals and network delay; without a pool, the order they become
+    # pending for the GPU in, shared by the runs that also have the same pre stage.
     orders: dict[object, Order] = {}
     for s in scenarios:
         key = (s.latency_ms, s.sharing.kind.table_key(s.sharing))
@@ -147,7 +148,7 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
             timeline = timeline_sets[tkey]
         table = table_sets[(s.latency_ms, s.sharing.kind.table_key(s.sharing))]
         stages = s.stages.as_array()
-        okey = (akey, s.stages.network_ms) if s.cpu_pool else None
+        okey = (akey, s.stages.network_ms, None if s.cpu_pool else s.stages.pre_ms)
         if okey not in orders:
             orders[okey] = arrival_order(arrival_sets[akey].times, arrival_sets[akey].start, stages)
         jobs.append(_Job(s, arrival_sets[akey], table, timeline, orders[okey]))

@@ -39,6 +39,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 PACKAGE = Path(__file__).resolve().parent
 COMPILED_SOURCES: tuple[str, ...] = (
     "jit.py",
+    "pending.py",
     "policies.py",
     "sharing/timeline.py",
     "engine_fast.py",

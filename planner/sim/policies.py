@@ -1,14 +1,18 @@
 """Scheduling policies: which pending frames go into the next batch (SPEC §3.3).
 
 A policy is one small function with one signature, compiled with Numba so the fast
-engine can call it in its inner loop; the reference engine calls the same compiled
-functions through ``decide``. (So the differential test checks the engines, not the
-policies: the policies are checked by hand-worked traces and by tests against plain
-Python selections.) At each decision the GPU is free and the engine passes:
+engine can call it in its inner loop; the reference engine and the reference worker call
+the same compiled functions through ``decide``. (So the differential test checks the
+engines, not the policies: the policies are checked by hand-worked traces and by tests
+against plain Python selections.) At each decision the GPU is free and the engine passes:
 
 - ``now``: the decision time (ms);
-- ``pending``: for each session, the arrival time of its pending frame (the newest one),
-  or +inf when it has none (a kernel may overwrite it: the engines rebuild it each time);
+- ``pending``: the pending frames (the newest of each session that has one), with the
+  time each became pending, as a ``planner.sim.pending.Pending`` set: it finds the oldest
+  frames, the next session in turn, or all of them in session order without looking at
+  every session, so a decision costs the same at 16 sessions as at 1,024. Kernels read
+  it and leave it as it is (they may move its head past dead entries); the engine
+  removes the frames that were taken or expired;
 - ``latency``: ``latency[b]`` = the latency of a batch of ``b`` frames as the scheduler
   knows it (index 0 unused);
 - ``params``: ``[max_batch, max_queue_delay_ms, slo_ms, batch_limit]`` (each policy reads
@@ -17,11 +21,12 @@ Python selections.) At each decision the GPU is free and the engine passes:
 - ``state``: the policy's memory between decisions (``STATE_SIZE`` floats, zeroed by
   ``initial_state``); ``feedback``: the worst GPU-side latency of the batch that completed
   since the previous decision, or NaN;
-- ``chosen`` / ``expired``: output buffers.
+- ``chosen`` / ``expired``: output buffers of sessions, one slot per session.
 
-It returns ``(count, wake)``: run the sessions ``chosen[:count]`` as one batch; or, with
-``count == 0``, run nothing and decide again at ``wake`` (+inf: at the next arrival).
-Sessions it marks in ``expired`` drop their pending frame as expired.
+It returns ``(count, wake, gone)``: run the sessions ``chosen[:count]`` as one batch; or,
+with ``count == 0``, run nothing and decide again at ``wake`` (+inf: at the next
+arrival). The sessions ``expired[:gone]`` drop their pending frame as expired.
+``decide`` runs a kernel on pending frames given as an array of one time per session.
 
 Adding a policy: write its kernel, add a ``Policy`` entry to ``_REGISTRY``, and give its
 id (its position in the registry) a branch in ``decide`` here and in the fast engine's
@@ -42,6 +47,17 @@ from typing import Any
 import numpy as np
 
 from planner.sim.jit import jit
+from planner.sim.pending import (
+    at_end,
+    in_session_order,
+    live_from,
+    next_from,
+    of_times,
+    oldest,
+    session_at,
+    size,
+    take_oldest,
+)
 
 STATE_SIZE = 4
 LIMIT = 3
@@ -66,134 +82,133 @@ class Policy:
 
 # -- kernels -----------------------------------------------------------------------------
 # Every kernel has the signature described in the module docstring. Ties in arrival time
-# are broken by the lower session index. Kernels allocate nothing: they run at every
-# decision of every simulation.
+# are broken by the lower session index (the pending set keeps frames in that order).
+# Kernels allocate nothing and look only at the frames they take or skip: they run at
+# every decision of every simulation.
+
+
+@jit(inline="always")
+def _answer(count, wake, gone, at, slots, latency, params, state, chosen, expired):  # type: ignore[no-untyped-def]
+    """A kernel's answer, ``(count, wake, gone)``. Each kernel returns once, through here,
+    with all its arrays: Numba counts references to the arrays a compiled function holds
+    and leaves the counting out only where it finds each array's last use in one place.
+    Kernels that returned from several places, or used an array on some branches only,
+    paid for it at every call, several times the cost of the decision itself (the
+    helpers of ``planner.sim.pending`` have no early returns for the same reason)."""
+    return count, wake, gone
 
 
 @jit()
 def _oldest_first(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
-    best = -1
-    for i in range(pending.size):
-        if pending[i] < math.inf and (best < 0 or pending[i] < pending[best]):
-            best = i
-    if best < 0:
-        return 0, _NO_WAKE
-    chosen[0] = best
-    return 1, _NO_WAKE
+    at, slots = pending
+    position = oldest(slots)
+    count = 0
+    if not at_end(slots, position):
+        chosen[0] = session_at(slots, position)
+        count = 1
+    return _answer(count, _NO_WAKE, 0, at, slots, latency, params, state, chosen, expired)
 
 
 @jit()
 def _round_robin(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     # state[0] = 1 + the last session served (0 before the first decision).
-    n = pending.size
-    start = int(state[0])
-    for step in range(n):
-        i = (start + step) % n
-        if pending[i] < math.inf:
-            chosen[0] = i
-            state[0] = i + 1
-            return 1, _NO_WAKE
-    return 0, _NO_WAKE
-
-
-@jit()
-def _take_oldest(pending, limit, chosen):  # type: ignore[no-untyped-def]
-    """Put up to ``limit`` pending sessions, oldest frame first, into ``chosen``.
-
-    A bounded insertion sort: sessions are scanned in index order and an equal arrival
-    never moves ahead of an earlier index, so ties go to the lower session index.
-    """
+    at, slots = pending
+    i = next_from(slots, int(state[0]))
+    if i < 0:
+        i = next_from(slots, 0)  # round the circle
     count = 0
-    for i in range(pending.size):
-        arrived = pending[i]
-        if not arrived < math.inf:
-            continue
-        if count < limit:
-            position = count
-            count += 1
-        elif arrived < pending[chosen[count - 1]]:
-            position = count - 1  # displaces the youngest of those taken so far
-        else:
-            continue
-        while position > 0 and pending[chosen[position - 1]] > arrived:
-            chosen[position] = chosen[position - 1]
-            position -= 1
-        chosen[position] = i
-    return count
+    if i >= 0:
+        chosen[0] = i
+        state[0] = i + 1
+        count = 1
+    return _answer(count, _NO_WAKE, 0, at, slots, latency, params, state, chosen, expired)
+
+
+@jit(inline="always")
+def _take_oldest(slots, limit, chosen):  # type: ignore[no-untyped-def]
+    """Put up to ``limit`` pending sessions, oldest frame first, into ``chosen``."""
+    return take_oldest(slots, oldest(slots), limit, chosen)
 
 
 @jit()
 def _batch_all(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
-    count = 0
-    for i in range(pending.size):
-        if pending[i] < math.inf:
-            chosen[count] = i
-            count += 1
-    if count > params[LIMIT]:  # more than fit in memory: the oldest that fit
-        return _take_oldest(pending, int(params[LIMIT]), chosen), _NO_WAKE
-    return count, _NO_WAKE
+    at, slots = pending
+    # More than fit in memory: the oldest that fit; else every one, in session order.
+    # (One after the other, the first taking none when all fit: as an if/else, the two
+    # loops kept Numba counting references at every call; see ``_answer``.)
+    over = size(slots) > params[LIMIT]
+    count = _take_oldest(slots, int(params[LIMIT]) if over else 0, chosen)
+    if not over:
+        count = in_session_order(slots, chosen)
+    return _answer(count, _NO_WAKE, 0, at, slots, latency, params, state, chosen, expired)
 
 
 @jit()
 def _max_batch(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
-    return _take_oldest(pending, int(min(params[0], params[LIMIT])), chosen), _NO_WAKE
+    at, slots = pending
+    count = _take_oldest(slots, int(min(params[0], params[LIMIT])), chosen)
+    return _answer(count, _NO_WAKE, 0, at, slots, latency, params, state, chosen, expired)
 
 
 @jit()
 def _triton(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
+    at, slots = pending
     # A batch that does not fit in memory is not a batch to wait for.
     limit = int(min(params[0], params[LIMIT]))
-    waiting = 0
-    oldest = math.inf
-    for i in range(pending.size):
-        if pending[i] < math.inf:
-            waiting += 1
-            oldest = min(oldest, pending[i])
-    if waiting == 0:
-        return 0, _NO_WAKE
-    deadline = oldest + params[1]
-    if waiting >= limit or now >= deadline:
-        return _take_oldest(pending, limit, chosen), _NO_WAKE
-    return 0, deadline
+    count = 0
+    wake = _NO_WAKE
+    if size(slots) > 0:
+        position = oldest(slots)
+        deadline = at[session_at(slots, position)] + params[1]
+        if size(slots) >= limit or now >= deadline:
+            count = take_oldest(slots, position, limit, chosen)
+        else:
+            wake = deadline
+    return _answer(count, wake, 0, at, slots, latency, params, state, chosen, expired)
 
 
 @jit()
 def _aimd(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     # state[1] = the batch cap; 0 means "not started" and reads as 1. It grows up to the
     # session count or the largest batch that fits in memory, whichever is smaller.
+    at, slots = pending
     cap = max(1.0, state[1])
     if not math.isnan(feedback):
         if feedback <= params[2]:
-            cap = min(cap + 1.0, min(float(pending.size), params[LIMIT]))
+            cap = min(cap + 1.0, min(float(at.size), params[LIMIT]))
         else:
             cap = max(1.0, math.floor(0.9 * cap))
     state[1] = cap
-    return _take_oldest(pending, int(cap), chosen), _NO_WAKE
+    count = _take_oldest(slots, int(cap), chosen)
+    return _answer(count, _NO_WAKE, 0, at, slots, latency, params, state, chosen, expired)
 
 
 @jit()
 def _deadline(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
+    at, slots = pending
     slo = params[2]
-    waiting = 0
-    oldest = math.inf
-    for i in range(pending.size):
-        if pending[i] < math.inf:
-            if now + latency[1] > pending[i] + slo:
-                expired[i] = True  # cannot finish within the objective even alone
-                pending[i] = math.inf
-            else:
-                waiting += 1
-                oldest = min(oldest, pending[i])
-    if waiting == 0:
-        return 0, _NO_WAKE
-    # The oldest frame has the earliest deadline, so a batch of the k oldest meets every
-    # deadline exactly when it meets the oldest one's; the largest such k runs (latency
-    # does not fall with batch size, so the k that meet it are 1..k_max).
-    size = 1
-    largest = min(float(waiting), params[LIMIT])
-    while size < largest and now + latency[size + 1] <= oldest + slo:
-        size += 1
-    return _take_oldest(pending, size, chosen), _NO_WAKE
+    # A frame that cannot finish within the objective even alone expires. Older frames
+    # have earlier deadlines, so those are the oldest ones: from the oldest on, until a
+    # frame can still make it.
+    gone = 0
+    position = oldest(slots)
+    while not at_end(slots, position) and now + latency[1] > at[session_at(slots, position)] + slo:
+        expired[gone] = session_at(slots, position)
+        gone += 1
+        position = live_from(slots, position + 1)
+    count = 0
+    waiting = size(slots) - gone
+    if waiting > 0:
+        # The oldest frame has the earliest deadline, so a batch of the k oldest meets
+        # every deadline exactly when it meets the oldest one's; the largest such k runs
+        # (latency does not fall with batch size, so the k that meet it are 1..k_max).
+        oldest_at = at[session_at(slots, position)]
+        batch = 1
+        largest = min(float(waiting), params[LIMIT])
+        while batch < largest and now + latency[batch + 1] <= oldest_at + slo:
+            batch += 1
+        count = take_oldest(slots, position, batch, chosen)
+    return _answer(count, _NO_WAKE, gone, at, slots, latency, params, state, chosen, expired)
 
 
 _REGISTRY: tuple[Policy, ...] = (
@@ -247,22 +262,36 @@ POLICIES: dict[str, Policy] = {p.name: replace(p, pid=i) for i, p in enumerate(_
 
 @jit()
 def decide(pid, now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
-    """Run the kernel of policy ``pid`` (``Policy.pid``); an unknown id raises."""
+    """Run the kernel of policy ``pid`` (``Policy.pid``) on pending frames given as an
+    array, one time per session (+inf: none); an unknown id raises. Returns ``(count,
+    wake)`` and marks the sessions whose frame expired in ``expired`` (booleans).
+
+    For the callers that keep their pending frames that way (the reference engine and the
+    reference worker): the set is built here at each call, in O(N log N), and the same
+    kernels then decide as in the fast engine, which keeps its set from one decision to
+    the next."""
+    frames = of_times(pending)
+    lapsed = np.empty(pending.size, np.int64)
     if pid == 0:
-        return _oldest_first(now, pending, latency, params, state, feedback, chosen, expired)
+        out = _oldest_first(now, frames, latency, params, state, feedback, chosen, lapsed)
     elif pid == 1:
-        return _round_robin(now, pending, latency, params, state, feedback, chosen, expired)
+        out = _round_robin(now, frames, latency, params, state, feedback, chosen, lapsed)
     elif pid == 2:
-        return _batch_all(now, pending, latency, params, state, feedback, chosen, expired)
+        out = _batch_all(now, frames, latency, params, state, feedback, chosen, lapsed)
     elif pid == 3:
-        return _max_batch(now, pending, latency, params, state, feedback, chosen, expired)
+        out = _max_batch(now, frames, latency, params, state, feedback, chosen, lapsed)
     elif pid == 4:
-        return _triton(now, pending, latency, params, state, feedback, chosen, expired)
+        out = _triton(now, frames, latency, params, state, feedback, chosen, lapsed)
     elif pid == 5:
-        return _aimd(now, pending, latency, params, state, feedback, chosen, expired)
+        out = _aimd(now, frames, latency, params, state, feedback, chosen, lapsed)
     elif pid == 6:
-        return _deadline(now, pending, latency, params, state, feedback, chosen, expired)
-    raise ValueError("unknown policy id")
+        out = _deadline(now, frames, latency, params, state, feedback, chosen, lapsed)
+    else:
+        raise ValueError("unknown policy id")
+    count, wake, gone = out
+    for k in range(gone):
+        expired[lapsed[k]] = True
+    return count, wake
 
 
 def policy_params(
