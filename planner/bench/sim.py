@@ -278,3 +278,22 @@ def scale_figures(rounds: int = 3, same_load: bool = False) -> dict[str, dict[st
         }
         for policy in POLICIES
     }
+
+
+@section("engine_scale")
+def bench_engine_scale(progress: Callable[[str], None]) -> Figures:
+    """The fast engine's cost per simulated frame at 16 and at 1,024 sessions, per policy,
+    and their ratio (the target: within 1.5x). Two cards: the fast card as it is (at
+    1,024 sessions it is overloaded, so each decision serves many frames) and the same
+    card made faster in proportion to the session count, which loads it alike at both
+    counts and so shows the cost of a decision itself."""
+    progress("bench: engine_scale: ns per frame, the fast card as it is ...")
+    as_is = scale_figures()
+    progress("bench: engine_scale: ns per frame, the card loaded alike at both counts ...")
+    same_load = scale_figures(same_load=True)
+    figures: Figures = {}
+    for card, table in (("as_is", as_is), ("same_load", same_load)):
+        for policy, row in table.items():
+            for name, value in row.items():
+                figures[f"{card}_{policy}_{name}"] = round(value, 3)
+    return figures
