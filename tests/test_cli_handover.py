@@ -218,3 +218,12 @@ def test_a_link_cannot_carry_a_profile_file(cli, tmp_path: Path) -> None:
     assert run.status == 2 and "store it first" in run.err
     named = cli("link", "--profile", "office-hours", "--lead-time-min", "30", "--json")
     assert named.json["params"] == {"profile": "office-hours", "lead_time_min": "30"}
+
+
+@pytest.mark.parametrize("given", ["plan.html", "plan.md", "plan"])
+def test_a_report_takes_the_name_the_user_gave(cli, tmp_path: Path, given: str) -> None:
+    out = tmp_path / "reports"
+    out.mkdir()
+    run = cli("report", *QUICK, "--out", out / given)
+    assert run.status == 0, run.err
+    assert sorted(p.name for p in out.iterdir()) == ["plan.html", "plan.md"]

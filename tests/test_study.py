@@ -208,6 +208,21 @@ def test_the_study_command_runs_and_resumes(cli: Any, tmp_path: Path) -> None:
     assert "cells" in text.out
 
 
+@pytest.mark.parametrize("workers", ["0", "-1", "4096"])
+def test_a_worker_count_this_machine_cannot_take_is_refused(
+    cli: Any, tmp_path: Path, workers: str
+) -> None:
+    # 0 used to mean the default and 4096 processes were started on two cores.
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(SMALL))
+    run = cli("study", str(path), "--workers", workers)
+    assert run.status == 2 and run.err.count("planner: ") == 1
+    assert "workers must be a whole number from 1 to" in run.err and "per core" in run.err
+    assert cli("curves", "list", "--json").status == 0
+    with Store(os.environ["PLANNER_DB"]) as store:
+        assert studies(store) == []  # nothing stored
+
+
 def test_the_study_page_draws_a_heatmap_and_links_each_cells_plan(app: AppTest) -> None:
     with Store(os.environ["PLANNER_DB"]) as store:
         run_study(store, study_from_dict(SMALL), workers=2)

@@ -34,8 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--out",
         metavar="PATH",
-        help="where to write: PATH.html and PATH.md (default: seat-plan-MODEL-CARD in the "
-        "current folder)",
+        help="where to write: PATH.html and PATH.md, with or without one of those "
+        "extensions (default: seat-plan-MODEL-CARD in the current folder)",
     )
     parser.add_argument(
         "--base",
@@ -65,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
         plan_id=plan_id,
     )
     stem = Path(args.out) if args.out else Path(ctx.file_stem)
+    if stem.suffix.lower() in (".html", ".md"):  # --out plan.html: the user named a file
+        stem = stem.with_suffix("")
     html_path, md_path = stem.with_name(stem.name + ".html"), stem.with_name(stem.name + ".md")
     try:
         html_path.write_text(html_report(ctx), encoding="utf-8")

@@ -118,6 +118,10 @@ class Summary:
         }
 
 
+MAX_WORKERS_PER_CORE = 4
+"""The most study workers per core a run on this machine takes."""
+
+
 def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
 
@@ -228,9 +232,15 @@ def run_study(
     """
     if engine not in ENGINES:
         raise BadInput(f"engine {engine!r} is not one of {', '.join(ENGINES)}")
-    count = workers or default_workers()
-    if not 1 <= count <= 4096:
-        raise BadInput("workers must be a whole number from 1 to 4096")
+    count = default_workers() if workers is None else workers
+    # Processes or CPUs on this machine (the local pool, or a Ray started for the run):
+    # more than a few per core only oversubscribe it. An existing cluster may be larger.
+    most = 4096 if engine == "ray" and ray_address else MAX_WORKERS_PER_CORE * default_workers()
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= most:
+        raise BadInput(
+            f"workers must be a whole number from 1 to {most}"
+            + (f" ({MAX_WORKERS_PER_CORE} per core of this machine)" if most != 4096 else "")
+        )
     store.require_writable()
     every, jobs, curves, refused = prepare(store, study)
     save_study(store, study, every)
