@@ -57,7 +57,7 @@ MIN_LATENCY_MS = 1e-3
 not a measurement, wherever latencies enter (files, options, links)."""
 
 # -- one scenario (``planner.sim.scenario``) ---------------------------------------------------
-SESSIONS = Bound(1, 1024, whole=True)
+SESSIONS = Bound(1, 4096, whole=True)
 FPS = Bound(0, 240, above_low=True)
 DURATION_S = Bound(0, 3600, above_low=True)
 SEED = Bound(0, 2**63 - 1, whole=True)
@@ -86,7 +86,10 @@ MAX_OVERWRITTEN = Bound(0, 1)
 
 # -- how hard a recommendation searches, and the fleet (``planner.plan.request.Request``) --
 SEEDS = Bound(1, 64, whole=True)
-MAX_SESSIONS = Bound(1, 256, whole=True)  # the largest session count a search considers
+MAX_SESSIONS = Bound(1, 4096, whole=True)  # the largest session count a search considers
+"""A search without a largest count of its own goes until the first failure, up to
+``MAX_SESSIONS.high`` or the most sessions one run holds (``planner.sim.scenario``)."""
+SEARCHES = ("bracketed", "exhaustive")  # cap searches (``planner.plan.search``), default first
 PEAK_SESSIONS = Bound(1, 10_000_000, whole=True)
 HEADROOM = Bound(0, 10)
 PRICE_PER_HOUR = Bound(0, 10_000)
@@ -108,6 +111,5 @@ DEFAULT_MIN_FPS = 28.5  # for 30 fps sources (SPEC §3.5)
 DEFAULT_OVERHEAD_MS = 0.0
 DEFAULT_SEEDS = 8
 DEFAULT_DURATION_S = 30.0
-DEFAULT_MAX_SESSIONS = 64
 DEFAULT_HEADROOM = 0.2
 DEFAULT_FPS = 30.0

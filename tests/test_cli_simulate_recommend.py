@@ -56,7 +56,7 @@ def test_simulate_under_each_sharing_mode(cli) -> None:
     ("extra", "message"),
     [
         (("--sessions", "3", "--fps", "30,15"), "2 frame rates for 3 sessions"),
-        (("--sessions", "0"), "--sessions '0' must be a whole number from 1 to 1024"),
+        (("--sessions", "0"), "--sessions '0' must be a whole number from 1 to 4096"),
         (("--sessions", "two"), "--sessions 'two' is not a number"),
         (("--sessions", "2", "--max-batch", "4"), "--max-batch does not apply to the oldest-first"),
         (("--sessions", "2", "--mode", "time-slicing"), "time-slicing needs co-tenants"),

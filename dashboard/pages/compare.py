@@ -22,7 +22,7 @@ from dashboard.ui import (
     show_problems,
     static_table,
 )
-from planner import display
+from planner import display, limits
 from planner.curves.cards import Card
 from planner.curves.curve import PRECISIONS
 from planner.curves.fit import fit_curve
@@ -92,7 +92,12 @@ def controls() -> CompareParams | None:
     effort = bar.expander("Simulation effort")
     c.number(effort, "seeds", "Random phase draws per count")
     c.number(effort, "duration_s", "Simulated seconds per draw", step=5.0)
-    c.number(effort, "max_sessions", "Largest session count considered")
+    c.number(
+        effort,
+        "max_sessions",
+        "Largest session count considered",
+        placeholder=f"until the first failure, up to {int(limits.MAX_SESSIONS.high):,}",
+    )
     c.check(
         bar,
         "flagged",

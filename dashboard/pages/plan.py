@@ -16,7 +16,7 @@ from dashboard.state import store
 from dashboard.tables import option_rows
 from dashboard.text import md, md_list
 from dashboard.ui import default_curve_or_stop, show_over_budget, show_problems, static_table
-from planner import display
+from planner import display, limits
 from planner.curves.cards import Card
 from planner.curves.curve import MAX_TEXT, Curve
 from planner.errors import BadInput, NotFound
@@ -39,7 +39,7 @@ from planner.sim.work import OverBudget
 
 c = Controls("plan_")
 CRITERIA = ("budget_ms", "percentile", "min_fps", "overhead_ms", "max_overwritten")
-EFFORT = ("seeds", "duration_s", "max_sessions")
+EFFORT = ("seeds", "duration_s", "max_sessions", "search")
 FLEET = ("peak_sessions", "headroom", "price_per_hour", "other_jobs")
 WORKER = ("network_ms", "pre_ms", "post_ms", "cpu_workers")
 MODE_MEMORY = ("cotenant_memory_mb", "mps_memory_mb")
@@ -270,7 +270,22 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
         "phases; the percentile pools them all.",
     )
     c.number(effort, "duration_s", "Simulated seconds per draw", step=5.0)
-    c.number(effort, "max_sessions", "Largest session count considered")
+    c.number(
+        effort,
+        "max_sessions",
+        "Largest session count considered",
+        placeholder=f"until the first failure, up to {int(limits.MAX_SESSIONS.high):,}",
+    )
+    c.select(
+        effort,
+        "search",
+        "Cap search",
+        limits.SEARCHES,
+        help="Bracketed (the default) finds the first failing count by doubling and "
+        "bisection and establishes the counts below it with one-seed probes where they "
+        "leave room; exhaustive simulates every count from 1 in full. They agree except in "
+        "the case docs/design.md states.",
+    )
 
     names = [*CRITERIA, "policies", *mode_fields, *WORKER, *FLEET, *EFFORT, "flagged"]
     values, problems = c.values(names)
@@ -506,7 +521,7 @@ def charts(result: Recommendation, inputs: PlanInputs) -> None:
     for view, sharing in zip(views, sharings, strict=True):
         mine = [o for o in result.options if o.sharing == sharing]
         top = max(max(o.cap_high, o.cap) for o in mine)
-        upper = min(max(top + 4, 8), request.max_sessions)
+        upper = min(max(top + 4, 8), request.largest)
         try:
             with (
                 st.spinner("Simulating every policy at each session count…"),

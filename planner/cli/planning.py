@@ -195,7 +195,17 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
     add_worker_options(parser)
     option(parser, "seeds", "phase seeds per session count")
     option(parser, "duration_s", "simulated seconds per run")
-    option(parser, "max_sessions", "largest session count")
+    option(
+        parser,
+        "max_sessions",
+        "largest session count (default: until the first failure, up to 4,096)",
+    )
+    option(
+        parser,
+        "search",
+        "how each cap is searched: bracketed (its work grows about as N log N in the cap; "
+        "docs/design.md) or exhaustive (every count from 1 up to the first failure)",
+    )
     parser.add_argument("--peak-sessions", help="peak concurrent sessions, for the fleet size")
     option(parser, "headroom", "fleet headroom fraction")
     parser.add_argument("--price-per-hour", help="card price, USD per hour (default: stored)")
@@ -223,9 +233,9 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
 PLAN_OPTIONS = (
     "budget_ms", "percentile", "min_fps", "max_overwritten", "overhead_ms", "policies",
     "modes", "cotenants", "busy_period_ms", "mps_share", "mig_profile", "seeds",
-    "duration_s", "max_sessions", "peak_sessions", "headroom", "price_per_hour", "profile",
-    "lead_time_min", "network_ms", "pre_ms", "post_ms", "cpu_workers", "cotenant_memory_mb",
-    "mps_memory_mb",
+    "duration_s", "max_sessions", "search", "peak_sessions", "headroom", "price_per_hour",
+    "profile", "lead_time_min", "network_ms", "pre_ms", "post_ms", "cpu_workers",
+    "cotenant_memory_mb", "mps_memory_mb",
 )  # fmt: skip
 """The options of ``add_plan_options`` that are plan parameters, read by their codecs."""
 

@@ -148,7 +148,15 @@ PARAMETERS: dict[str, Parameter] = {
         limits.DEFAULT_DURATION_S, Float.of(limits.DURATION_S), "simulated seconds per run"
     ),
     "max_sessions": Parameter(
-        limits.DEFAULT_MAX_SESSIONS, Int.of(limits.MAX_SESSIONS), "largest session count considered"
+        None,
+        Maybe(Int.of(limits.MAX_SESSIONS)),
+        f"largest session count considered (unset: until the first failure, up to "
+        f"{int(limits.MAX_SESSIONS.high):,})",
+    ),
+    "search": Parameter(
+        limits.SEARCHES[0],
+        Choice(limits.SEARCHES),
+        "cap search: bracketed (work about N log N in the cap) or exhaustive (every count)",
     ),
     # Fleet and cost.
     "peak_sessions": Parameter(

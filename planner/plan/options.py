@@ -269,9 +269,7 @@ def binding_text(fails: Sequence[Failure]) -> str:
 
 
 def limit_reached(request: Request) -> str:
-    return (
-        f"meets every criterion up to {request.max_sessions} sessions, the largest count considered"
-    )
+    return f"meets every criterion up to {request.largest:,} sessions, the largest count considered"
 
 
 def closest(options: Sequence[Option], criteria: Criteria) -> Option:

@@ -46,9 +46,10 @@ from planner.plan.options import (
     sized_fleet,
 )
 from planner.plan.request import Request
+from planner.plan.search import FULL, PROBE, Found, Run, probe_duration, search
 from planner.sim.memory import MemoryLimit
 from planner.sim.policies import POLICIES
-from planner.sim.scenario import Sharing
+from planner.sim.scenario import Scenario, Sharing
 from planner.sim.sharing import card_fraction, derived, instances_per_card
 from planner.sim.sweep import PoolCache, Pooled, pooled_runs
 from planner.sim.work import Work
@@ -81,29 +82,9 @@ def recommend(
         if memory[s].fits_one and memory[s].batch_limit is not None
         and not POLICIES[p].one_at_a_time
     ]  # fmt: skip
-    history: dict[tuple[tuple[str, Sharing], str], list[Pooled]] = {k: [] for k in searches}
-    caps: dict[tuple[tuple[str, Sharing], str], int] = {}
-    simulations = 0
-    for n in range(1, request.max_sessions + 1):
-        alive = [k for k in searches if k not in caps]
-        if not alive:
-            break
-        templates = [
-            request.scenario(
-                policy, sharing, "central" if edge == UNLIMITED else cast(Edge, edge), n, 0,
-                memory=edge != UNLIMITED,
-            )
-            for (policy, sharing), edge in alive
-        ]  # fmt: skip
-        rows, ran = pooled_runs(templates, request.seeds, request.criteria.percentile, cache, work)
-        simulations += ran
-        for key, pooled in zip(alive, rows, strict=True):
-            history[key].append(pooled)
-            if failures(pooled, request.criteria):
-                caps[key] = n - 1
-    for key in searches:
-        caps.setdefault(key, request.max_sessions)
-
+    found, simulations = _search(request, searches, cache, work)
+    caps = {key: f.cap for key, f in found.items()}
+    history = {key: f.rows for key, f in found.items()}
     cpu_free, ran = _without_cpu_limit(request, options, caps, history, cache, work)
     simulations += ran
     built = [_option(request, o, caps, history, memory[o[1]], cpu_free.get(o)) for o in options]
@@ -146,6 +127,60 @@ def recommend(
     )
 
 
+Key = tuple[tuple[str, Sharing], str]
+"""One search: an option (policy, sharing mode) on one curve (an edge, or ``UNLIMITED``)."""
+
+
+def _search(
+    request: Request, keys: Sequence[Key], cache: PoolCache | None, work: Work | None
+) -> tuple[dict[Key, Found], int]:
+    """Every search's cap (``planner.plan.search``), all in lockstep: each round runs what
+    every search still needs in one batch of parallel runs. Also returns the number of
+    runs simulated."""
+    searches = {
+        key: search(
+            request.search, request.largest, request.criteria, request.fps,
+            seeds=request.seeds,
+        )
+        for key in keys
+    }  # fmt: skip
+    found: dict[Key, Found] = {}
+    wants: dict[Key, list[Run]] = {}
+    for key, steps in searches.items():
+        try:
+            wants[key] = next(steps)
+        except StopIteration as stop:
+            found[key] = stop.value
+    simulations = 0
+    while wants:
+        got: dict[Key, dict[Run, Pooled]] = {key: {} for key in wants}
+        for fidelity, seeds in ((FULL, request.seeds), (PROBE, 1)):
+            chosen = [(key, n) for key, runs in wants.items() for n, f in runs if f == fidelity]
+            if not chosen:
+                continue
+            templates = [_template(request, key, n) for key, n in chosen]
+            if fidelity == PROBE and request.seeds > 1:
+                short = probe_duration(request.duration_s)
+                templates = [t.with_(duration_s=short) for t in templates]
+            rows, ran = pooled_runs(templates, seeds, request.criteria.percentile, cache, work)
+            simulations += ran
+            for (key, n), row in zip(chosen, rows, strict=True):
+                got[key][(n, fidelity)] = row
+        asked, wants = wants, {}
+        for key in asked:
+            try:
+                wants[key] = searches[key].send(got[key])
+            except StopIteration as stop:
+                found[key] = stop.value
+    return found, simulations
+
+
+def _template(request: Request, key: Key, sessions: int) -> Scenario:
+    (policy, sharing), edge = key
+    curve_edge: Edge = "central" if edge == UNLIMITED else cast(Edge, edge)
+    return request.scenario(policy, sharing, curve_edge, sessions, 0, memory=edge != UNLIMITED)
+
+
 UNLIMITED = "unlimited"
 """The search of an option on the fitted curve without the memory limit on its batch."""
 CPU_BUSY_BINDS = 0.95
@@ -155,8 +190,8 @@ CPU_BUSY_BINDS = 0.95
 def _without_cpu_limit(
     request: Request,
     options: Sequence[tuple[str, Sharing]],
-    caps: dict[tuple[tuple[str, Sharing], str], int],
-    history: dict[tuple[tuple[str, Sharing], str], list[Pooled]],
+    caps: dict[Key, int],
+    history: dict[Key, dict[int, Pooled]],
     cache: PoolCache | None,
     work: Work | None = None,
 ) -> tuple[dict[tuple[str, Sharing], Pooled], int]:
@@ -168,9 +203,9 @@ def _without_cpu_limit(
     candidates = []
     for option in options:
         key = (option, "central")
-        if key not in caps or caps[key] >= len(history[key]):
+        failing = history[key].get(caps[key] + 1) if key in caps else None
+        if failing is None:
             continue
-        failing = history[key][caps[key]]
         if failing.cpu is not None and failing.cpu.busy_fraction >= CPU_BUSY_BINDS:
             candidates.append(option)
     templates = [
@@ -194,9 +229,8 @@ def _with_stages(request: Request, option: Option, work: Work | None = None) -> 
     rows, _ = pooled_runs(
         [template], request.seeds, request.criteria.percentile, work=work, detail=True
     )
-    history = list(option.history)
-    history[option.cap - 1] = rows[0]
-    return replace(option, at_cap=rows[0], history=tuple(history))
+    history = tuple(rows[0] if row.sessions == option.cap else row for row in option.history)
+    return replace(option, at_cap=rows[0], history=history)
 
 
 def _threads(workers: int) -> str:
@@ -206,8 +240,8 @@ def _threads(workers: int) -> str:
 def _option(
     request: Request,
     option: tuple[str, Sharing],
-    caps: dict[tuple[tuple[str, Sharing], str], int],
-    history: dict[tuple[tuple[str, Sharing], str], list[Pooled]],
+    caps: dict[Key, int],
+    history: dict[Key, dict[int, Pooled]],
     limit: MemoryLimit | None = None,
     cpu_free: Pooled | None = None,
 ) -> Option:
@@ -221,8 +255,8 @@ def _option(
         )  # fmt: skip
     cap = caps[(option, "central")]
     rows = history[(option, "central")]
-    at_cap = rows[cap - 1] if cap >= 1 else None
-    fails = failures(rows[cap], request.criteria) if cap < len(rows) else ()
+    at_cap = rows[cap] if cap >= 1 else None
+    fails = failures(rows[cap + 1], request.criteria) if cap + 1 in rows else ()
     # What stops the next seat besides the criteria (SPEC §5.1): memory, the CPU pool.
     stops: list[Failure] = []
     unlimited = caps.get((option, UNLIMITED))
@@ -236,8 +270,8 @@ def _option(
                 f"(without that limit {unlimited} sessions would fit)",
             )
         )
-    if fails and cpu_free is not None and rows[cap].cpu is not None:
-        busy = rows[cap].cpu.busy_fraction  # type: ignore[union-attr]
+    if fails and cpu_free is not None and rows[cap + 1].cpu is not None:
+        busy = rows[cap + 1].cpu.busy_fraction  # type: ignore[union-attr]
         stops.append(
             Failure(
                 "cpu",
@@ -260,11 +294,11 @@ def _option(
         if edge_cap == cap:
             continue
         edge_fails = (
-            failures(edge_rows[edge_cap], request.criteria) if edge_cap < len(edge_rows) else ()
+            failures(edge_rows[edge_cap + 1], request.criteria) if edge_cap + 1 in edge_rows else ()
         )
         edges.append((edge, binding_text(edge_fails) if edge_fails else limit_reached(request)))
     # What decided the cap: the runs at the cap and at the first failing count.
-    deciding = rows[max(cap - 1, 0) : cap + 1]
+    deciding = [rows[n] for n in (cap, cap + 1) if n in rows]
     width = max(len(r.batch_sizes) for r in deciding)
     frames = np.zeros(width, np.int64)
     for r in deciding:
@@ -291,7 +325,7 @@ def _option(
         failures=fails,
         binding_constraint=binding,
         extrapolated=extrapolated,
-        history=tuple(rows),
+        history=tuple(rows[n] for n in sorted(rows) if n <= cap + 1),
         deciding_batches=tuple(int(v) for v in frames),
         per_card=1 if request.other_jobs else instances_per_card(sharing),
         card_share=card_fraction(sharing) if request.other_jobs else 1.0,
@@ -306,7 +340,8 @@ def _measure_next(request: Request, option: Option) -> Advice:
     settled = len({option.cap, option.cap_low, option.cap_high}) == 1 and not option.extrapolated
     return measure_next.for_plan(
         request.curve_for(option.sharing),
-        max(64, request.max_sessions),
+        # The batch sizes the plan can run: those of its deciding runs (and the peak's).
+        min(max(64, len(option.deciding_batches) - 1), max(64, request.largest)),
         option.deciding_batches,
         settled=settled,
     )
@@ -328,12 +363,12 @@ def option_sweep(
     use, so one template cannot carry them to every policy). Rows the recommendation
     already computed (``known``: its options, whose ``history`` holds n = 1..cap+1) are
     reused rather than simulated again, and so are rows in ``cache``; they are the same
-    runs. Raises BadInput when a count is outside 1..max(64, max_sessions), the range the
+    runs. Raises BadInput when a count is outside 1..max(64, largest), the range the
     request's curve table covers, or when not even batch 1 fits in the memory ``sharing``
     leaves (nothing can run).
     """
     counts = sorted(set(sessions))
-    upto = max(64, request.max_sessions)
+    upto = max(64, request.largest)
     if not counts or counts[0] < 1 or counts[-1] > upto:
         raise BadInput(f"session counts must lie within 1..{upto}")
     done = {

@@ -6,6 +6,7 @@ that build each scenario the search simulates (SPEC §3.5)."""
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field, replace
 
 from planner import limits
@@ -14,9 +15,12 @@ from planner.errors import BadInput
 from planner.sim.calibration import Calibration
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
 from planner.sim.policies import POLICIES
-from planner.sim.scenario import Phases, Scenario, Sharing
+from planner.sim.scenario import MAX_ARRIVALS, Phases, Scenario, Sharing
 from planner.sim.stages import NO_STAGES, WorkerStages
 from planner.units import FramesPerSecond, Milliseconds, UsdPerHour, is_finite
+
+SEARCHES = limits.SEARCHES
+"""The cap searches a request can ask for, the default first (``planner.plan.search``)."""
 
 
 @dataclass(frozen=True)
@@ -69,11 +73,14 @@ class Request:
 
     The worker (SPEC §5.1): ``stages``, its network delay each way and CPU work per frame
     before and after the GPU on its CPU threads (``planner.sim.stages``).
-    ``card_memory_gb`` is the card's memory, for the memory check (with the curve's
-    ``memory_mb`` figures).
+    ``max_sessions`` is the largest session count the search considers; unset, it goes
+    until the first failure, up to 4,096 (``largest``). ``card_memory_gb`` is the card's
+    memory, for the memory check (with the curve's ``memory_mb`` figures).
     ``calibration`` (SPEC §5.2, ``planner.sim.calibration``) is what a load test of a real
     worker added to the curve: every run's batches take its ``a + c*b`` more and every
-    frame its ``d`` more overhead.
+    frame its ``d`` more overhead. ``search`` is how each option's cap is searched
+    (``planner.plan.search``): ``bracketed``, whose work grows about as N log N in the cap,
+    or ``exhaustive``, every count from 1 up to the first failure.
     """
 
     curve: FittedCurve
@@ -82,7 +89,7 @@ class Request:
     sharings: tuple[Sharing, ...] = (Sharing(),)
     seeds: int = limits.DEFAULT_SEEDS
     duration_s: float = limits.DEFAULT_DURATION_S
-    max_sessions: int = limits.DEFAULT_MAX_SESSIONS
+    max_sessions: int | None = None
     fps: FramesPerSecond = limits.DEFAULT_FPS
     phases: Phases = "random"
     jitter_ms: Milliseconds = 0.0
@@ -97,6 +104,7 @@ class Request:
     stages: WorkerStages = NO_STAGES
     card_memory_gb: float | None = None
     calibration: Calibration | None = None
+    search: str = SEARCHES[0]
 
     def __post_init__(self) -> None:
         problems = []
@@ -120,9 +128,11 @@ class Request:
                     f"no curve measured on MIG profile {sharing.mig_profile} was given; "
                     "derive it from the whole-card curve instead"
                 )
+        if self.search not in SEARCHES:
+            problems.append(f"the search must be one of {', '.join(SEARCHES)}")
         if not (isinstance(self.seeds, int) and limits.SEEDS.holds(self.seeds)):
             problems.append(f"seeds must be {limits.SEEDS.words()}")
-        if not (
+        if self.max_sessions is not None and not (
             isinstance(self.max_sessions, int) and limits.MAX_SESSIONS.holds(self.max_sessions)
         ):
             problems.append(f"the largest session count must be {limits.MAX_SESSIONS.words()}")
@@ -149,7 +159,19 @@ class Request:
         # Scenario validates duration, fps, phases, jitter, stages, policy parameters and
         # how busy the co-tenants are: every sharing mode at the largest count considered.
         for sharing in self.sharings:
-            self.scenario("oldest-first", sharing, "central", self.max_sessions, 0, memory=False)
+            self.scenario("oldest-first", sharing, "central", self.largest, 0, memory=False)
+
+    @property
+    def largest(self) -> int:
+        """The largest session count the search considers: ``max_sessions``, or by default
+        up to 4,096 (``planner.limits.MAX_SESSIONS``) as long as a run of that many
+        sessions fits in one run (``planner.sim.scenario.MAX_ARRIVALS`` frames)."""
+        if self.max_sessions is not None:
+            return self.max_sessions
+        most = int(limits.MAX_SESSIONS.high)
+        arrivals = self.fps * self.duration_s if is_finite(self.duration_s) else math.inf
+        fits = MAX_ARRIVALS / arrivals if arrivals > 0 else most
+        return max(1, min(most, int(fits) if math.isfinite(fits) else most))
 
     @property
     def overhead_ms(self) -> Milliseconds:
@@ -178,12 +200,12 @@ class Request:
         return self.curve
 
     def table(self, sharing: Sharing, edge: Edge) -> tuple[float, ...]:
-        table = _table(self.curve_for(sharing), max(64, self.max_sessions), edge)
+        table = _table(self.curve_for(sharing), max(64, self.largest), edge)
         return table if self.calibration is None else self.calibration.table(table)
 
     def memory(self, sharing: Sharing) -> MemoryLimit:
         """The largest batch that fits in the memory ``sharing`` leaves (``planner.sim.memory``)."""
-        return _memory(self.curve_for(sharing), sharing, self.card_memory_gb, self.max_sessions)
+        return _memory(self.curve_for(sharing), sharing, self.card_memory_gb, self.largest)
 
     def scenario(
         self,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -135,11 +135,23 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
         if tkey is not None:
             reach = horizon(s.sharing, s.duration_ms, table_sets[key][1:], s.sessions)
             horizons[tkey] = max(horizons.get(tkey, 0.0), reach)
+    # Arrivals and their order are drawn once per set of runs that share them, in parallel
+    # (sorting them is as much work as a run of the loop at many sessions).
+    workers = min(threads(), len(scenarios))
+    firsts = {_arrival_key(s): s for s in reversed(scenarios)}
+    arrival_sets.update(zip(firsts, _each(arrivals, list(firsts.values()), workers), strict=True))
+    wanted: dict[object, tuple[Arrivals, np.ndarray]] = {}
+    for s in scenarios:
+        akey = _arrival_key(s)
+        okey = (akey, s.stages.network_ms, None if s.cpu_pool else s.stages.pre_ms)
+        wanted.setdefault(okey, (arrival_sets[akey], s.stages.as_array()))
+    made = _each(
+        lambda a: arrival_order(a[0].times, a[0].start, a[1]), list(wanted.values()), workers
+    )
+    orders.update(zip(wanted, made, strict=True))
     jobs = []
     for s in scenarios:
         akey = _arrival_key(s)
-        if akey not in arrival_sets:
-            arrival_sets[akey] = arrivals(s)
         timeline = None
         tkey = s.sharing.kind.timeline_key(s.sharing, s.seed)
         if tkey is not None:
@@ -147,17 +159,21 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
                 timeline_sets[tkey] = cotenant_timeline(s.sharing, s.seed, horizons[tkey])
             timeline = timeline_sets[tkey]
         table = table_sets[(s.latency_ms, s.sharing.kind.table_key(s.sharing))]
-        stages = s.stages.as_array()
         okey = (akey, s.stages.network_ms, None if s.cpu_pool else s.stages.pre_ms)
-        if okey not in orders:
-            orders[okey] = arrival_order(arrival_sets[akey].times, arrival_sets[akey].start, stages)
         jobs.append(_Job(s, arrival_sets[akey], table, timeline, orders[okey]))
-    workers = min(threads(), len(jobs))
     run = _run_in_detail if detail else _run
     if workers == 1:
         return [run(job) for job in jobs]
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(run, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
+
+
+def _each(make: Callable[[Any], Any], items: list[Any], workers: int) -> list[Any]:
+    """``make`` of each item, in order, on ``workers`` threads."""
+    if workers == 1 or len(items) == 1:
+        return [make(item) for item in items]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(make, items))
 
 
 def warm_up(cpu_pool: bool = False) -> float:

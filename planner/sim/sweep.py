@@ -11,13 +11,14 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from planner.errors import BadInput
-from planner.sim.ensemble import Outcome, run_many
+from planner.sim.ensemble import Outcome, run_many, threads
 from planner.sim.pipeline import CpuPool, Stages, cpu_pool, stages
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario
@@ -223,18 +224,48 @@ def pooled_runs(
     # Templates that are the same scenario (a memory limit that cannot bind is dropped, for
     # one) are simulated once.
     missing = list(dict.fromkeys(keys[i] for i, hit in enumerate(found) if hit is None))
-    grid = [key[0] if s == 0 else key[0].with_(seed=s) for key in missing for s in range(seeds)]
-    if work is None:
-        outcomes = run_many(grid, detail=detail)
-    else:
-        outcomes = run_within(grid, work, detail=detail)
-    done = {}
-    for j, key in enumerate(missing):
-        pooled = pool(outcomes[j * seeds : (j + 1) * seeds], percentile)
-        done[key] = pooled
-        if cache is not None:
-            cache.put(key, pooled)
-    return [f if f is not None else done[k] for f, k in zip(found, keys, strict=True)], len(grid)
+    done: dict[tuple[Scenario, int, float], Pooled] = {}
+    ran = 0
+    # A few keys at a time, pooled as soon as they are run, so that the frames of a
+    # search's many runs at large counts are not all held at once.
+    for group in _groups(missing, seeds):
+        grid = [key[0] if s == 0 else key[0].with_(seed=s) for key in group for s in range(seeds)]
+        outcomes = run_many(grid, detail=detail) if work is None else run_within(grid, work, detail)
+        ran += len(grid)
+        parts = [outcomes[j * seeds : (j + 1) * seeds] for j in range(len(group))]
+        for key, pooled in zip(group, _pool_all(parts, percentile), strict=True):
+            done[key] = pooled
+            if cache is not None:
+                cache.put(key, pooled)
+    return [f if f is not None else done[k] for f, k in zip(found, keys, strict=True)], ran
+
+
+POOL_FRAMES = 16_000_000
+"""At most about this many frames' latencies are held before they are pooled (128 MB)."""
+
+
+def _groups(
+    keys: Sequence[tuple[Scenario, int, float]], seeds: int
+) -> list[list[tuple[Scenario, int, float]]]:
+    groups: list[list[tuple[Scenario, int, float]]] = []
+    held = POOL_FRAMES
+    for key in keys:
+        frames = frames_of(sum(key[0].session_fps), key[0].duration_s) * seeds
+        if held + frames > POOL_FRAMES:
+            groups.append([])
+            held = 0
+        groups[-1].append(key)
+        held += frames
+    return groups
+
+
+def _pool_all(parts: Sequence[Sequence[Outcome]], percentile: float) -> list[Pooled]:
+    """``pool`` of each part, on several threads (NumPy's sorting releases the GIL)."""
+    workers = min(threads(), len(parts))
+    if workers <= 1:
+        return [pool(p, percentile) for p in parts]
+    with ThreadPoolExecutor(max_workers=workers) as executor:
+        return list(executor.map(lambda p: pool(p, percentile), parts))
 
 
 def run_within(scenarios: Sequence[Scenario], work: Work, detail: bool = False) -> list[Outcome]:

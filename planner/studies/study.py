@@ -357,8 +357,13 @@ def cell_key(params: PlanParams, demand: tuple[float, ...] | None = None) -> str
     """A cell's key: a hash of its plan parameters (defaults included), the planner's
     version, the calibration used (its id, or ``none``) and, for a stored demand profile,
     its values (a profile saved again under the same name makes new cells)."""
+    saved = saved_params(params)
+    if saved.get("search") == PARAMETERS["search"].default:
+        # Cells stored before the search was a parameter were searched exhaustively; the
+        # default search gives their caps (docs/design.md, the cap search), so they stay found.
+        del saved["search"]
     inputs: dict[str, Any] = {
-        "params": saved_params(params),
+        "params": saved,
         "version": __version__,
         "calibration": params.calibration or "none",
     }

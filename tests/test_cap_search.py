@@ -1,0 +1,233 @@
+"""The cap search (``planner.plan.search``): the bracketed search against the exhaustive one.
+
+Two kinds of test. On synthetic runs (a latency and a frame rate as functions of the
+session count, so any shape can be drawn) the searches' logic is checked exactly: where
+they agree, what the bracketed one simulates, and the one case where by design it may
+differ. On real simulations, over the built-in curves and varied curves and criteria
+(every policy, sharing modes, stages on and off), the two give the same cap, range and
+binding constraint.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.curves.curve import Point
+from planner.curves.fit import fit_curve
+from planner.plan.recommend import recommend
+from planner.plan.request import Criteria, Request
+from planner.plan.search import (
+    EXHAUSTIVE_UPTO,
+    FULL,
+    PROBE,
+    PROBE_ROOM,
+    Found,
+    Search,
+    bracketed,
+    exhaustive,
+    room,
+    rungs,
+)
+from planner.sim.scenario import Sharing
+from planner.sim.stages import WorkerStages
+from planner.sim.sweep import Pooled
+
+CRITERIA = Criteria(budget_ms=50.0, min_fps=28.5)
+FPS = 30.0
+
+
+def row(n: int, latency_ms: float, fps: float = 29.97, seeds: int = 8) -> Pooled:
+    return Pooled(
+        policy="batch-all", mode="exclusive", sessions=n, seeds=tuple(range(seeds)),
+        percentile=99.0, latency_ms=latency_ms, e2e_latency_ms=latency_ms, p50_ms=latency_ms,
+        p90_ms=latency_ms, p99_ms=latency_ms, max_ms=latency_ms, frames=900 * n * seeds,
+        min_fps_by_seed=(fps,) * seeds, mean_fps=fps, overwritten_fraction=0.0,
+        expired_fraction=0.0, gpu_busy_fraction=0.5, batch_sizes=(0, 1),
+    )  # fmt: skip
+
+
+Runs = Callable[[int, str], Pooled]
+
+
+def drive(steps: Search, runs: Runs) -> tuple[Found, list[tuple[int, str]]]:
+    """Run a search on synthetic runs; also the runs it asked for, in order."""
+    asked: list[tuple[int, str]] = []
+    try:
+        wanted = next(steps)
+        while True:
+            asked += wanted
+            wanted = steps.send({(n, f): runs(n, f) for n, f in wanted})
+    except StopIteration as stop:
+        return stop.value, asked
+
+
+def both(runs: Runs, limit: int) -> tuple[Found, Found, list[tuple[int, str]]]:
+    slow, _ = drive(exhaustive(limit, CRITERIA, FPS), runs)
+    fast, asked = drive(bracketed(limit, CRITERIA, FPS, probe_is_full=False), runs)
+    return slow, fast, asked
+
+
+def rising(cap: int) -> Runs:
+    """Latency rising smoothly to the budget just after ``cap``."""
+    return lambda n, f: row(n, 49.9 * (n / cap) ** 3 if n <= cap else 55.0)
+
+
+@given(cap=st.integers(0, 2000), limit=st.integers(1, 4096))
+@settings(max_examples=60, deadline=None)
+def test_a_smooth_boundary_is_found_exactly_and_cheaply(cap: int, limit: int) -> None:
+    slow, fast, asked = both(rising(max(cap, 1)) if cap else lambda n, f: row(n, 60.0), limit)
+    assert fast.cap == slow.cap == min(cap, limit)
+    # The rows it keeps are full runs at counts the exhaustive search ran too, the same.
+    assert all(fast.rows[n] == slow.rows[n] for n in fast.rows if n <= fast.cap + 1)
+    assert fast.cap in fast.rows or fast.cap == 0
+    assert fast.cap == limit or fast.cap + 1 in fast.rows
+    # Work grows about as N log N: beyond the exhaustive start, full runs only at the
+    # boundary and where a probe leaves too little room, and probes a few per doubling.
+    full = {n for n, f in asked if f == FULL and n > EXHAUSTIVE_UPTO}
+    probes = {n for n, f in asked if f == PROBE}
+    runs = rising(max(cap, 1))
+    thin = {n for n in range(EXHAUSTIVE_UPTO + 1, fast.cap + 1)
+            if room(runs(n, PROBE), CRITERIA, FPS) < PROBE_ROOM}  # fmt: skip
+    assert len(full - thin) <= 4
+    assert len(probes) <= 6 * max(fast.cap, 2).bit_length() + 8
+
+
+def test_the_limit_is_reached_when_every_count_passes() -> None:
+    slow, fast, _ = both(lambda n, f: row(n, 5.0), 4096)
+    assert fast.cap == slow.cap == 4096
+    assert set(fast.rows) >= {4096}
+
+
+@pytest.mark.parametrize("distance", [1, 2, 3, 4, 8, 16])
+def test_a_failure_just_below_the_boundary_is_found(distance: int) -> None:
+    # Passing is not monotone: one count below the first boundary fails, among others
+    # that pass with little room. The rungs and the probes' room find it.
+    top = 700
+    bad = top - distance
+
+    def runs(n: int, f: str) -> Pooled:
+        if n == bad:
+            return row(n, 51.0)
+        return row(n, 47.0 + 2.0 * n / top) if n <= top else row(n, 60.0)
+
+    slow, fast, _ = both(runs, 4096)
+    assert fast.cap == slow.cap == bad - 1
+
+
+def test_a_probe_that_passes_with_little_room_is_run_in_full() -> None:
+    # Seed 0 alone passes at 300 sessions, but another seed's session falls below the floor.
+    def runs(n: int, f: str) -> Pooled:
+        if n > 500:
+            return row(n, 80.0)
+        if n == 300 and f == FULL:
+            return row(n, 49.5, fps=27.0)
+        return row(n, 49.5 if n >= 250 else 10.0)  # little room from 250 sessions up
+
+    slow, fast, asked = both(runs, 4096)
+    assert fast.cap == slow.cap == 299
+    assert (300, FULL) in asked
+
+
+def test_the_stated_case_a_narrow_dip_in_a_wide_margin_can_go_unseen() -> None:
+    # The one case the bracketed search may differ (docs/design.md): a count whose full run
+    # fails between two counts that both pass with wide room, which no rung or probe lands
+    # on. The exhaustive search finds it; the bracketed one does not, by design.
+    rung = set(rungs(600, EXHAUSTIVE_UPTO))
+    bad = next(n for n in range(450, 500) if n not in rung and n % 2)
+
+    def runs(n: int, f: str) -> Pooled:
+        if n == bad:
+            return row(n, 200.0)
+        return row(n, 10.0) if n <= 600 else row(n, 70.0)
+
+    slow, fast, asked = both(runs, 4096)
+    assert slow.cap == bad - 1
+    assert fast.cap == 600
+    assert all(n != bad for n, _ in asked)
+
+
+def test_rungs_near_the_cap_then_doubling() -> None:
+    assert rungs(100, 16) == [99, 98, 97, 96, 92, 84, 68, 36]
+    assert rungs(18, 16) == [17]
+    assert rungs(16, 16) == []
+
+
+# -- real simulations ----------------------------------------------------------------------
+
+CURVES = Path(__file__).resolve().parents[1] / "measurements" / "curves"
+
+
+def _builtin() -> list[tuple[str, list[tuple[int, float]]]]:
+    out = []
+    for path in sorted(CURVES.glob("*.json")):
+        raw = json.loads(path.read_text())
+        out.append((path.stem, [(p["batch"], p["latency_ms"]) for p in raw["points"]]))
+    return out
+
+
+BUILTIN = _builtin()
+PIPELINE = WorkerStages(network_ms=2.0, pre_ms=1.0, post_ms=0.5)
+POOLED = WorkerStages(network_ms=2.0, pre_ms=1.0, post_ms=0.5, cpu_workers=4)
+SLICED = Sharing(mode="time-slicing", cotenants=(0.5,))
+MPS = Sharing(mode="mps", mps_share=50.0)
+# (curve, latency scale, criteria, sharing, stages): caps from 0 to about 200.
+VARIED = [
+    (0, 0.05, Criteria(budget_ms=100.0, min_fps=28.5), Sharing(), PIPELINE),
+    (0, 0.1, Criteria(budget_ms=50.0, min_fps=15.0), SLICED, WorkerStages()),
+    (1, 0.05, Criteria(budget_ms=20.0, min_fps=28.5), Sharing(), POOLED),
+    (1, 0.25, Criteria(budget_ms=50.0, min_fps=29.5), MPS, WorkerStages()),
+    (2, 0.1, Criteria(budget_ms=100.0, min_fps=0.0, max_overwritten=0.05), Sharing(), PIPELINE),
+    (2, 0.05, Criteria(budget_ms=50.0, min_fps=28.5), Sharing(), WorkerStages()),
+    (3, 0.1, Criteria(budget_ms=50.0, min_fps=15.0), Sharing(), POOLED),
+    (3, 0.05, Criteria(budget_ms=100.0, min_fps=28.5), SLICED, PIPELINE),
+    (4, 0.05, Criteria(budget_ms=50.0, min_fps=28.5), Sharing(), WorkerStages()),
+    (4, 0.1, Criteria(budget_ms=20.0, min_fps=0.0), MPS, PIPELINE),
+    (4, 0.25, Criteria(budget_ms=50.0, min_fps=28.5, max_overwritten=0.05), Sharing(), POOLED),
+    (0, 2.0, Criteria(budget_ms=50.0, min_fps=28.5), Sharing(), WorkerStages()),
+    (1, 0.5, Criteria(budget_ms=100.0, min_fps=15.0), SLICED, WorkerStages()),
+    (2, 0.25, Criteria(budget_ms=20.0, min_fps=28.5), Sharing(), PIPELINE),
+    (3, 0.05, Criteria(budget_ms=20.0, min_fps=29.5), Sharing(), WorkerStages()),
+    (4, 0.5, Criteria(budget_ms=100.0, min_fps=28.5), MPS, POOLED),
+    (0, 0.1, Criteria(budget_ms=50.0, min_fps=0.0, max_overwritten=0.05), Sharing(), POOLED),
+    (1, 0.1, Criteria(budget_ms=100.0, min_fps=28.5), Sharing(), WorkerStages()),
+    (2, 1.0, Criteria(budget_ms=50.0, min_fps=15.0), SLICED, PIPELINE),
+    (3, 0.25, Criteria(budget_ms=100.0, min_fps=28.5), Sharing(), WorkerStages()),
+    (4, 0.05, Criteria(budget_ms=100.0, min_fps=15.0), SLICED, WorkerStages()),
+]  # fmt: skip
+CASES = [(name, points, 1.0, Criteria(), Sharing(), WorkerStages()) for name, points in BUILTIN]
+CASES += [
+    (f"{BUILTIN[i][0]} x{scale:g}", BUILTIN[i][1], scale, criteria, sharing, stages)
+    for i, scale, criteria, sharing, stages in VARIED
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "points", "scale", "criteria", "sharing", "stages"), CASES, ids=[c[0] for c in CASES]
+)
+def test_the_bracketed_search_gives_the_exhaustive_caps(
+    name: str,
+    points: list[tuple[int, float]],
+    scale: float,
+    criteria: Criteria,
+    sharing: Sharing,
+    stages: WorkerStages,
+) -> None:
+    fitted = fit_curve([Point(b, latency * scale) for b, latency in points])
+    answers = {}
+    for search in ("exhaustive", "bracketed"):
+        request = Request(
+            curve=fitted, criteria=criteria, sharings=(sharing,), stages=stages, seeds=2,
+            duration_s=5.0, max_sessions=250, search=search,
+        )  # fmt: skip
+        result = recommend(request)
+        answers[search] = {
+            (o.policy, o.mode): (o.cap, o.cap_low, o.cap_high, o.binding_constraint)
+            for o in result.options
+        }
+    assert answers["bracketed"] == answers["exhaustive"]
