@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Generic, TypeVar
@@ -116,17 +116,21 @@ def recommendation(request: Request, account: Work | None = None) -> Recommendat
 def sweep(
     result: Recommendation,
     sharing: Sharing,
-    sessions: Sequence[int],
+    sessions: Sequence[int] | Mapping[str, Sequence[int]],
     account: Work | None = None,
 ) -> list[Pooled]:
     """``planner.plan.recommend.option_sweep`` for a recommendation's request, reusing the runs
     the recommendation made; cached, under ``account``'s budget."""
-    counts = tuple(sessions)
+    counts = (
+        tuple(sorted((p, tuple(c)) for p, c in sessions.items()))
+        if isinstance(sessions, Mapping)
+        else tuple(sessions)
+    )
     request = _unsized(result.request)
     rows: list[Pooled] = _tables()["sweep"].get_or_make(  # type: ignore[assignment]
         repr((request, sharing, counts)),
         lambda: option_sweep(
-            result.request, sharing, counts, result.options, runs(), account or Work()
+            result.request, sharing, sessions, result.options, runs(), account or Work()
         ),
     )
     return rows

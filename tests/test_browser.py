@@ -512,3 +512,23 @@ def test_key_columns_of_plan_and_compare_fit_the_screen(
 def _artifact(name: str) -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS / f"{name}.png"
+
+
+A100_RESNET50 = "1:0.76,2:0.81,4:0.93,8:1.14,16:1.54,32:2.45,64:4.27,128:7.81,256:14.74"
+"""ResNet-50, TensorRT FP16 on an A100 80 GB (NVIDIA's DeepLearningExamples tables)."""
+
+
+def test_a_big_card_gets_a_seat_count_within_the_default_budget(server: str, page: Page) -> None:
+    # Hundreds of seats: the bracketed search answers under the page's default budget, and
+    # the charts sample the session axis and say so.
+    page.goto(f"{server}/?points={A100_RESNET50}&card=a100-80gb")
+    title = page.locator(".st-key-headline h1")
+    expect(title).to_have_text(HEADLINE, timeout=FIRST_RUN_MS)
+    seats = int(re.match(r"\d+", title.inner_text().strip()).group())  # type: ignore[union-attr]
+    assert seats >= 100
+    expect(page.get_by_text("over budget", exact=False)).to_have_count(0)
+    expect(page.get_by_text("left out", exact=False)).to_have_count(0, timeout=FIRST_RUN_MS)
+    expect(page.get_by_text("The session axis is sampled", exact=False).first).to_be_visible(
+        timeout=FIRST_RUN_MS
+    )
+    screenshot(page, "plan-big-card")

@@ -148,3 +148,29 @@ def test_recommend_bad_options_exit_2(cli, extra: tuple[str, ...], message: str)
     assert run.status == 2, run.out
     assert message in run.err
     assert run.out == ""
+
+
+def test_recommend_takes_up_to_4096_sessions_and_refuses_more_in_one_line(cli) -> None:
+    run = cli("recommend", "--points", LAPTOP, "--max-sessions", "5000", "--json")
+    assert run.status == 2, run.out
+    assert run.err.strip() == "planner: --max-sessions: must be from 1 to 4096"
+    # The laptop card fails within a few sessions, so 4,096 costs nothing more than 8.
+    quick = ("--seeds", "1", "--duration-s", "2", "--policies", "batch-all", "--json")
+    wide = cli("recommend", "--points", LAPTOP, "--max-sessions", "4096", *quick)
+    assert wide.status == 0, wide.err
+    narrow = cli("recommend", "--points", LAPTOP, "--max-sessions", "8", *quick)
+    assert wide.json["options"][0]["cap"] == narrow.json["options"][0]["cap"] < 8
+
+
+def test_recommend_searches_exhaustively_when_asked(cli) -> None:
+    quick = ("--seeds", "2", "--duration-s", "2", "--policies", "batch-all,oldest-first")
+    caps = {}
+    for search in ("bracketed", "exhaustive"):
+        run = cli("recommend", "--points", "1:0.5,8:2.0", *quick, "--search", search, "--json")
+        assert run.status == 0, run.err
+        caps[search] = [(o["policy"], o["cap"], o["cap_low"], o["cap_high"])
+                        for o in run.json["options"]]  # fmt: skip
+    assert caps["bracketed"] == caps["exhaustive"]
+    assert max(cap for _, cap, _, _ in caps["exhaustive"]) > 16  # beyond the exhaustive start
+    bad = cli("recommend", "--points", LAPTOP, "--search", "quick")
+    assert bad.status == 2 and "--search" in bad.err

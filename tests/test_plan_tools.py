@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 
 import planner.sim.policies
@@ -79,9 +80,12 @@ def test_option_sweep_keeps_each_policys_objective() -> None:
 
 def test_option_sweep_refuses_counts_outside_the_curve_table() -> None:
     with pytest.raises(BadInput, match=r"within 1\.\.64"):
-        option_sweep(request(), Sharing(), [0, 3])
+        option_sweep(request(max_sessions=8), Sharing(), [0, 3])
     with pytest.raises(BadInput):
-        option_sweep(request(), Sharing(), [65])
+        option_sweep(request(max_sessions=8), Sharing(), [65])
+    # Unset, the largest count is 4,096 sessions: the table covers them all.
+    with pytest.raises(BadInput, match=r"within 1\.\.4096"):
+        option_sweep(request(), Sharing(), [4097])
 
 
 def test_fleet_on_a_recommendation_made_without_peak_or_price() -> None:
@@ -183,7 +187,13 @@ def test_a_plans_option_simulates_as_the_plan_ran_it_calibration_included(
     assert detail.calibration == pinned.id and detail.curve == curve.id
     run = simulation_inputs(detail, store)
     assert run.calibration == pinned
-    assert run.scenario == request.scenario(option.policy, option.sharing, "central", 3, 1)
+    # The same run: the plan's table reaches further (to its largest count considered), but
+    # agrees on every batch that can run, and the card's peak is taken over the same range.
+    planned = request.scenario(option.policy, option.sharing, "central", 3, 1)
+    short = len(run.scenario.latency_ms)
+    assert run.scenario == planned.with_(latency_ms=planned.latency_ms[:short])
+    ours, theirs = simulate(run.scenario).records, simulate(planned).records
+    assert np.array_equal(ours.frame_latency, theirs.frame_latency)
     # ``planner simulate`` given the page's command runs the same calibrated scenario.
     command = command_line("simulate", detail)
     assert command[command.index("--calibration") + 1] == pinned.id

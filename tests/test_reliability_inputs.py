@@ -450,7 +450,7 @@ ARGUMENTS: list[tuple[str, ...]] = [
     ("fit", "--points", "1:5", "--upto", "abc"),
     ("fit", "--curve", "nosuchcurve1"),
     ("simulate", *POINTS, "--sessions", "0"),
-    ("simulate", *POINTS, "--sessions", "1025"),
+    ("simulate", *POINTS, "--sessions", "4097"),
     ("simulate", *POINTS, "--sessions", "two"),
     ("simulate", *POINTS, "--sessions", "1.5"),
     ("simulate", *POINTS, "--sessions", HUGE_NUMBER),

@@ -45,7 +45,9 @@ class HalfSpeed(SharingMode):
     isolation = Isolation(memory="toy memory isolation", fault="toy fault isolation")
     assumption = "Every batch takes twice as long as the curve says (a test's toy mode)."
 
-    def table(self, table: np.ndarray, sharing: Sharing) -> np.ndarray:
+    def table(
+        self, table: np.ndarray, sharing: Sharing, peak_upto: int | None = None
+    ) -> np.ndarray:
         return table * 2.0
 
 

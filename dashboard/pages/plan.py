@@ -25,6 +25,7 @@ from planner.plan.answer import Paragraph, plan_answer
 from planner.plan.options import Option, Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.pareto import dominated
+from planner.plan.recommend import CHART_EVERY_COUNT_UPTO, CHART_POINTS, chart_counts
 from planner.plan.resolve import (
     PlanInputs,
     command_line,
@@ -520,14 +521,14 @@ def charts(result: Recommendation, inputs: PlanInputs) -> None:
     views = st.tabs([s.label for s in sharings]) if len(sharings) > 1 else [st.container()]
     for view, sharing in zip(views, sharings, strict=True):
         mine = [o for o in result.options if o.sharing == sharing]
-        top = max(max(o.cap_high, o.cap) for o in mine)
-        upper = min(max(top + 4, 8), request.largest)
+        counts = chart_counts(mine, request.largest)
+        sampled = any(len(c) < c[-1] for c in counts.values())
         try:
             with (
                 st.spinner("Simulating every policy at each session count…"),
                 cache.working("Charting") as account,
             ):
-                rows = cache.sweep(result, sharing, range(1, upper + 1), account)
+                rows = cache.sweep(result, sharing, counts, account)
         except OverBudget as exc:
             view.info(
                 f"The charts for {sharing.label} are left out: drawing them {exc.problems[0]}."
@@ -551,6 +552,14 @@ def charts(result: Recommendation, inputs: PlanInputs) -> None:
                 width="stretch",
                 key=f"plan_chart_fps_{sharing.mode}",
             )
+            if sampled:
+                st.caption(
+                    f"The session axis is sampled: beyond {CHART_EVERY_COUNT_UPTO} sessions "
+                    "each policy is drawn at every count up to 16, at about "
+                    f"{CHART_POINTS} evenly spaced counts up to a little past its own cap and "
+                    "at the counts its search ran in full (its boundary among them), not at "
+                    "every count."
+                )
     st.caption(
         "Each point pools all random phase draws: latency is the percentile over every "
         "delivered frame, the frame rate is the slowest session on the worst draw. A policy "

@@ -28,6 +28,7 @@ from planner.sim.policies import POLICIES
 from planner.sim.scenario import MODES, PHASES, Scenario
 from planner.sim.sharing import owner_of, sharing_mode
 from planner.sim.sharing.choice import parse_duties, parse_memory, sharing_for
+from planner.sim.sharing.mps import peak_range
 from planner.sim.simulate import simulate
 from planner.sim.stages import WorkerStages
 
@@ -221,7 +222,9 @@ def run(args: argparse.Namespace) -> int:
     memory = memory_of(args, points, curve, scenario.sharing)
     if not memory.fits_one:
         raise BadInput(f"{memory.needs(1)}: no batch fits, so no session can be served")
-    scenario = scenario.with_(memory_batch_limit=memory.batch_limit)
+    scenario = scenario.with_(
+        memory_batch_limit=memory.batch_limit, peak_upto=peak_range(max(p.batch for p in points))
+    )
     calibration = _calibration(args, curve)
     if calibration is not None:
         scenario = calibration.apply(scenario)

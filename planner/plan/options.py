@@ -56,7 +56,7 @@ class Option:
     failures: tuple[Failure, ...]  # at cap + 1 on the central curve; empty at the limit
     binding_constraint: str
     extrapolated: bool
-    history: tuple[Pooled, ...]  # central curve, n = 1 .. cap + 1
+    history: tuple[Pooled, ...]  # central curve: the full runs its search made, n <= cap + 1
     deciding_batches: tuple[int, ...] = ()  # frames per batch size in the deciding runs
     per_card: int = 1
     card_share: float = 1.0

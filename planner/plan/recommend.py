@@ -24,7 +24,7 @@ when not even batch 1 fits, so the option holds no seat).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import cast
 
@@ -309,7 +309,8 @@ def _option(
         # Under these models every batch's latency also depends on the batch where the
         # curve's throughput peaks (thr_max), so that batch decides the cap too.
         table = np.asarray(request.table(sharing, "central"))
-        peak = int(np.argmax(np.arange(1, table.size + 1) / table)) + 1
+        upto = request.scenario(policy, sharing, "central", 1, 0, memory=False).peak_upto
+        peak = int(np.argmax((np.arange(1, table.size + 1) / table)[:upto])) + 1
         if peak >= frames.size:
             frames = np.pad(frames, (0, peak + 1 - frames.size))
         frames[peak] += max(int(frames.sum()), 1)
@@ -347,10 +348,40 @@ def _measure_next(request: Request, option: Option) -> Advice:
     )
 
 
+CHART_EVERY_COUNT_UPTO = 64
+"""Charts draw every session count up to this one; beyond, a sample (``chart_counts``)."""
+CHART_POINTS = 12
+
+
+def chart_counts(options: Sequence[Option], largest: int) -> dict[str, tuple[int, ...]]:
+    """The session counts to draw each option's policy at, for one sharing mode's options.
+
+    Every count from 1 to a few past the highest cap when that is at most
+    ``CHART_EVERY_COUNT_UPTO``. Beyond it the session axis is sampled: each policy up to a
+    little past its own cap (5%, at least 4 counts; at most ``largest``), at every count up
+    to 16, at the counts its search already ran in full (the boundary among them) and at
+    ``CHART_POINTS`` evenly spaced ones, so a big card's chart costs a few dozen runs per
+    policy rather than thousands.
+    """
+    top = max((max(o.cap_high, o.cap) for o in options), default=0)
+    if top + 4 <= CHART_EVERY_COUNT_UPTO:
+        upper = min(max(top + 4, 8), largest)
+        return {o.policy: tuple(range(1, upper + 1)) for o in options}
+    out = {}
+    for option in options:
+        cap = max(option.cap_high, option.cap)
+        upper = min(largest, cap + max(4, math.ceil(0.05 * cap)))
+        counts = set(range(1, min(16, upper) + 1))
+        counts.update(r.sessions for r in option.history if r.sessions <= upper)
+        counts.update(int(v) for v in np.linspace(1, upper, CHART_POINTS).round())
+        out[option.policy] = tuple(sorted(counts | {upper}))
+    return out
+
+
 def option_sweep(
     request: Request,
     sharing: Sharing,
-    sessions: Iterable[int],
+    sessions: Iterable[int] | Mapping[str, Iterable[int]],
     known: Sequence[Option] = (),
     cache: PoolCache | None = None,
     work: Work | None = None,
@@ -358,18 +389,24 @@ def option_sweep(
     """Every policy of ``request`` under ``sharing`` at each session count, seeds pooled
     exactly as the recommendation judges them (rows by policy, then session count).
 
-    Unlike ``planner.sim.sweep.sweep`` with one template, each policy keeps the request's
-    objective and batch parameters (a scenario drops the parameters its policy does not
-    use, so one template cannot carry them to every policy). Rows the recommendation
-    already computed (``known``: its options, whose ``history`` holds n = 1..cap+1) are
-    reused rather than simulated again, and so are rows in ``cache``; they are the same
-    runs. Raises BadInput when a count is outside 1..max(64, largest), the range the
-    request's curve table covers, or when not even batch 1 fits in the memory ``sharing``
-    leaves (nothing can run).
+    ``sessions`` is the counts for every policy, or the counts of each policy by name
+    (``chart_counts``). Unlike ``planner.sim.sweep.sweep`` with one template, each policy
+    keeps the request's objective and batch parameters (a scenario drops the parameters its
+    policy does not use, so one template cannot carry them to every policy). Rows the
+    recommendation already computed (``known``: its options, whose ``history`` holds the
+    full runs its search made up to cap + 1) are reused rather than simulated again, and
+    so are rows in ``cache``; they are the same runs. Raises BadInput when a count is
+    outside 1..max(64, largest), the range the request's curve table covers, or when not
+    even batch 1 fits in the memory ``sharing`` leaves (nothing can run).
     """
-    counts = sorted(set(sessions))
+    each = (
+        {p: sorted(set(sessions.get(p, ()))) for p in request.policies}
+        if isinstance(sessions, Mapping)
+        else dict.fromkeys(request.policies, sorted(set(sessions)))
+    )
     upto = max(64, request.largest)
-    if not counts or counts[0] < 1 or counts[-1] > upto:
+    every = [n for counts in each.values() for n in counts]
+    if not every or min(every) < 1 or max(every) > upto:
         raise BadInput(f"session counts must lie within 1..{upto}")
     done = {
         (row.policy, row.sessions): row
@@ -377,11 +414,11 @@ def option_sweep(
         if option.sharing == sharing
         for row in option.history
     }
-    missing = [(p, n) for p in request.policies for n in counts if (p, n) not in done]
+    missing = [(p, n) for p in request.policies for n in each[p] if (p, n) not in done]
     templates = [request.scenario(policy, sharing, "central", n, 0) for policy, n in missing]
     rows, _ = pooled_runs(templates, request.seeds, request.criteria.percentile, cache, work)
     done.update(zip(missing, rows, strict=True))
-    return [done[(p, n)] for p in request.policies for n in counts]
+    return [done[(p, n)] for p in request.policies for n in each[p]]
 
 
 def _summary(request: Request, best: Option, recommended: bool, measure: int | None) -> str:

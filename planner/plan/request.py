@@ -16,6 +16,7 @@ from planner.sim.calibration import Calibration
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import MAX_ARRIVALS, Phases, Scenario, Sharing
+from planner.sim.sharing.mps import peak_range
 from planner.sim.stages import NO_STAGES, WorkerStages
 from planner.units import FramesPerSecond, Milliseconds, UsdPerHour, is_finite
 
@@ -239,6 +240,7 @@ class Request:
             sharing=sharing,
             stages=self.stages if cpu else replace(self.stages, cpu_workers=0),
             memory_batch_limit=limit,
+            peak_upto=peak_range(max(p.batch for p in self.curve_for(sharing).points)),
         )
 
 

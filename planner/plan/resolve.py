@@ -21,6 +21,7 @@ from planner.sim.memory import MemoryLimit, available, memory_limit, memory_mode
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
 from planner.sim.sharing import Choice, default_modes, sharing_mode
+from planner.sim.sharing.mps import peak_range
 from planner.store.repository import Store
 
 
@@ -258,6 +259,7 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
         sharing=sharing,
         stages=params.stages,
         memory_batch_limit=memory.batch_limit,
+        peak_upto=peak_range(max(p.batch for p in source.points)),
     )
     if calibration is not None:
         scenario = calibration.apply(scenario)

@@ -116,6 +116,7 @@ def options_figure(
                 "hovertemplate": hover + "<extra>%{fullData.name}</extra>",
             }
         )
+    widest = max((r.sessions for o in options[:most] for r in o.history), default=1)
     what = f"p{percentile:g} latency, end to end (ms)" if metric == "latency" else "slowest fps"
     line = "budget" if metric == "latency" else "floor"
     layout = {
@@ -124,7 +125,8 @@ def options_figure(
             f"{'Latency' if metric == 'latency' else 'Slowest session'} against sessions, "
             f"up to one past each cap (the {line} dashed)"
         ),
-        "xaxis": {"title": {"text": SESSIONS_AXIS}, "dtick": 1},
+        # One tick per session count while they fit; beyond, Plotly's own spacing.
+        "xaxis": {"title": {"text": SESSIONS_AXIS}, **({"dtick": 1} if widest <= 40 else {})},
         "yaxis": {"title": {"text": what}, "rangemode": "tozero"},
         "shapes": [
             {

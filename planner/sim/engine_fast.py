@@ -74,7 +74,7 @@ def run_fast(scenario: Scenario) -> Records:
     """Simulate ``scenario`` and return its records (identical to ``run_reference``)."""
     arrival = arrivals(scenario)
     sharing = scenario.sharing
-    table = effective_table(np.asarray(scenario.latency_ms), sharing)
+    table = effective_table(np.asarray(scenario.latency_ms), sharing, scenario.peak_upto)
     reach = horizon(sharing, scenario.duration_ms, table, scenario.sessions)
     timeline = cotenant_timeline(sharing, scenario.seed, reach)
     return run_prepared(

@@ -60,7 +60,7 @@ def run_reference(scenario: Scenario) -> Records:
     stages = scenario.stages
     network, pre, post = stages.network_ms, stages.pre_ms, stages.post_ms
     pool = scenario.cpu_pool
-    table = effective_table(np.asarray(scenario.latency_ms), scenario.sharing)
+    table = effective_table(np.asarray(scenario.latency_ms), scenario.sharing, scenario.peak_upto)
     latency = np.r_[0.0, table]  # latency[b] for a batch of b
     reach = horizon(scenario.sharing, duration, table, n)
     timeline = cotenant_timeline(scenario.sharing, scenario.seed, reach)

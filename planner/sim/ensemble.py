@@ -127,9 +127,9 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
     # pending for the GPU in, shared by the runs that also have the same pre stage.
     orders: dict[object, Order] = {}
     for s in scenarios:
-        key = (s.latency_ms, s.sharing.kind.table_key(s.sharing))
+        key = (s.latency_ms, s.sharing.kind.table_key(s.sharing), s.peak_upto)
         if key not in table_sets:
-            table = effective_table(np.asarray(s.latency_ms), s.sharing)
+            table = effective_table(np.asarray(s.latency_ms), s.sharing, s.peak_upto)
             table_sets[key] = np.r_[0.0, table]
         tkey = s.sharing.kind.timeline_key(s.sharing, s.seed)
         if tkey is not None:
@@ -158,7 +158,7 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
             if tkey not in timeline_sets:
                 timeline_sets[tkey] = cotenant_timeline(s.sharing, s.seed, horizons[tkey])
             timeline = timeline_sets[tkey]
-        table = table_sets[(s.latency_ms, s.sharing.kind.table_key(s.sharing))]
+        table = table_sets[(s.latency_ms, s.sharing.kind.table_key(s.sharing), s.peak_upto)]
         okey = (akey, s.stages.network_ms, None if s.cpu_pool else s.stages.pre_ms)
         jobs.append(_Job(s, arrival_sets[akey], table, timeline, orders[okey]))
     run = _run_in_detail if detail else _run

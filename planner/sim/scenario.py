@@ -41,9 +41,11 @@ class Scenario:
 
     ``latency_ms[b - 1]`` is the latency of a batch of ``b`` frames on the card as measured
     (exclusive use); the table must cover every batch up to ``sessions`` (at most one frame
-    per session can be pending, so no batch is larger). The MPS and MIG models use the
-    whole table to find the card's best throughput, so the planner passes tables for batch
-    1..max(64, sessions).
+    per session can be pending, so no batch is larger). The MPS and derived MIG models
+    take the card's best throughput over batch 1..``peak_upto`` of the table (None: the
+    whole table); the planner passes max(64, the largest batch measured), so that a run's
+    result does not depend on how far a search or a page looks
+    (``planner.sim.sharing.mps.peak_range``).
 
     Policy parameters left as None take the policy's default; parameters a policy does not
     use are dropped, so two scenarios that simulate the same thing compare equal.
@@ -72,6 +74,7 @@ class Scenario:
     sharing: Sharing = field(default=EXCLUSIVE)
     stages: WorkerStages = field(default=NO_STAGES)
     memory_batch_limit: int | None = None
+    peak_upto: int | None = None
 
     def __post_init__(self) -> None:
         problems = _problems(self)
@@ -84,6 +87,11 @@ class Scenario:
         for name in ("max_batch", "max_queue_delay_us", "slo_ms"):
             if name not in used:
                 object.__setattr__(self, name, None)
+        peak = self.peak_upto
+        if peak is not None and (
+            peak >= len(self.latency_ms) or not self.sharing.kind.derived(self.sharing)
+        ):
+            object.__setattr__(self, "peak_upto", None)  # the whole table, or not used
         limit = self.memory_batch_limit
         if limit is not None and (limit >= self.sessions or POLICIES[self.policy].one_at_a_time):
             object.__setattr__(self, "memory_batch_limit", None)
@@ -178,6 +186,10 @@ def _problems(s: Scenario) -> list[str]:
         problems.append(f"overhead must be {limits.OVERHEAD_MS.words()} ms")
     if not isinstance(s.stages, WorkerStages):
         problems.append("stages must be a WorkerStages value (planner.sim.stages)")
+    if s.peak_upto is not None and not (
+        isinstance(s.peak_upto, int) and limits.MAX_BATCH.holds(s.peak_upto)
+    ):
+        problems.append(f"peak_upto must be {limits.MAX_BATCH.words()}")
     limit = s.memory_batch_limit
     if limit is not None and not (isinstance(limit, int) and limits.MAX_BATCH.holds(limit)):
         problems.append(f"the memory batch limit must be {limits.MAX_BATCH.words()}")

@@ -95,9 +95,12 @@ def derived(sharing: Sharing) -> bool:
     return sharing.kind.derived(sharing)
 
 
-def effective_table(table: np.ndarray, sharing: Sharing) -> np.ndarray:
-    """The latency table (index 0 = batch 1) under ``sharing``."""
-    return sharing.kind.table(np.asarray(table, dtype=np.float64), sharing)
+def effective_table(
+    table: np.ndarray, sharing: Sharing, peak_upto: int | None = None
+) -> np.ndarray:
+    """The latency table (index 0 = batch 1) under ``sharing`` (a derived mode's best
+    throughput over batch 1..``peak_upto``; None: the whole table)."""
+    return sharing.kind.table(np.asarray(table, dtype=np.float64), sharing, peak_upto)
 
 
 def horizon(sharing: Sharing, duration_ms: float, table: np.ndarray, sessions: int) -> float:

@@ -90,10 +90,13 @@ class Mig(SharingMode):
             problems.append("a MIG profile's memory must be a positive number of GB")
         return problems
 
-    def table(self, table: np.ndarray, sharing: Sharing) -> np.ndarray:
+    def table(
+        self, table: np.ndarray, sharing: Sharing, peak_upto: int | None = None
+    ) -> np.ndarray:
         if not sharing.mig_derived:
             return table
-        return slowed(table, float(sharing.mig_total or 1) / float(sharing.mig_slices or 1))
+        share = float(sharing.mig_total or 1) / float(sharing.mig_slices or 1)
+        return slowed(table, share, peak_upto)
 
     def derived(self, sharing: Sharing) -> bool:
         return sharing.mig_derived

@@ -233,8 +233,11 @@ class SharingMode:
 
     # --- How a batch's latency changes (the engines) ----------------------------------
 
-    def table(self, table: np.ndarray, sharing: Sharing) -> np.ndarray:
-        """The latency table (index 0 = batch 1) under this mode."""
+    def table(
+        self, table: np.ndarray, sharing: Sharing, peak_upto: int | None = None
+    ) -> np.ndarray:
+        """The latency table (index 0 = batch 1) under this mode; a derived mode takes the
+        card's best throughput over batch 1..``peak_upto`` (None: the whole table)."""
         return table
 
     def table_key(self, sharing: Sharing) -> tuple[object, ...]:

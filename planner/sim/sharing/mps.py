@@ -56,8 +56,10 @@ class Mps(SharingMode):
             return []
         return [f"the MPS compute share must be {limits.MPS_SHARE.words()} (%)"]
 
-    def table(self, table: np.ndarray, sharing: Sharing) -> np.ndarray:
-        return slowed(table, 100.0 / share_of(sharing))
+    def table(
+        self, table: np.ndarray, sharing: Sharing, peak_upto: int | None = None
+    ) -> np.ndarray:
+        return slowed(table, 100.0 / share_of(sharing), peak_upto)
 
     def derived(self, sharing: Sharing) -> bool:
         return True
@@ -118,14 +120,25 @@ def memory_limit_mb(sharing: Sharing, card_memory_gb: float | None) -> int | Non
     return math.floor(card_memory_gb * 1024 * share_of(sharing) / 100.0)
 
 
-def utilisation(table: np.ndarray) -> np.ndarray:
-    """``u(b) = min(1, thr(b) / thr_max)`` for every batch of the table (index 0 = batch 1)."""
+PEAK_AT_LEAST = 64
+"""The card's best throughput (thr_max) is taken over batch 1..max(64, the largest batch
+measured): the batch sizes the curve has evidence for, whatever the session count."""
+
+
+def peak_range(largest_measured: int) -> int:
+    """The batch sizes thr_max is taken over, for a curve measured up to this batch."""
+    return max(PEAK_AT_LEAST, int(largest_measured))
+
+
+def utilisation(table: np.ndarray, upto: int | None = None) -> np.ndarray:
+    """``u(b) = min(1, thr(b) / thr_max)`` for every batch of the table (index 0 = batch
+    1), thr_max being the best throughput over batch 1..``upto`` (None: the whole table)."""
     batches = np.arange(1, table.size + 1, dtype=np.float64)
     throughput = batches / table
-    return np.minimum(1.0, throughput / throughput.max())
+    return np.minimum(1.0, throughput / throughput[:upto].max())
 
 
-def slowed(table: np.ndarray, share: float) -> np.ndarray:
+def slowed(table: np.ndarray, share: float, upto: int | None = None) -> np.ndarray:
     """``L(b) * max(1, u(b) * share)``: a batch that needs more of the card than ``1 /
     share`` of it slows down in proportion (MPS, and MIG derived from the whole card)."""
-    return table * np.maximum(1.0, utilisation(table) * share)
+    return table * np.maximum(1.0, utilisation(table, upto) * share)
