@@ -190,6 +190,27 @@ def test_bad_study_files_get_one_clear_message_each_and_store_nothing(
         assert studies(store) == []
 
 
+def test_a_study_file_with_thousands_of_problems_prints_51_lines(cli: Any, tmp_path: Path) -> None:
+    """The command line printed one line per problem: 50,001 lines for 50,000 bad budgets.
+    Now the first 50, then one line counting the rest by kind."""
+    budgets = {**SMALL, "axes": {"budget_ms": [-1] * 50_000}}
+    curves = {**SMALL, "curves": {"ids": [f"nosuchcurve{i:04d}" for i in range(300)]}}
+    for name, raw, first, last in [
+        ("budgets", budgets, "axes.budget_ms[1]: must be from 0.001 to 600000",
+         "… and 49,951 more (49,950 × must be from … to …; 1 × a value is listed twice)"),
+        ("curves", curves, "curves.ids: no stored curve has the id 'nosuchcurve0000'",
+         "… and 250 more of the same kinds (250 × no stored curve has the id …)"),
+    ]:  # fmt: skip
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(raw))
+        run = cli("study", str(path))
+        assert run.status == 2 and "Traceback" not in run.err
+        lines = run.err.splitlines()
+        assert len(lines) == 51, (name, len(lines))
+        assert lines[0] == f"planner: {first}"
+        assert lines[-1] == f"planner: {last}"
+
+
 def test_several_problems_are_listed_at_once() -> None:
     with pytest.raises(BadInput) as refused:
         study_from_dict({"name": "", "curves": {}, "axes": {"budget_ms": [], "x": [1]}, "y": 1})
