@@ -12,7 +12,7 @@ import streamlit as st
 
 from dashboard.navigation import pages
 from dashboard.state import store
-from dashboard.text import md_list
+from dashboard.ui import show_problems
 from planner.errors import PlannerError
 from planner.sim.work import budget_frames, turns
 
@@ -53,13 +53,13 @@ def main() -> None:
     try:
         store()
     except PlannerError as exc:  # e.g. a damaged file, or another process held it too long
-        st.error(f"**The curve store cannot be opened.**\n\n{md_list(exc.problems)}")
+        show_problems("The curve store cannot be opened.", exc.problems)
         st.stop()
     try:  # the server's own settings, read where every page can say what is wrong
         budget_frames()
         turns()
     except PlannerError as exc:
-        st.error(f"**The server's settings are not valid.**\n\n{md_list(exc.problems)}")
+        show_problems("The server's settings are not valid.", exc.problems)
         st.stop()
 
     try:
@@ -68,4 +68,4 @@ def main() -> None:
         # The store can fail in the middle of a page (held too long by another process, a
         # full disk): say so in words, never with a traceback. Pages handle their own bad
         # input.
-        st.error(f"**This page stopped.**\n\n{md_list(exc.problems)}")
+        show_problems("This page stopped.", exc.problems)

@@ -15,6 +15,7 @@ import streamlit as st
 
 from dashboard.text import md, md_list
 from planner.curves.curve import Curve
+from planner.curves.imports.base import capped
 from planner.errors import NotFound
 from planner.plan.resolve import default_curve
 from planner.sim.work import OverBudget
@@ -60,9 +61,9 @@ def apply_next_run() -> None:
 
 
 def show_problems(title: str, problems: Iterable[str]) -> None:
-    """An error box: a bold title, then every problem as a literal bullet."""
-    items = list(problems)
-    st.error(f"**{title}**\n\n{md_list(items)}")
+    """An error box: a bold title, then each problem as a literal bullet; past the first
+    fifty, one bullet counts the rest by kind (``capped``)."""
+    st.error(f"**{title}**\n\n{md_list(capped(problems))}")
 
 
 def table(rows: Sequence[Mapping[str, Any]], *, key: str, **options: Any) -> None:

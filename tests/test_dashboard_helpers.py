@@ -288,3 +288,23 @@ def test_widget_values_round_trip_to_link_parameters(
         assert from_widget(name, to_widget(name, value)) == value
     with pytest.raises(BadInput, match="item 2 not a number"):
         from_widget("cotenants", "0.5,lots")
+
+
+def test_the_problem_box_shows_at_most_50_problems_and_counts_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A box of 2,000 problems was 2,000 bullets long; it is now 51, however many."""
+    import dashboard.ui
+
+    shown: list[str] = []
+    monkeypatch.setattr(dashboard.ui.st, "error", shown.append)
+    problems = [f"row {i}: batch '<b>{i}</b>' is not a number" for i in range(1, 2001)]
+    dashboard.ui.show_problems("Nothing was stored:", problems)
+    dashboard.ui.show_problems("Nothing was stored:", problems[:51])  # all of them fit
+    many, few = shown
+    bullets = many.split("\n\n", 1)[1].split("\n")
+    assert many.startswith("**Nothing was stored:**") and len(bullets) == 51
+    assert bullets[0] == f"- {md(problems[0])}" and "<b>" not in many  # literal text
+    counted = "… and 1,950 more of the same kinds (1,950 × batch … is not a number)"
+    assert bullets[-1] == f"- {md(counted)}"
+    assert few.split("\n\n", 1)[1] == "\n".join(f"- {md(p)}" for p in problems[:51])

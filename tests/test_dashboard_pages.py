@@ -278,6 +278,8 @@ def test_a_saved_plan_with_an_override_keeps_the_override(app: AppTest) -> None:
         ({"policies": "fastest"}, "'fastest' not among"),
         ({"curve": "zzzzzzzzzzzz"}, "no stored curve has that id"),
         ({"plan": "0123456789"}, "no saved plan with that id"),
+        ({"plan": ""}, "ignored plan: empty"),  # this page used to stop
+        ({"plan": "  "}, "ignored plan: empty"),
         ({"overhead_ms": "60"}, "leaves nothing of the 50 ms budget"),
         ({"mig_profile": "3g.40gb"}, "does not support MIG"),
         ({"card": "<script>alert(1)</script>"}, "only describe embedded points"),
@@ -294,6 +296,7 @@ def test_a_bad_link_opens_the_default_plan_with_one_message(
     plain = warning.replace("\\", "")
     assert message in plain
     assert "<script>" not in warning  # shown literally, escaped
+    assert not any("This page stopped" in e for e in texts(app.error))
     assert texts(app.title) == [headline_of(expected(PlanParams()))]
     assert app.number_input(key="plan_budget_ms").value == 50.0
 

@@ -324,6 +324,20 @@ def test_unknown_or_malformed_plan_ids_open_the_defaults() -> None:
         saved_plan_url("http://h", "../x")
 
 
+@pytest.mark.parametrize("empty", ["", "  ", [""], ["", " "]])
+def test_an_empty_plan_id_is_ignored_with_a_message(empty: str | list[str]) -> None:
+    # ``/?plan=`` used to pass for a saved plan, and the page stopped on its id ''.
+    def load(plan_id: str) -> dict[str, Any]:
+        raise AssertionError(f"no plan should be loaded, not {plan_id!r}")
+
+    assert decode(PlanParams, {"plan": empty}, load_plan=load) == (
+        PlanParams(),
+        ["ignored plan: empty"],
+    )
+    params, ignored = decode(PlanParams, {"plan": empty, "budget_ms": "60"}, load_plan=load)
+    assert params == PlanParams(budget_ms=60) and ignored == ["ignored plan: empty"]
+
+
 def test_every_parameter_has_a_valid_default_and_a_description() -> None:
     for name, parameter in PARAMETERS.items():
         assert parameter.doc, name

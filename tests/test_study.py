@@ -3,6 +3,7 @@ resuming without recomputing, and the Study page."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -187,6 +188,27 @@ def test_bad_study_files_get_one_clear_message_each_and_store_nothing(
     assert "Traceback" not in run.err
     with Store(db_path) as store:
         assert studies(store) == []
+
+
+def test_a_study_file_with_thousands_of_problems_prints_51_lines(cli: Any, tmp_path: Path) -> None:
+    """The command line printed one line per problem: 50,001 lines for 50,000 bad budgets.
+    Now the first 50, then one line counting the rest by kind."""
+    budgets = {**SMALL, "axes": {"budget_ms": [-1] * 50_000}}
+    curves = {**SMALL, "curves": {"ids": [f"nosuchcurve{i:04d}" for i in range(300)]}}
+    for name, raw, first, last in [
+        ("budgets", budgets, "axes.budget_ms[1]: must be from 0.001 to 600000",
+         "… and 49,951 more (49,950 × must be from … to …; 1 × a value is listed twice)"),
+        ("curves", curves, "curves.ids: no stored curve has the id 'nosuchcurve0000'",
+         "… and 250 more of the same kinds (250 × no stored curve has the id …)"),
+    ]:  # fmt: skip
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(raw))
+        run = cli("study", str(path))
+        assert run.status == 2 and "Traceback" not in run.err
+        lines = run.err.splitlines()
+        assert len(lines) == 51, (name, len(lines))
+        assert lines[0] == f"planner: {first}"
+        assert lines[-1] == f"planner: {last}"
 
 
 def test_several_problems_are_listed_at_once() -> None:
@@ -400,3 +422,74 @@ def test_ctrl_c_stops_the_command_and_keeps_what_finished(db_path: Path, tmp_pat
                            timeout=600, check=True)  # fmt: skip
     resumed = json.loads(again.stdout)
     assert resumed["already_stored"] == kept and resumed["computed"] == 500 - kept
+
+
+# A study that outlasts any test: 500 cells, each a search of one-minute simulations.
+LONG: dict[str, Any] = {**BIG, "name": "long", "fixed": {**BIG["fixed"], "duration_s": 60}}
+
+
+def _children(parent: int) -> dict[int, str]:
+    """The pool workers among ``parent``'s child processes, read from /proc: pid -> start
+    time (so a pid the system hands out again is not taken for the same process)."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            command = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:  # it ended while being read
+            continue
+        after_name = stat.rpartition(")")[2].split()  # state, ppid, ... (fields 3 on)
+        if int(after_name[1]) == parent and b"spawn_main" in command:
+            found[int(entry)] = after_name[19]  # field 22, the start time
+    return found
+
+
+def _alive(pid: int, started: str) -> bool:
+    try:
+        after_name = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return False
+    return after_name[19] == started and after_name[0] not in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_the_pool_workers_end_when_the_command_is_killed(
+    db_path: Path, tmp_path: Path, how: str
+) -> None:
+    """``kill -9`` or SIGTERM of ``planner study`` used to leave its workers alive, idle
+    and handed to PID 1, for good."""
+    import signal
+    import time
+
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(LONG))
+    environment = {**os.environ, "PLANNER_DB": str(db_path)}
+    command = [sys.executable, "-m", "planner", "study", str(path), "--workers", "2"]
+    log = tmp_path / "stderr.txt"
+    with log.open("wb") as errors:
+        running = subprocess.Popen(command, env=environment, stdout=subprocess.DEVNULL,
+                                   stderr=errors, start_new_session=True)  # fmt: skip
+    workers: dict[int, str] = {}
+    try:
+        deadline = time.monotonic() + 120
+        while len(workers) < 2 and time.monotonic() < deadline and running.poll() is None:
+            time.sleep(0.2)
+            workers = _children(running.pid)
+        assert len(workers) == 2 and running.poll() is None, log.read_text()[-3000:]
+        os.kill(running.pid, getattr(signal, how))
+        running.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(p, s) for p, s in workers.items()):
+            time.sleep(0.2)
+        left = [pid for pid, started in workers.items() if _alive(pid, started)]
+        assert left == [], f"workers {left} outlived the command"
+    finally:
+        for pid, started in workers.items():
+            if _alive(pid, started):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(running.pid, signal.SIGKILL)  # anything else it started
+        running.wait(timeout=30)

@@ -70,7 +70,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = args.handler(args)
     except PlannerError as exc:
-        for problem in exc.problems:
+        from planner.curves.imports.base import capped
+
+        for problem in capped(exc.problems):  # a few lines, however many problems
             print(f"planner: {problem}", file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -153,6 +153,11 @@ def decode(
 def _saved(
     raw: object, load_plan: Callable[[str], Mapping[str, Any]], ignored: list[str]
 ) -> dict[str, Any]:
+    values = [raw] if isinstance(raw, str) else raw if isinstance(raw, list | tuple) else None
+    if values is not None and all(isinstance(v, str) and not v.strip() for v in values):
+        # Unlike an empty plan field (its default), ``plan=`` names no saved plan to open.
+        ignored.append(f"ignored {PLAN_KEY}: empty")
+        return {}
     text = _one_value(PLAN_KEY, raw, ignored)
     if text is None:
         return {}

@@ -6,7 +6,9 @@ Engines (no home-made distribution):
 - ``local`` (the default): a ``concurrent.futures`` process pool of ``workers`` processes
   (default: one per core), started with ``spawn``. Each worker gets the study's fitted
   curves once, through the pool's initializer, and runs its simulations on one thread,
-  so the pool and the simulator's own threads do not oversubscribe the cores.
+  so the pool and the simulator's own threads do not oversubscribe the cores. A worker
+  ends when this process does, however it ends (``kill -9`` included): it would
+  otherwise wait for work forever, since it holds the pool's queues open itself.
 - ``ray``: an existing Ray cluster (``address``) or a local Ray started for the run.
   The curves go into Ray's object store once; each task computes a small chunk of cells
   with one CPU; results are taken with ``ray.wait`` as they complete. Ray is imported
@@ -19,8 +21,12 @@ cell that fails is tried once more, then stored with its error.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
+import signal
+import sys
+import threading
 import time
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -132,11 +138,46 @@ def default_workers() -> int:
 _CURVES: dict[str, FittedCurve] = {}
 
 
-def _start_worker(curves: dict[str, FittedCurve]) -> None:
-    """A pool worker's initializer: the curves, once; simulations on one thread."""
+_PR_SET_PDEATHSIG = 1
+_PARENT_CHECK_S = 1.0
+
+
+def _start_worker(curves: dict[str, FittedCurve], parent: int) -> None:
+    """A pool worker's initializer: the curves, once; simulations on one thread; and an
+    end when the ``parent`` process (the driver) ends."""
+    _follow_parent(parent)
     _CURVES.clear()
     _CURVES.update(curves)
     ensemble.set_threads(1)
+
+
+def _follow_parent(parent: int) -> None:
+    """End this process when ``parent`` ends, so that a driver killed with ``kill -9``
+    or SIGTERM leaves no idle workers behind.
+
+    On Linux the kernel sends SIGTERM when the parent goes (``PR_SET_PDEATHSIG``; strictly
+    when the driver's thread that started this worker ends, which is the thread running
+    the study, so never while the pool is in use). Elsewhere, and as well, a thread checks
+    once a second whether this process has been handed to another parent. A parent that
+    went before either was set up is caught by the first check.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+            zero = ctypes.c_ulong(0)
+            prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGTERM), zero, zero, zero)
+        except (OSError, AttributeError):  # no prctl here: the thread below does it
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(_PARENT_CHECK_S)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="follow-parent", daemon=True).start()
 
 
 def evaluate(jobs: Sequence[Job], curves: dict[str, FittedCurve]) -> list[CellResult]:
@@ -310,7 +351,7 @@ def _run_local(
         max_workers=min(workers, len(jobs)),
         mp_context=context,
         initializer=_start_worker,
-        initargs=(curves,),
+        initargs=(curves, os.getpid()),
     )
     retried: set[str] = set()
     queue = _chunks(jobs)

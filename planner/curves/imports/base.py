@@ -263,12 +263,26 @@ class Problems:
         if len(common) > 5:
             shown += f"; and {len(common) - 5} other kinds"
         same = " of the same kinds" if set(self.more) <= seen else ""
-        return [*self.kept, f"{self.name}: … and {total:,} more{same} ({shown})"]
+        where = f"{self.name}: " if self.name else ""
+        return [*self.kept, f"{where}… and {total:,} more{same} ({shown})"]
 
     def check(self) -> None:
         """Raise BadInput (``FileProblems``) with the report when there is any problem."""
         if self.kept:
             raise FileProblems(self)
+
+
+def capped(problems: Iterable[str], limit: int = MAX_PROBLEMS_PER_FILE) -> list[str]:
+    """Any list of problems as a report that does not grow with it (what the command
+    line prints, what the dashboard's problem box shows): every problem when they fit in
+    ``limit`` + 1 lines, else the first ``limit`` word for word and one line counting the
+    rest by kind, as ``Problems`` reports a file's."""
+    items = list(problems)
+    if len(items) <= limit + 1:  # a line that counts one more would save nothing
+        return items
+    report = Problems("", limit)
+    report.extend(items)
+    return report.lines()
 
 
 class FileProblems(BadInput):
