@@ -101,6 +101,7 @@ LOADTEST_RUN = Bound(0, 999_999, whole=True)  # a run's number in a bundle of th
 RECORD_MS = Bound(-1e13, 1e13)
 """A time in a worker's per-frame records, in ms from any origin: three centuries either
 way, so milliseconds since 1970 fit and a figure in microseconds or nanoseconds does not."""
+LOAD_AVERAGE = Bound(0, 1_000_000)  # the machine's load average a load test records
 
 # -- demand over time (``planner.demand.profiles``) ----------------------------------------
 DEMAND_SESSIONS = Bound(0, 10_000_000)  # concurrent sessions in one step of a profile

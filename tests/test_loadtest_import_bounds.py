@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import resource
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,7 @@ import pytest
 
 from planner.curves.curve import Point, make_curve
 from planner.curves.fit import fit_curve
+from planner.curves.imports.base import MAX_PROBLEMS_PER_FILE
 from planner.store.repository import Store
 from planner.validate.loadtest import run_loadtest
 from planner.validate.loadtest_store import loadtests
@@ -29,6 +34,7 @@ from planner.validate.worker.backends import SleepBackend
 from planner.validate.worker.bundle import FRAMES, MANIFEST, write_bundle
 
 Bundle = tuple[dict[str, Any], str]
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -135,3 +141,190 @@ def test_a_bundle_file_that_cannot_be_read_as_one_is_one_line(
     manifest, frames = change(copy.deepcopy(bundle[0]), bundle[1])
     run = cli("loadtest", "import", _write(tmp_path / "b", manifest, frames))
     _refused(run, store, message)
+
+
+DELETE = object()
+
+
+def _set(*path: Any) -> Callable[[dict[str, Any]], None]:
+    """A change to a manifest: the value at ``path[:-1]`` set to ``path[-1]`` (deleted
+    for ``DELETE``)."""
+    *keys, value = path
+
+    def change(manifest: dict[str, Any]) -> None:
+        where: Any = manifest
+        for key in keys[:-1]:
+            where = where[key]
+        if value is DELETE:
+            del where[keys[-1]]
+        else:
+            where[keys[-1]] = value
+
+    return change
+
+
+def _repeat_first_run(manifest: dict[str, Any]) -> None:
+    manifest["runs"].append(copy.deepcopy(manifest["runs"][0]))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        # Missing or mistyped: once a traceback (KeyError, ValueError, TypeError, ...).
+        pytest.param(_set("runs", 0, "run", DELETE), "runs[0] has no run", id="no-run"),
+        pytest.param(
+            _set("runs", 0, "run", "x"),
+            "runs[0].run 'x' must be a whole number from 0 to 999999",
+            id="text-run",
+        ),
+        pytest.param(_set("runs", 0, "seed", DELETE), "runs[0] has no seed", id="no-seed"),
+        pytest.param(
+            _set("runs", 0, "seed", [1]),
+            "runs[0].seed [1] must be a whole number from 0 to",
+            id="list-seed",
+        ),
+        pytest.param(
+            _set("runs", 0, "sessions", DELETE), "runs[0] has no sessions", id="no-sessions"
+        ),
+        pytest.param(
+            _set("runs", 0, "sessions", "two"),
+            "runs[0].sessions 'two' must be a whole number from 1 to 4096",
+            id="text-sessions",
+        ),
+        pytest.param(_set("runs", 0, "policy", DELETE), "runs[0] has no policy", id="no-policy"),
+        pytest.param(_set("pre_ms", DELETE), "pre_ms is missing", id="no-pre-ms"),
+        pytest.param(
+            _set("pre_ms", "x"), "pre_ms 'x' must be from 0 to 60000 ms", id="text-pre-ms"
+        ),
+        pytest.param(_set("options", DELETE), "options is missing", id="no-options"),
+        pytest.param(_set("options", [1]), "options must be an object", id="list-options"),
+        pytest.param(
+            _set("options", "input_shape", [float("inf"), 1, 1]),
+            "options: not the options of a load test",
+            id="infinite-input-shape",
+        ),
+        pytest.param(
+            _set("options", "device", 3),
+            "options: not the options of a load test (device: not text)",
+            id="number-device",
+        ),
+        pytest.param(_set("environment", DELETE), "environment is missing", id="no-environment"),
+        pytest.param(
+            _set("environment", [1]), "environment must be an object", id="list-environment"
+        ),
+        pytest.param(
+            _set("environment", "ab"), "environment must be an object", id="text-environment"
+        ),
+        # Once stored, then a traceback while printing the comparison.
+        pytest.param(
+            _set("environment", "load_average_start", "x"),
+            "environment.load_average_start must be a list of one to three load averages",
+            id="text-load-average",
+        ),
+        pytest.param(
+            _set("runs", {"a": 1}), "runs must be a list of at least one run", id="object-runs"
+        ),
+        pytest.param(
+            _set("runs", "abc"), "runs must be a list of at least one run", id="text-runs"
+        ),
+        pytest.param(_set("runs", 0, [1]), "runs[0] must be an object", id="list-run"),
+        # Once stored although wrong.
+        pytest.param(
+            _set("runs", 0, "sessions", 1.5),
+            "runs[0].sessions 1.5 must be a whole number from 1 to 4096",
+            id="fractional-sessions",
+        ),
+        pytest.param(
+            _set("pre_ms", float("nan")), "pre_ms nan must be from 0 to 60000 ms", id="nan-pre-ms"
+        ),
+        pytest.param(
+            _set("pre_ms", 1e300), "pre_ms 1e+300 must be from 0 to 60000 ms", id="huge-pre-ms"
+        ),
+        pytest.param(
+            _repeat_first_run,
+            "runs[2].run 0 repeats runs[0].run; each run is listed once",
+            id="duplicate-run",
+        ),
+    ],
+)
+def test_a_bad_value_in_the_manifest_is_one_line_and_nothing_is_stored(
+    cli: Any,
+    store: Store,
+    bundle: Bundle,
+    tmp_path: Path,
+    change: Callable[[dict[str, Any]], None],
+    message: str,
+) -> None:
+    manifest, frames = copy.deepcopy(bundle[0]), bundle[1]
+    change(manifest)
+    run = cli("loadtest", "import", _write(tmp_path / "b", manifest, frames))
+    assert _refused(run, store, message)[0].startswith(f"planner: {MANIFEST}: ")
+
+
+def _no_frames(k: int) -> dict[str, Any]:
+    return {"run": 100 + k, "sessions": 1, "policy": "batch-all", "seed": 0}
+
+
+def _bad_sessions(k: int) -> dict[str, Any]:
+    return {**_no_frames(k), "sessions": 0}
+
+
+@pytest.mark.parametrize(
+    ("entry", "first", "rest"),
+    [
+        pytest.param(
+            _no_frames,
+            "run 100: no frames in the bundle",
+            "× no frames in the bundle",
+            id="runs-without-frames",
+        ),
+        pytest.param(
+            _bad_sessions,
+            "runs[2].sessions 0 must be a whole number from 1 to 4096",
+            "× runs[…].sessions … must be a whole number",
+            id="bad-session-counts",
+        ),
+    ],
+)
+def test_thousands_of_bad_runs_give_the_first_problems_and_a_count(
+    cli: Any,
+    store: Store,
+    bundle: Bundle,
+    tmp_path: Path,
+    entry: Callable[[int], dict[str, Any]],
+    first: str,
+    rest: str,
+) -> None:
+    manifest, frames = copy.deepcopy(bundle[0]), bundle[1]
+    manifest["runs"] += [entry(k) for k in range(20_000)]
+    run = cli("loadtest", "import", _write(tmp_path / "b", manifest, frames))
+    said = _refused(run, store, first, lines=MAX_PROBLEMS_PER_FILE + 1)
+    more = 20_000 - MAX_PROBLEMS_PER_FILE
+    assert f"… and {more:,} more of the same kinds ({more:,} {rest}" in said[-1]
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))
+
+
+def test_a_session_count_of_a_billion_is_refused_before_anything_is_sized(
+    bundle: Bundle, db_path: Path, tmp_path: Path
+) -> None:
+    # Once a table of a billion latencies (21 GB) was built before the count was checked:
+    # here under a 3 GiB address space and a minute, in a process of its own.
+    manifest = copy.deepcopy(bundle[0])
+    manifest["runs"][0]["sessions"] = 1_000_000_000
+    folder = _write(tmp_path / "b", manifest, bundle[1])
+    env = {**os.environ, "PLANNER_DB": str(db_path), "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "planner", "loadtest", "import", str(folder)],
+        capture_output=True, text=True, timeout=60, env=env, preexec_fn=_limit_memory,
+    )  # fmt: skip
+    said = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert said == [
+        f"planner: {MANIFEST}: runs[0].sessions 1000000000 must be a whole number from 1 to 4096"
+    ]
+    assert done.stdout == ""
+    with Store(db_path) as store:
+        assert loadtests(store) == []
