@@ -101,6 +101,8 @@ LOADTEST_RUN = Bound(0, 999_999, whole=True)  # a run's number in a bundle of th
 RECORD_MS = Bound(-1e13, 1e13)
 """A time in a worker's per-frame records, in ms from any origin: three centuries either
 way, so milliseconds since 1970 fit and a figure in microseconds or nanoseconds does not."""
+MEASURED_FPS = Bound(0, FPS.high)  # a session's delivered frame rate in a summary (0: starved)
+MEASURED_MS = Bound(MIN_LATENCY_MS, 600_000)  # a latency percentile in a summary
 LOAD_AVERAGE = Bound(0, 1_000_000)  # the machine's load average a load test records
 
 # -- demand over time (``planner.demand.profiles``) ----------------------------------------

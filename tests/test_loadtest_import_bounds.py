@@ -328,3 +328,40 @@ def test_a_session_count_of_a_billion_is_refused_before_anything_is_sized(
     assert done.stdout == ""
     with Store(db_path) as store:
         assert loadtests(store) == []
+
+
+# -- per-frame records and per-session summaries ------------------------------------------
+
+
+def test_a_summary_figure_of_5000_digits_is_refused(cli: Any, store: Store, tmp_path: Path) -> None:
+    path = tmp_path / "summary.csv"
+    path.write_text(f"session,fps\n0,{'9' * 5000}\n1,15-19\n", encoding="utf-8")
+    run = cli("loadtest", "import", path, "--points", "1:19.6,2:39.2", "--sessions", "2",
+              "--policy", "round-robin", "--seeds", "1")  # fmt: skip
+    _refused(run, store, "summary.csv line 2: fps '999999999999999999999999999999' must be "
+             "from 0 to 240")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        pytest.param(
+            "a,-1e300,5,delivered",
+            "frames.csv line 4: capture_ms -1e+300 must be from "
+            "-10000000000000 to 10000000000000 ms",
+            id="capture-ms",
+        ),
+        pytest.param(
+            "a,2,1e300,delivered", "frames.csv line 4: done_ms 1e+300 must be from", id="done-ms"
+        ),
+    ],
+)
+def test_a_record_time_out_of_range_is_refused(
+    cli: Any, store: Store, tmp_path: Path, row: str, message: str
+) -> None:
+    path = tmp_path / "frames.csv"
+    path.write_text(f"session,capture_ms,done_ms,status\na,1,2,delivered\nb,1,3,delivered\n{row}\n",
+                    encoding="utf-8")  # fmt: skip
+    run = cli("loadtest", "import", path, "--points", "1:19.6,2:39.2", "--sessions", "2",
+              "--policy", "round-robin", "--duration-s", "1", "--seeds", "1")  # fmt: skip
+    _refused(run, store, message)

@@ -65,6 +65,13 @@ MAX_TABLE_BYTES = 64 * 1024 * 1024
 """The largest per-frame or summary file read (about a million frames)."""
 FRAME_COLUMNS = ("session", "capture_ms", "done_ms", "status")
 SUMMARY_COLUMNS = ("fps", "p50_ms", "p99_ms", "overwritten")
+SUMMARY_BOUNDS = {
+    "fps": limits.MEASURED_FPS,
+    "p50_ms": limits.MEASURED_MS,
+    "p99_ms": limits.MEASURED_MS,
+    "overwritten": limits.MAX_OVERWRITTEN,
+}
+"""The range of each figure of a per-session summary."""
 STATUSES = ("delivered", "overwritten", "expired", "pending")
 
 
@@ -386,6 +393,12 @@ def import_frames(name: str, text: str, scenario: Scenario, seeds: int) -> Run:
         if capture is None:
             found.append(f"{name} line {line}: capture_ms is not a number")
             continue
+        wrong = [(c, v) for c, v in (("capture_ms", capture), ("done_ms", done))
+                 if v is not None and not limits.RECORD_MS.holds(v)]  # fmt: skip
+        if wrong:
+            found.extend(f"{name} line {line}: {c} {_show(v)} must be "
+                         f"{limits.RECORD_MS.words()} ms" for c, v in wrong)  # fmt: skip
+            continue
         if status == "delivered" and (done is None or done < capture):
             found.append(f"{name} line {line}: a delivered frame needs done_ms at or after "
                          "its capture_ms")  # fmt: skip
@@ -427,10 +440,14 @@ _RANGE = re.compile(
 )
 
 
-def parse_range(text: str, what: str, *, fraction: bool = False) -> Interval | None:
+def parse_range(
+    text: str, what: str, *, fraction: bool = False, bound: limits.Bound | None = None
+) -> Interval | None:
     """``"16"`` -> (16, 16); ``"16-20"`` or ``"16–20"`` -> (16, 20); empty -> None. With
     ``fraction``, ``"20-25%"`` -> (0.2, 0.25), and a value above 1 without ``%`` is
-    refused (a percentage written without its sign). BadInput says what is wrong."""
+    refused (a percentage written without its sign). With ``bound``, both ends must lie
+    inside it (a number of thousands of digits reads as infinite, and is refused).
+    BadInput says what is wrong."""
     if not text.strip():
         return None
     found = _RANGE.match(text)
@@ -449,7 +466,9 @@ def parse_range(text: str, what: str, *, fraction: bool = False) -> Interval | N
                 f"{what} {text.strip()!r} is above 1: write a fraction (0.2) or a percentage (20%)"
             )
         if high > 1.0:
-            raise BadInput(f"{what} {text.strip()!r} is above 100%")
+            raise BadInput(f"{what} {text.strip()[:30]!r} is above 100%")
+    if bound is not None and not (bound.holds(low) and bound.holds(high)):
+        raise BadInput(f"{what} {text.strip()[:30]!r} must be {bound.words()}")
     if high < low:
         raise BadInput(f"{what} {text.strip()!r}: the range ends below its start")
     return (low, high)
@@ -477,8 +496,9 @@ def import_summary(name: str, text: str, scenario: Scenario, seeds: int) -> Run:
         for column in given:
             try:
                 row[column] = parse_range(
-                    cells[header.index(column)], column, fraction=column == "overwritten"
-                )
+                    cells[header.index(column)], column, fraction=column == "overwritten",
+                    bound=SUMMARY_BOUNDS[column],
+                )  # fmt: skip
             except BadInput as exc:
                 found.append(f"{name} line {line}: {exc.problems[0]}")
                 bad = True
