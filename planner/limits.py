@@ -97,6 +97,13 @@ PRICE_PER_HOUR = Bound(0, 10_000)
 # -- a load test of the reference worker (``planner.validate.loadtest``) ------------------
 LOADTEST_CPU_WORKERS = Bound(1, 64, whole=True)  # threads that run its real CPU work
 TORCH_THREADS = Bound(1, 1024, whole=True)  # PyTorch's CPU threads during a load test
+LOADTEST_RUN = Bound(0, 999_999, whole=True)  # a run's number in a bundle of the worker
+RECORD_MS = Bound(-1e13, 1e13)
+"""A time in a worker's per-frame records, in ms from any origin: three centuries either
+way, so milliseconds since 1970 fit and a figure in microseconds or nanoseconds does not."""
+MEASURED_FPS = Bound(0, FPS.high)  # a session's delivered frame rate in a summary (0: starved)
+MEASURED_MS = Bound(MIN_LATENCY_MS, 600_000)  # a latency percentile in a summary
+LOAD_AVERAGE = Bound(0, 1_000_000)  # the machine's load average a load test records
 
 # -- demand over time (``planner.demand.profiles``) ----------------------------------------
 DEMAND_SESSIONS = Bound(0, 10_000_000)  # concurrent sessions in one step of a profile

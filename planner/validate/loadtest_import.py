@@ -36,17 +36,19 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from planner import limits
 from planner.curves.curve import Curve
 from planner.curves.fit import fit_curve
 from planner.curves.imports import read_files
 from planner.curves.imports.base import ImportOptions, Problems
 from planner.errors import BadInput
+from planner.sim.policies import POLICIES
 from planner.sim.results import e2e_latencies
 from planner.sim.scenario import Scenario
 from planner.sim.simulate import simulate
@@ -54,7 +56,7 @@ from planner.validate.loadtest import calibrate
 from planner.validate.measured_vs_predicted import Interval, Summary
 from planner.validate.options import LOADTEST_STAGES, LoadTestOptions
 from planner.validate.runs import LoadTest, Run
-from planner.validate.worker.bundle import read_bundle
+from planner.validate.worker.bundle import MANIFEST, read_frames_file, read_manifest
 from planner.validate.worker.checks import problems as record_problems
 from planner.validate.worker.frames import from_columns
 
@@ -63,6 +65,13 @@ MAX_TABLE_BYTES = 64 * 1024 * 1024
 """The largest per-frame or summary file read (about a million frames)."""
 FRAME_COLUMNS = ("session", "capture_ms", "done_ms", "status")
 SUMMARY_COLUMNS = ("fps", "p50_ms", "p99_ms", "overwritten")
+SUMMARY_BOUNDS = {
+    "fps": limits.MEASURED_FPS,
+    "p50_ms": limits.MEASURED_MS,
+    "p99_ms": limits.MEASURED_MS,
+    "overwritten": limits.MAX_OVERWRITTEN,
+}
+"""The range of each figure of a per-session summary."""
 STATUSES = ("delivered", "overwritten", "expired", "pending")
 
 
@@ -112,28 +121,172 @@ def bundle_curve(manifest: dict[str, Any]) -> Curve:
     ]
 
 
+@dataclass(frozen=True)
+class _Entry:
+    """One run a bundle's manifest lists, its values checked."""
+
+    run: int
+    sessions: int
+    policy: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class _Manifest:
+    """What import reads from a bundle's ``loadtest.json``, each value checked."""
+
+    options: LoadTestOptions
+    pre_ms: float
+    post_ms: float
+    environment: dict[str, Any]
+    entries: tuple[_Entry, ...]
+
+
+MANIFEST_FIELDS = ("curve", "options", "pre_ms", "post_ms", "environment", "runs")
+"""What a bundle's manifest holds beside its format (``write_bundle`` writes them all)."""
+_ENVIRONMENT_LISTS = ("load_average_start", "load_average_end")
+"""Environment values the reports format as numbers: lists of the 1, 5 and 15 minute
+load averages."""
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 30 else text[:29] + "…"
+
+
+def _whole(value: Any, bound: limits.Bound) -> int | None:
+    """``value`` as a whole number inside ``bound`` (a float only where it holds one
+    exactly), else None; a bool is not a number."""
+    if not bound.holds(value) or (isinstance(value, float) and abs(value) >= 2**53):
+        return None
+    return int(value)
+
+
+def check_manifest(manifest: dict[str, Any]) -> _Manifest:
+    """The values import reads from a bundle's manifest, each checked against its range
+    in ``planner.limits`` before anything is sized from it. BadInput lists every problem
+    (the first ``MAX_PROBLEMS_PER_FILE`` word for word, the rest counted)."""
+    found = Problems(MANIFEST)
+    missing = [k for k in MANIFEST_FIELDS if k not in manifest]
+    if missing:
+        found.append(
+            f"{MANIFEST}: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing "
+            f"(a bundle's manifest has {', '.join(MANIFEST_FIELDS)})"
+        )
+    options = None
+    given = manifest.get("options")
+    if "options" in manifest and not isinstance(given, dict):
+        found.append(f"{MANIFEST}: options must be an object, not {_show(given)}")
+    elif isinstance(given, dict):
+        try:
+            options = LoadTestOptions.from_dict(given)
+        except BadInput as exc:
+            found.extend(f"{MANIFEST}: options: {p}" for p in exc.problems)
+    stages: dict[str, float] = {}
+    for name in ("pre_ms", "post_ms"):
+        value = manifest.get(name, 0.0)
+        if not limits.STAGE_MS.holds(value):
+            found.append(f"{MANIFEST}: {name} {_show(value)} must be {limits.STAGE_MS.words()} ms")
+            value = 0.0
+        stages[name] = float(value)
+    environment = manifest.get("environment")
+    if "environment" in manifest:
+        found.extend(_environment_problems(environment))
+    entries = _entries(manifest.get("runs"), found) if "runs" in manifest else ()
+    found.check()
+    assert options is not None and isinstance(environment, dict)  # else a problem was found
+    return _Manifest(options, stages["pre_ms"], stages["post_ms"], dict(environment), entries)
+
+
+def _environment_problems(environment: Any) -> list[str]:
+    if not isinstance(environment, dict):
+        return [f"{MANIFEST}: environment must be an object, not {_show(environment)}"]
+    out = []
+    machine = environment.get("machine")
+    if machine is not None and not isinstance(machine, dict):
+        out.append(f"{MANIFEST}: environment.machine must be an object, not {_show(machine)}")
+    for name in _ENVIRONMENT_LISTS:
+        values = environment.get(name)
+        if values is None:
+            continue
+        if not (isinstance(values, list) and 1 <= len(values) <= 3
+                and all(limits.LOAD_AVERAGE.holds(v) for v in values)):  # fmt: skip
+            out.append(
+                f"{MANIFEST}: environment.{name} must be a list of one to three load "
+                f"averages, each {limits.LOAD_AVERAGE.words()}, not {_show(values)}"
+            )
+    return out
+
+
+def _entries(runs: Any, found: Problems) -> tuple[_Entry, ...]:
+    """The runs a manifest lists, each checked; a problem for each bad value, and for a
+    run number listed twice."""
+    if not isinstance(runs, list) or not runs:
+        found.append(f"{MANIFEST}: runs must be a list of at least one run, not {_show(runs)}")
+        return ()
+    entries: list[_Entry] = []
+    first: dict[int, int] = {}  # run number -> the index that listed it first
+    for i, entry in enumerate(runs):
+        where = f"{MANIFEST}: runs[{i}]"
+        if not isinstance(entry, dict):
+            found.append(f"{where} must be an object, not {_show(entry)}")
+            continue
+        values: dict[str, Any] = {}
+        for name, bound in (("run", limits.LOADTEST_RUN), ("sessions", limits.SESSIONS),
+                            ("seed", limits.SEED)):  # fmt: skip
+            if name not in entry:
+                found.append(f"{where} has no {name}")
+                continue
+            values[name] = _whole(entry[name], bound)
+            if values[name] is None:
+                found.append(f"{where}.{name} {_show(entry[name])} must be {bound.words()}")
+        policy = entry.get("policy")
+        if "policy" not in entry:
+            found.append(f"{where} has no policy")
+        elif not isinstance(policy, str) or policy not in POLICIES:
+            found.append(f"{where}.policy {_show(policy)} must be one of {', '.join(POLICIES)}")
+        number = values.get("run")
+        if number is not None:
+            if number in first:
+                found.append(f"{where}.run {number} repeats runs[{first[number]}].run; each run "
+                             "is listed once")  # fmt: skip
+                continue
+            first[number] = i
+        if all(values.get(k) is not None for k in ("run", "sessions", "seed")) and (
+            isinstance(policy, str) and policy in POLICIES
+        ):
+            entries.append(_Entry(values["run"], values["sessions"], policy, values["seed"]))
+    return tuple(entries)
+
+
 def import_bundle(path: Path, *, seeds_note: str = "") -> LoadTest:
     """A load test from a reference worker's bundle: its runs summarised and predicted
     here on the bundle's curve, a calibration fitted from them. BadInput when the bundle
-    is unreadable or its records are inconsistent (each problem named)."""
-    manifest, frames = read_bundle(path)
-    curve = bundle_curve(manifest)
-    options = LoadTestOptions.from_dict(manifest.get("options") or {})
+    is unreadable, a value of its manifest is missing or out of range (``check_manifest``,
+    before anything is sized from one), or its records are inconsistent; each problem is
+    named, the first ``MAX_PROBLEMS_PER_FILE`` word for word and the rest counted."""
+    raw = read_manifest(path)
+    manifest = check_manifest(raw)
+    curve = bundle_curve(raw)
+    frames = read_frames_file(path)
+    options, pre, post = manifest.options, manifest.pre_ms, manifest.post_ms
     fitted = fit_curve(curve.points)
-    entries = manifest.get("runs") or []
-    largest = max([int(e["sessions"]) for e in entries] or [1])
+    largest = max(e.sessions for e in manifest.entries)
     table = tuple(float(v) for v in fitted.table(max(64, largest)))
-    pre, post = float(manifest.get("pre_ms", 0.0)), float(manifest.get("post_ms", 0.0))
     runs: list[Run] = []
-    problems: list[str] = []
-    for entry in entries:
-        number = int(entry["run"])
-        scenario = options.scenario(table, int(entry["sessions"]), str(entry["policy"]),
-                                    int(entry["seed"]), pre, post)  # fmt: skip
+    problems = Problems(path.name)
+    for entry in manifest.entries:
+        number = entry.run
         if number not in frames:
             problems.append(f"run {number}: no frames in the bundle")
             continue
-        worker = from_columns(scenario, frames[number])
+        try:
+            scenario = options.scenario(table, entry.sessions, entry.policy, entry.seed, pre,
+                                        post)  # fmt: skip
+            worker = from_columns(scenario, frames[number])
+        except BadInput as exc:
+            problems.extend(f"run {number}: {p}" for p in exc.problems)
+            continue
         found = record_problems(worker)
         if found:
             problems.extend(f"run {number}: {p}" for p in found)
@@ -148,20 +301,15 @@ def import_bundle(path: Path, *, seeds_note: str = "") -> LoadTest:
                 predicted_results=predicted,
             )
         )
-    if problems:
-        raise BadInput(problems)
-    calibration = None
-    if runs:
-        calibration = calibrate(runs, curve.id)
-    environment = dict(manifest.get("environment") or {})
+    problems.check()
     return LoadTest(
         curve=curve,
         options=options,
         runs=tuple(runs),
         pre_ms=pre,
         post_ms=post,
-        environment=environment,
-        calibration=calibration,
+        environment=manifest.environment,
+        calibration=calibrate(runs, curve.id) if runs else None,
         source="imported bundle",
         description=f"reference worker bundle {path.name}{seeds_note}",
     )
@@ -245,6 +393,12 @@ def import_frames(name: str, text: str, scenario: Scenario, seeds: int) -> Run:
         if capture is None:
             found.append(f"{name} line {line}: capture_ms is not a number")
             continue
+        wrong = [(c, v) for c, v in (("capture_ms", capture), ("done_ms", done))
+                 if v is not None and not limits.RECORD_MS.holds(v)]  # fmt: skip
+        if wrong:
+            found.extend(f"{name} line {line}: {c} {_show(v)} must be "
+                         f"{limits.RECORD_MS.words()} ms" for c, v in wrong)  # fmt: skip
+            continue
         if status == "delivered" and (done is None or done < capture):
             found.append(f"{name} line {line}: a delivered frame needs done_ms at or after "
                          "its capture_ms")  # fmt: skip
@@ -286,10 +440,14 @@ _RANGE = re.compile(
 )
 
 
-def parse_range(text: str, what: str, *, fraction: bool = False) -> Interval | None:
+def parse_range(
+    text: str, what: str, *, fraction: bool = False, bound: limits.Bound | None = None
+) -> Interval | None:
     """``"16"`` -> (16, 16); ``"16-20"`` or ``"16–20"`` -> (16, 20); empty -> None. With
     ``fraction``, ``"20-25%"`` -> (0.2, 0.25), and a value above 1 without ``%`` is
-    refused (a percentage written without its sign). BadInput says what is wrong."""
+    refused (a percentage written without its sign). With ``bound``, both ends must lie
+    inside it (a number of thousands of digits reads as infinite, and is refused).
+    BadInput says what is wrong."""
     if not text.strip():
         return None
     found = _RANGE.match(text)
@@ -308,7 +466,9 @@ def parse_range(text: str, what: str, *, fraction: bool = False) -> Interval | N
                 f"{what} {text.strip()!r} is above 1: write a fraction (0.2) or a percentage (20%)"
             )
         if high > 1.0:
-            raise BadInput(f"{what} {text.strip()!r} is above 100%")
+            raise BadInput(f"{what} {text.strip()[:30]!r} is above 100%")
+    if bound is not None and not (bound.holds(low) and bound.holds(high)):
+        raise BadInput(f"{what} {text.strip()[:30]!r} must be {bound.words()}")
     if high < low:
         raise BadInput(f"{what} {text.strip()!r}: the range ends below its start")
     return (low, high)
@@ -336,8 +496,9 @@ def import_summary(name: str, text: str, scenario: Scenario, seeds: int) -> Run:
         for column in given:
             try:
                 row[column] = parse_range(
-                    cells[header.index(column)], column, fraction=column == "overwritten"
-                )
+                    cells[header.index(column)], column, fraction=column == "overwritten",
+                    bound=SUMMARY_BOUNDS[column],
+                )  # fmt: skip
             except BadInput as exc:
                 found.append(f"{name} line {line}: {exc.problems[0]}")
                 bad = True

@@ -168,6 +168,12 @@ class LoadTestOptions:
     def from_dict(cls, values: Mapping[str, Any]) -> LoadTestOptions:
         """Options as ``as_dict`` wrote them (a stored load test, a bundle's manifest);
         BadInput when they are not valid options."""
+        texts = ("camera", "device", "precision", "resolution", "model_file")
+        mistyped = [
+            k for k in texts if values.get(k) is not None and not isinstance(values[k], str)
+        ]
+        if mistyped:
+            raise BadInput(f"not the options of a load test ({', '.join(mistyped)}: not text)")
         try:
             model = values.get("model_file")
             shape = values.get("input_shape")
@@ -203,7 +209,7 @@ class LoadTestOptions:
                 threads=values.get("threads"),
                 measure=measure,
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
             raise BadInput(f"not the options of a load test ({exc})") from None
 
     def as_dict(self) -> dict[str, Any]:

@@ -24,7 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from planner import limits
 from planner.errors import BadInput
+from planner.limits import Bound
+from planner.sim.scenario import MAX_ARRIVALS
 from planner.validate.worker.frames import COLUMNS, TIME_COLUMNS, WorkerRun
 
 FORMAT = "planner-loadtest-bundle/1"
@@ -32,6 +35,8 @@ MANIFEST = "loadtest.json"
 FRAMES = "frames.csv"
 MAX_BUNDLE_BYTES = 512 * 1024 * 1024
 """The largest frames file a bundle may have (about three million frames)."""
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+"""The largest ``loadtest.json`` a bundle may have (a few kB per run)."""
 
 
 def scheduler_table(batches: Sequence[int], latency_ms: Sequence[float], upto: int) -> list[float]:
@@ -112,17 +117,44 @@ def write_frames(handle: Any, runs: Sequence[tuple[int, WorkerRun]], extra: bool
 def read_bundle(path: Path) -> tuple[dict[str, Any], dict[int, dict[str, list[Any]]]]:
     """A bundle's manifest and each run's frame columns (by run number). ``path`` is the
     folder or its ``loadtest.json``. BadInput when it is not a readable bundle."""
-    folder = path.parent if path.is_file() else path
-    manifest_path = folder / MANIFEST
+    manifest = read_manifest(path)
+    return manifest, read_frames_file(path)
+
+
+def _folder(path: Path) -> Path:
+    return path.parent if path.is_file() else path
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """A bundle's ``loadtest.json`` (``path`` is the folder or the file itself) as read,
+    its values not yet checked; BadInput when it is not a bundle's manifest: unreadable,
+    larger than ``MAX_MANIFEST_BYTES``, not UTF-8, not JSON, nested too deep, or of
+    another format."""
+    from planner.curves.imports.native import load_json
+
+    manifest_path = _folder(path) / MANIFEST
     try:
-        manifest = json.loads(manifest_path.read_text("utf-8"))
+        with manifest_path.open("rb") as handle:
+            data = handle.read(MAX_MANIFEST_BYTES + 1)
     except OSError as exc:
         raise BadInput(f"{manifest_path}: cannot read ({exc.strerror or exc})") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{manifest_path}: not JSON ({exc})") from None
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise BadInput(f"{manifest_path}: larger than {MAX_MANIFEST_BYTES // 2**20} MiB")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise BadInput(f"{manifest_path}: not UTF-8 text") from None
+    manifest = load_json(str(manifest_path), text)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise BadInput(f"{manifest_path}: not a load test bundle (format {FORMAT} expected)")
-    frames_path = folder / FRAMES
+    return manifest
+
+
+def read_frames_file(path: Path) -> dict[int, dict[str, list[Any]]]:
+    """Each run's frame columns from a bundle's ``frames.csv`` (``path`` is the folder or
+    a file in it); BadInput when the file is unreadable, too large, not UTF-8 or holds a
+    row that is not worker records."""
+    frames_path = _folder(path) / FRAMES
     try:
         with frames_path.open("rb") as handle:
             data = handle.read(MAX_BUNDLE_BYTES + 1)
@@ -130,12 +162,36 @@ def read_bundle(path: Path) -> tuple[dict[str, Any], dict[int, dict[str, list[An
         raise BadInput(f"{frames_path}: cannot read ({exc.strerror or exc})") from None
     if len(data) > MAX_BUNDLE_BYTES:
         raise BadInput(f"{frames_path}: larger than {MAX_BUNDLE_BYTES // 2**20} MiB")
-    return manifest, read_frames(frames_path.name, data.decode("utf-8-sig", errors="strict"))
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise BadInput(f"{frames_path}: not UTF-8 text") from None
+    return read_frames(frames_path.name, text)
+
+
+_INTEGERS: dict[str, Bound] = {
+    "run": limits.LOADTEST_RUN,
+    "session": Bound(0, limits.SESSIONS.high - 1, whole=True),
+    "frame": Bound(0, MAX_ARRIVALS - 1, whole=True),
+    "batch": Bound(-1, MAX_ARRIVALS - 1, whole=True),
+    "batch_size": Bound(0, limits.MAX_BATCH.high, whole=True),
+}
+"""The range of each whole-number column of the records (a batch of -1: none)."""
 
 
 def read_frames(name: str, text: str) -> dict[int, dict[str, list[Any]]]:
-    """Frame columns by run number from CSV text written by ``write_frames``."""
+    """Frame columns by run number from CSV text written by ``write_frames``; BadInput
+    names the first line that is not CSV or not a row of worker records, or holds a
+    number outside its range (``_INTEGERS``; times ``limits.RECORD_MS``, empty where a
+    frame never got there)."""
     reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        return _frames(name, reader)
+    except csv.Error as exc:
+        raise BadInput(f"{name} line {reader.line_num}: not a readable CSV table ({exc})") from None
+
+
+def _frames(name: str, reader: Any) -> dict[int, dict[str, list[Any]]]:
     header = next(reader, None)
     if header is None:
         raise BadInput(f"{name}: file is empty")
@@ -144,21 +200,45 @@ def read_frames(name: str, text: str) -> dict[int, dict[str, list[Any]]]:
     if missing:
         raise BadInput(f"{name}: the columns {', '.join(missing)} are missing")
     at = {c: header.index(c) for c in ("run", *COLUMNS)}
+    # Plain comparisons, not Bound.holds, on up to millions of cells: every range is closed.
+    ranges = {c: (b.low, b.high) for c, b in _INTEGERS.items()}
+    low_ms, high_ms = limits.RECORD_MS.low, limits.RECORD_MS.high
     out: dict[int, dict[str, list[Any]]] = {}
     for line, row in enumerate(reader, start=2):
         if not any(cell.strip() for cell in row):
             continue
         try:
             number = int(row[at["run"]])
+            if not ranges["run"][0] <= number <= ranges["run"][1]:
+                raise _OutOfRange("run", row[at["run"]])
             columns = out.setdefault(number, {c: [] for c in COLUMNS})
             for c in COLUMNS:
                 cell = row[at[c]].strip()
                 if c in TIME_COLUMNS:
-                    columns[c].append(float(cell) if cell else math.nan)
+                    value = float(cell) if cell else math.nan
+                    if cell and not low_ms <= value <= high_ms:
+                        raise _OutOfRange(c, cell)
+                    columns[c].append(value)
                 elif c == "status":
                     columns[c].append(cell)
                 else:
-                    columns[c].append(int(cell))
+                    whole = int(cell)
+                    low, high = ranges[c]
+                    if not low <= whole <= high:
+                        raise _OutOfRange(c, cell)
+                    columns[c].append(whole)
         except (ValueError, IndexError):
             raise BadInput(f"{name} line {line}: not a row of worker records") from None
+        except _OutOfRange as exc:
+            column, cell = exc.args
+            bound = _INTEGERS.get(column, limits.RECORD_MS)
+            unit = "" if column in _INTEGERS else " ms"
+            raise BadInput(
+                f"{name} line {line}: {column} {cell.strip()[:30]!r} must be {bound.words()}{unit}"
+            ) from None
     return out
+
+
+class _OutOfRange(Exception):
+    """A cell (the second argument) of the column named first holds a number outside the
+    column's range."""
