@@ -309,7 +309,7 @@ def _option(
         # Under these models every batch's latency also depends on the batch where the
         # curve's throughput peaks (thr_max), so that batch decides the cap too.
         table = np.asarray(request.table(sharing, "central"))
-        upto = request.scenario(policy, sharing, "central", 1, 0, memory=False).peak_upto
+        upto = request.peak_upto(sharing)
         peak = int(np.argmax((np.arange(1, table.size + 1) / table)[:upto])) + 1
         if peak >= frames.size:
             frames = np.pad(frames, (0, peak + 1 - frames.size))

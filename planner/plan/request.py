@@ -224,8 +224,11 @@ class Request:
         limit = self.memory(sharing).batch_limit if memory else None
         if limit == 0:
             raise BadInput(f"{sharing.label}: {self.memory(sharing).needs(1)}; no batch fits")
+        # The table up to the batches this run can use and those its card's peak is taken
+        # over: the same run as on the whole table, without carrying 4,096 latencies.
+        peak = self.peak_upto(sharing)
         return Scenario(
-            latency_ms=self.table(sharing, edge),
+            latency_ms=self.table(sharing, edge)[: max(peak, sessions)],
             sessions=sessions,
             policy=policy,
             fps=(self.fps,),
@@ -240,8 +243,13 @@ class Request:
             sharing=sharing,
             stages=self.stages if cpu else replace(self.stages, cpu_workers=0),
             memory_batch_limit=limit,
-            peak_upto=peak_range(max(p.batch for p in self.curve_for(sharing).points)),
+            peak_upto=peak,
         )
+
+    def peak_upto(self, sharing: Sharing) -> int:
+        """The batch sizes over which the card's best throughput is taken under the MPS
+        and derived MIG models (``planner.sim.sharing.mps.peak_range``)."""
+        return peak_range(max(p.batch for p in self.curve_for(sharing).points))
 
 
 @functools.lru_cache(maxsize=512)

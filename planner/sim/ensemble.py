@@ -77,6 +77,9 @@ def _arrival_key(s: Scenario) -> tuple[object, ...]:
     return (s.sessions, s.session_fps, s.duration_s, s.phases, s.seed, s.jitter_ms)
 
 
+PARALLEL_FRAMES = 2_000_000
+"""Below about this many frames in all, arrivals are drawn on one thread (a pool of
+threads costs more than it saves)."""
 _THREADS: list[int] = []
 
 
@@ -137,7 +140,8 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
             horizons[tkey] = max(horizons.get(tkey, 0.0), reach)
     # Arrivals and their order are drawn once per set of runs that share them, in parallel
     # (sorting them is as much work as a run of the loop at many sessions).
-    workers = min(threads(), len(scenarios))
+    frames = sum(len(s.session_fps) * s.duration_s * max(s.session_fps) for s in scenarios)
+    workers = min(threads(), len(scenarios)) if frames >= PARALLEL_FRAMES else 1
     firsts = {_arrival_key(s): s for s in reversed(scenarios)}
     arrival_sets.update(zip(firsts, _each(arrivals, list(firsts.values()), workers), strict=True))
     wanted: dict[object, tuple[Arrivals, np.ndarray]] = {}

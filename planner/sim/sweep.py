@@ -240,6 +240,9 @@ def pooled_runs(
     return [f if f is not None else done[k] for f, k in zip(found, keys, strict=True)], ran
 
 
+PARALLEL_FRAMES = 2_000_000
+"""Below this many frames, preparing or pooling runs on several threads costs more than
+it saves."""
 POOL_FRAMES = 16_000_000
 """At most about this many frames' latencies are held before they are pooled (128 MB)."""
 
@@ -260,9 +263,11 @@ def _groups(
 
 
 def _pool_all(parts: Sequence[Sequence[Outcome]], percentile: float) -> list[Pooled]:
-    """``pool`` of each part, on several threads (NumPy's sorting releases the GIL)."""
+    """``pool`` of each part, on several threads when they are large enough to gain from
+    it (NumPy's sorting releases the GIL; a thread pool costs more than small parts)."""
     workers = min(threads(), len(parts))
-    if workers <= 1:
+    frames = sum(o.latency_ms.size for part in parts for o in part)
+    if workers <= 1 or frames < PARALLEL_FRAMES:
         return [pool(p, percentile) for p in parts]
     with ThreadPoolExecutor(max_workers=workers) as executor:
         return list(executor.map(lambda p: pool(p, percentile), parts))
