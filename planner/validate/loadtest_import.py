@@ -56,7 +56,12 @@ from planner.validate.loadtest import calibrate
 from planner.validate.measured_vs_predicted import Interval, Summary
 from planner.validate.options import LOADTEST_STAGES, LoadTestOptions
 from planner.validate.runs import LoadTest, Run
-from planner.validate.worker.bundle import MANIFEST, read_frames_file, read_manifest
+from planner.validate.worker.bundle import (
+    MANIFEST,
+    read_bounded_text,
+    read_frames_file,
+    read_manifest,
+)
 from planner.validate.worker.checks import problems as record_problems
 from planner.validate.worker.frames import from_columns
 
@@ -93,17 +98,7 @@ def detect(path: Path, text: str | None = None) -> str:
 
 def read_text(path: Path) -> str:
     """A table's text, refused above ``MAX_TABLE_BYTES`` or when it is not UTF-8."""
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_TABLE_BYTES + 1)
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if len(data) > MAX_TABLE_BYTES:
-        raise BadInput(f"{path}: larger than the {MAX_TABLE_BYTES // 2**20} MiB limit")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise BadInput(f"{path}: not UTF-8 text") from None
+    text = read_bounded_text(path, MAX_TABLE_BYTES)
     if not text.strip():
         raise BadInput(f"{path}: file is empty")
     return text

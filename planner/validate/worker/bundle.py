@@ -133,17 +133,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
     from planner.curves.imports.native import load_json
 
     manifest_path = _folder(path) / MANIFEST
-    try:
-        with manifest_path.open("rb") as handle:
-            data = handle.read(MAX_MANIFEST_BYTES + 1)
-    except OSError as exc:
-        raise BadInput(f"{manifest_path}: cannot read ({exc.strerror or exc})") from None
-    if len(data) > MAX_MANIFEST_BYTES:
-        raise BadInput(f"{manifest_path}: larger than {MAX_MANIFEST_BYTES // 2**20} MiB")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise BadInput(f"{manifest_path}: not UTF-8 text") from None
+    text = read_bounded_text(manifest_path, MAX_MANIFEST_BYTES)
     manifest = load_json(str(manifest_path), text)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise BadInput(f"{manifest_path}: not a load test bundle (format {FORMAT} expected)")
@@ -155,18 +145,23 @@ def read_frames_file(path: Path) -> dict[int, dict[str, list[Any]]]:
     a file in it); BadInput when the file is unreadable, too large, not UTF-8 or holds a
     row that is not worker records."""
     frames_path = _folder(path) / FRAMES
+    return read_frames(frames_path.name, read_bounded_text(frames_path, MAX_BUNDLE_BYTES))
+
+
+def read_bounded_text(path: Path, limit: int) -> str:
+    """A file's text; BadInput when it cannot be read, is over ``limit`` bytes or is not
+    UTF-8 (read at most ``limit + 1`` bytes, so a huge file or a pipe costs nothing)."""
     try:
-        with frames_path.open("rb") as handle:
-            data = handle.read(MAX_BUNDLE_BYTES + 1)
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
     except OSError as exc:
-        raise BadInput(f"{frames_path}: cannot read ({exc.strerror or exc})") from None
-    if len(data) > MAX_BUNDLE_BYTES:
-        raise BadInput(f"{frames_path}: larger than {MAX_BUNDLE_BYTES // 2**20} MiB")
+        raise BadInput(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise BadInput(f"{path}: larger than the {limit // 2**20} MiB limit")
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise BadInput(f"{frames_path}: not UTF-8 text") from None
-    return read_frames(frames_path.name, text)
+        raise BadInput(f"{path}: not UTF-8 text") from None
 
 
 _INTEGERS: dict[str, Bound] = {
