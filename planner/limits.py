@@ -65,6 +65,10 @@ JITTER_MS = Bound(0, 60_000)
 OVERHEAD_MS = Bound(0, 60_000)
 MAX_BATCH = Bound(1, 4096, whole=True)
 MAX_QUEUE_DELAY_US = Bound(0, 60_000_000)
+QUEUES = ("newest", "all")  # what a server keeps of a session's frames (``Scenario.queue``)
+MAX_QUEUE_SIZE = Bound(1, 10_000_000, whole=True)  # Triton's max_queue_size (0 there: none)
+QUEUE_TIMEOUT_US = Bound(0, 3_600_000_000, above_low=True)  # default_timeout_microseconds
+TIMEOUT_ACTIONS = ("reject", "delay")  # Triton's timeout_action, the default first
 SLO_MS = Bound(MIN_LATENCY_MS, 600_000)
 STAGE_MS = Bound(0, 60_000)  # a network delay, a CPU stage (SPEC §5.1)
 CPU_WORKERS = Bound(0, 1024, whole=True)  # 0: unlimited, the stages are delays

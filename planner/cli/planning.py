@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from planner import limits
 from planner.cli.output import link_values, option, option_name, table
 from planner.curves.curve import parse_points_option
 from planner.curves.imports.base import read_limited
@@ -235,7 +236,8 @@ PLAN_OPTIONS = (
     "modes", "cotenants", "busy_period_ms", "mps_share", "mig_profile", "seeds",
     "duration_s", "max_sessions", "search", "peak_sessions", "headroom", "price_per_hour",
     "profile", "lead_time_min", "network_ms", "pre_ms", "post_ms", "cpu_workers",
-    "cotenant_memory_mb", "mps_memory_mb",
+    "cotenant_memory_mb", "mps_memory_mb", "queue", "max_queue_size", "queue_timeout_us",
+    "timeout_action",
 )  # fmt: skip
 """The options of ``add_plan_options`` that are plan parameters, read by their codecs."""
 
@@ -256,6 +258,21 @@ def add_worker_options(parser: argparse.ArgumentParser) -> None:
         help="time-slicing: GPU memory each co-tenant uses, MB (one for all or one per co-tenant)",
     )
     parser.add_argument("--mps-memory-mb", help="MPS: our client's GPU memory limit, MB")
+    option(
+        parser,
+        "queue",
+        "frames the server keeps: newest (one per session; older ones are overwritten) or "
+        "all (every frame queued, as Triton and KServe servers do)",
+        choices=list(limits.QUEUES),
+    )
+    option(parser, "max_queue_size", "queue all: requests waiting at most (unset: no bound)")
+    option(parser, "queue_timeout_us", "queue all: longest wait before the timeout action, µs")
+    option(
+        parser,
+        "timeout_action",
+        "queue all: reject a timed-out request or delay it",
+        choices=list(limits.TIMEOUT_ACTIONS),
+    )
     parser.add_argument(
         "--calibration",
         metavar="latest|none|ID",

@@ -12,6 +12,7 @@ from planner import limits
 from planner.cli.output import (
     add_curve_source,
     csv_list,
+    link_values,
     note,
     number,
     open_store,
@@ -130,6 +131,15 @@ def scenario_from(
         for name in ("network_ms", "pre_ms", "post_ms")
     }
     workers = get(number, args.cpu_workers, "--cpu-workers", limits.CPU_WORKERS)
+    queue = get(link_values, args, QUEUE_OPTIONS) or {}
+    if queue.get("queue", "newest") == "newest":
+        given = [
+            f"--{n.replace('_', '-')}"
+            for n in QUEUE_OPTIONS[1:]
+            if getattr(args, n, None) not in (None, _default(n))
+        ]
+        if given:
+            problems.append(f"{', '.join(given)} apply to --queue all only")
     if problems:
         raise BadInput(problems)
     if len(fps) not in (1, int(sessions)):
@@ -137,7 +147,7 @@ def scenario_from(
             f"--fps gives {len(fps)} frame rates for {int(sessions)} sessions; give one for "
             "all or one per session"
         )
-    upto = max(64, int(sessions))
+    upto = max(64, int(sessions), int(params.get("max_batch") or 0))
     return Scenario(
         latency_ms=table[:upto],
         sessions=int(sessions),
@@ -151,7 +161,19 @@ def scenario_from(
         sharing=sharing,
         stages=WorkerStages(**stage_values, cpu_workers=int(workers)),
         **params,
+        **queue,
     )
+
+
+QUEUE_OPTIONS = ("queue", "max_queue_size", "queue_timeout_us", "timeout_action")
+"""The server's queue (``Scenario.queue``) and, under ``all``, its policy's settings."""
+
+
+def _default(name: str) -> str | None:
+    from planner.links.parameters import PARAMETERS
+
+    default = PARAMETERS[name].default
+    return None if default is None else PARAMETERS[name].codec.format(default)
 
 
 MODE_FLAGS = ("mig_profile", "cotenants", "mps_share", "cotenant_memory_mb", "mps_memory_mb")
@@ -217,7 +239,10 @@ def run(args: argparse.Namespace) -> int:
     points, curve = read_curve_source(args)
     fitted = fit_curve(points)
     sessions = number(args.sessions, "--sessions", limits.SESSIONS)
-    table = tuple(float(v) for v in fitted.table(max(64, int(sessions)), args.edge))
+    # A server that queues every frame may batch up to max_batch requests, beyond the sessions.
+    batch = number(args.max_batch, "--max-batch", limits.MAX_BATCH) if args.max_batch else 8
+    largest = max(64, int(sessions), int(batch))
+    table = tuple(float(v) for v in fitted.table(largest, args.edge))
     scenario = scenario_from(args, table, curve)
     memory = memory_of(args, points, curve, scenario.sharing)
     if not memory.fits_one:
@@ -284,9 +309,10 @@ def _print(results: Any) -> None:
                 f"{name}: p50 {lat['p50']:.1f} ms, p90 {lat['p90']:.1f} ms, "
                 f"p99 {lat['p99']:.1f} ms, max {lat['max']:.1f} ms ({lat['frames']} frames)"
             )
+    dropped = "rejected or timed out" if s.queue == "all" else "expired"
     print(
-        f"overwritten {doc['overwritten_fraction']:.1%}, expired {doc['expired_fraction']:.1%}, "
-        f"GPU busy {doc['gpu_busy_fraction']:.1%}"
+        f"overwritten {doc['overwritten_fraction']:.1%}, {dropped} "
+        f"{doc['expired_fraction']:.1%}, GPU busy {doc['gpu_busy_fraction']:.1%}"
     )
     hist = ", ".join(f"{k}x{v}" for k, v in doc["batch_histogram"].items())
     print(f"batches (size x count): {hist}")
@@ -294,6 +320,19 @@ def _print(results: Any) -> None:
         print(f"starved sessions (below half the mean fps): {doc['starved_sessions']}")
     if s.memory_batch_limit is not None:
         print(f"GPU memory: no batch holds more than {s.memory_batch_limit} frames")
+    growth = results.queue
+    if growth is not None:
+        first, last = growth.p99_first_third_ms, growth.p99_last_third_ms
+        thirds = (
+            f"p99 {first:.1f} ms in the first third of the run, {last:.1f} ms in the last"
+            if first is not None and last is not None
+            else "too few frames delivered to compare the run's thirds"
+        )
+        verdict = "the queue grows" if growth.grows else "the queue keeps up"
+        print(
+            f"server queues every frame: {verdict} ({thirds}); "
+            f"{growth.queued_at_end:,} frames still queued at the end"
+        )
     if results.cpu is not None:
         pool = results.cpu
         for name, stage in (("pre", pool.pre), ("post", pool.post)):

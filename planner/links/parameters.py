@@ -142,6 +142,31 @@ PARAMETERS: dict[str, Parameter] = {
         Int.of(limits.CPU_WORKERS),
         "CPU threads for that work (0 = unlimited)",
     ),
+    # What the server keeps of a session's frames (``Scenario.queue``), and Triton's
+    # default_queue_policy for a server that queues every frame.
+    "queue": Parameter(
+        Scenario.queue,
+        Choice(limits.QUEUES),
+        "frames the server keeps: newest (one per session, older overwritten) or all "
+        "(every frame queued, as Triton and KServe servers do)",
+    ),
+    "max_queue_size": Parameter(
+        None,
+        Maybe(Int.of(limits.MAX_QUEUE_SIZE)),
+        "queue all: requests waiting at most; a request that finds it full is rejected "
+        "(unset: no bound)",
+    ),
+    "queue_timeout_us": Parameter(
+        None,
+        Maybe(Float.of(limits.QUEUE_TIMEOUT_US)),
+        "queue all: how long a request may wait before the timeout action applies, us "
+        "(unset: no timeout)",
+    ),
+    "timeout_action": Parameter(
+        Scenario.timeout_action,
+        Choice(limits.TIMEOUT_ACTIONS),
+        "queue all: reject a timed-out request, or delay it behind the others",
+    ),
     # How hard the search looks.
     "seeds": Parameter(limits.DEFAULT_SEEDS, Int.of(limits.SEEDS), "phase seeds per scenario"),
     "duration_s": Parameter(

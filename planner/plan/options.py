@@ -229,6 +229,18 @@ def failures(pooled: Pooled, criteria: Criteria) -> tuple[Failure, ...]:
     p = f"p{pooled.percentile:g}"
     if pooled.e2e_latency_ms is None:
         out.append(Failure("latency", n, f"no frame is delivered under {policy}"))
+    elif pooled.e2e_latency_ms > criteria.budget_ms and pooled.queue_grows:
+        queued = pooled.queued_fraction or 0.0
+        out.append(
+            Failure(
+                "latency",
+                n,
+                f"the queue grows: the {p} latency reaches {pooled.late_ms:.0f} ms by the end "
+                f"of the run (from {pooled.early_ms:.0f} ms in its first third) under "
+                f"{policy}, over the {criteria.budget_ms:g} ms budget, with {queued:.1%} of "
+                "frames still queued at the end",
+            )
+        )
     elif pooled.e2e_latency_ms > criteria.budget_ms:
         out.append(
             Failure(

@@ -18,7 +18,7 @@ from planner import limits
 from planner.curves.curve import (
     Point,
 )
-from planner.links.parameters import ParameterSet, curve_conflicts, param
+from planner.links.parameters import PARAMETERS, ParameterSet, curve_conflicts, param
 from planner.plan.request import Request
 from planner.sim.scenario import frames_problem
 from planner.sim.sharing import SHARING_MODES, Choice, Sharing, default_modes
@@ -68,6 +68,30 @@ def _mode_conflicts(
     return [c for k in kinds for c in k.conflicts(choice, duration)]
 
 
+QUEUE_SETTINGS = ("max_queue_size", "queue_timeout_us", "timeout_action")
+"""The settings of a server that queues every frame (``queue = all``)."""
+
+
+def _queue_conflicts(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """Queue settings without ``queue = all``, and ``queue = all`` with CPU threads that
+    the model does not take with it (``Scenario.queue``)."""
+    out: list[tuple[tuple[str, ...], str]] = []
+    if values.get("queue", "newest") != "all":
+        given = [n for n in QUEUE_SETTINGS if values.get(n) not in (None, PARAMETERS[n].default)]
+        if given:
+            out.append((tuple(given), f"{', '.join(given)} apply to queue=all only"))
+    elif stages_of(values).cpu_pool:
+        out.append(
+            (
+                ("cpu_workers",),
+                "queue=all is modelled with unlimited CPU threads only (cpu_workers 0)",
+            )
+        )
+    elif values.get("timeout_action", "reject") != "reject" and not values.get("queue_timeout_us"):
+        out.append((("timeout_action",), "timeout_action needs queue_timeout_us"))
+    return out
+
+
 def _memory_conflicts(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
     memory = values.get("cotenant_memory_mb") or ()
     cotenants = values.get("cotenants") or ()
@@ -104,7 +128,7 @@ class PlanParams(ParameterSet):
         out = curve_conflicts(values) + _budget_conflicts(values)
         modes = values.get("modes")
         out += _mode_conflicts(values, modes or (), "modes")
-        out += _memory_conflicts(values)
+        out += _memory_conflicts(values) + _queue_conflicts(values)
         duration = values.get("duration_s", 30.0)
         sessions = values.get("max_sessions")
         too_long = sessions is not None and frames_problem(sessions * Request.fps, duration)
@@ -144,6 +168,10 @@ class PlanParams(ParameterSet):
     pre_ms: Milliseconds = param("pre_ms")
     post_ms: Milliseconds = param("post_ms")
     cpu_workers: int = param("cpu_workers")
+    queue: str = param("queue")
+    max_queue_size: int | None = param("max_queue_size")
+    queue_timeout_us: Microseconds | None = param("queue_timeout_us")
+    timeout_action: str = param("timeout_action")
     cotenant_memory_mb: tuple[float, ...] = param("cotenant_memory_mb")
     mps_memory_mb: float | None = param("mps_memory_mb")
     flagged: bool = param("flagged")
@@ -197,6 +225,10 @@ class SimulateParams(ParameterSet):
     pre_ms: Milliseconds = param("pre_ms")
     post_ms: Milliseconds = param("post_ms")
     cpu_workers: int = param("cpu_workers")
+    queue: str = param("queue")
+    max_queue_size: int | None = param("max_queue_size")
+    queue_timeout_us: Microseconds | None = param("queue_timeout_us")
+    timeout_action: str = param("timeout_action")
     cotenant_memory_mb: tuple[float, ...] = param("cotenant_memory_mb")
     mps_memory_mb: float | None = param("mps_memory_mb")
     budget_ms: Milliseconds = param("budget_ms")
@@ -211,7 +243,7 @@ class SimulateParams(ParameterSet):
 
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
-        out = curve_conflicts(values) + _memory_conflicts(values)
+        out = curve_conflicts(values) + _memory_conflicts(values) + _queue_conflicts(values)
         fps = values.get("fps") or ()
         sessions = values.get("sessions", 3)
         if len(fps) not in (1, sessions):

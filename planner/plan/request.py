@@ -81,7 +81,9 @@ class Request:
     worker added to the curve: every run's batches take its ``a + c*b`` more and every
     frame its ``d`` more overhead. ``search`` is how each option's cap is searched
     (``planner.plan.search``): ``bracketed``, whose work grows about as N log N in the cap,
-    or ``exhaustive``, every count from 1 up to the first failure.
+    or ``exhaustive``, every count from 1 up to the first failure. ``queue`` and its
+    settings say what the server keeps of a session's frames (``Scenario.queue``:
+    ``newest``, or ``all`` for a server that queues every frame).
     """
 
     curve: FittedCurve
@@ -106,6 +108,10 @@ class Request:
     card_memory_gb: float | None = None
     calibration: Calibration | None = None
     search: str = SEARCHES[0]
+    queue: str = "newest"
+    max_queue_size: int | None = None
+    queue_timeout_us: float | None = None
+    timeout_action: str = "reject"
 
     def __post_init__(self) -> None:
         problems = []
@@ -129,6 +135,8 @@ class Request:
                     f"no curve measured on MIG profile {sharing.mig_profile} was given; "
                     "derive it from the whole-card curve instead"
                 )
+        if self.queue not in limits.QUEUES:
+            problems.append(f"the queue must be one of {', '.join(limits.QUEUES)}")
         if self.search not in SEARCHES:
             problems.append(f"the search must be one of {', '.join(SEARCHES)}")
         if not (isinstance(self.seeds, int) and limits.SEEDS.holds(self.seeds)):
@@ -200,13 +208,28 @@ class Request:
             return dict(self.profile_curves)[profile]
         return self.curve
 
+    @property
+    def queued_batch(self) -> int:
+        """The largest batch of up to ``max_batch`` requests a server that queues every
+        frame can form (1 under ``newest``, where no batch exceeds the session count)."""
+        if self.queue != "all":
+            return 1
+        batches = [
+            self.max_batch or int(POLICIES[p].defaults["max_batch"])
+            for p in self.policies
+            if "max_batch" in POLICIES[p].params
+        ]
+        return max(batches, default=1)
+
     def table(self, sharing: Sharing, edge: Edge) -> tuple[float, ...]:
-        table = _table(self.curve_for(sharing), max(64, self.largest), edge)
+        upto = max(64, self.largest, self.queued_batch)
+        table = _table(self.curve_for(sharing), upto, edge)
         return table if self.calibration is None else self.calibration.table(table)
 
     def memory(self, sharing: Sharing) -> MemoryLimit:
         """The largest batch that fits in the memory ``sharing`` leaves (``planner.sim.memory``)."""
-        return _memory(self.curve_for(sharing), sharing, self.card_memory_gb, self.largest)
+        upto = max(self.largest, self.queued_batch)
+        return _memory(self.curve_for(sharing), sharing, self.card_memory_gb, upto)
 
     def scenario(
         self,
@@ -228,7 +251,7 @@ class Request:
         # over: the same run as on the whole table, without carrying 4,096 latencies.
         peak = self.peak_upto(sharing)
         return Scenario(
-            latency_ms=self.table(sharing, edge)[: max(peak, sessions)],
+            latency_ms=self.table(sharing, edge)[: max(peak, sessions, self.queued_batch)],
             sessions=sessions,
             policy=policy,
             fps=(self.fps,),
@@ -244,6 +267,10 @@ class Request:
             stages=self.stages if cpu else replace(self.stages, cpu_workers=0),
             memory_batch_limit=limit,
             peak_upto=peak,
+            queue=self.queue,  # type: ignore[arg-type]
+            max_queue_size=self.max_queue_size,
+            queue_timeout_us=self.queue_timeout_us,
+            timeout_action=self.timeout_action,  # type: ignore[arg-type]
         )
 
     def peak_upto(self, sharing: Sharing) -> int:

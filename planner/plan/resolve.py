@@ -159,6 +159,10 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         stages=params.stages,
         card_memory_gb=card.memory_gb if card is not None else None,
         calibration=calibration,
+        queue=params.queue,
+        max_queue_size=params.max_queue_size,
+        queue_timeout_us=params.queue_timeout_us,
+        timeout_action=params.timeout_action,
     )
     return PlanInputs(
         curve=curve,
@@ -235,11 +239,12 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
     calibration, latest = calibration_of(params, curve, store)
     sharing, measured = _sharing(params.mode, params, card, curve, store)
     source = fitted if measured is None else fit_curve(measured.points)
-    table = tuple(float(v) for v in source.table(max(64, params.sessions)))
+    queued = (params.max_batch or 8) if params.queue == "all" else 1
+    table = tuple(float(v) for v in source.table(max(64, params.sessions, queued)))
     memory = memory_limit(
         memory_model(source.points),
         available(sharing, card.memory_gb if card is not None else None),
-        params.sessions,
+        max(params.sessions, queued),
     )
     if not memory.fits_one:
         raise BadInput(f"{memory.needs(1)}: no batch fits, so no session can be served")
@@ -260,6 +265,10 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
         stages=params.stages,
         memory_batch_limit=memory.batch_limit,
         peak_upto=peak_range(max(p.batch for p in source.points)),
+        queue=params.queue,  # type: ignore[arg-type]
+        max_queue_size=params.max_queue_size,
+        queue_timeout_us=params.queue_timeout_us,
+        timeout_action=params.timeout_action,  # type: ignore[arg-type]
     )
     if calibration is not None:
         scenario = calibration.apply(scenario)
@@ -333,6 +342,10 @@ def plan_simulation(
         percentile=request.criteria.percentile,
         min_fps=request.criteria.min_fps,
         calibration=params.calibration,
+        queue=request.queue,
+        max_queue_size=request.max_queue_size,
+        queue_timeout_us=request.queue_timeout_us,
+        timeout_action=request.timeout_action,
     )
 
 

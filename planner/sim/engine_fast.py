@@ -46,6 +46,7 @@ from planner.sim.arrivals import arrivals
 from planner.sim.jit import jit
 from planner.sim.pending import add, pending_set, remove
 from planner.sim.policies import POLICIES, STATE_SIZE
+from planner.sim.queue_all import queue_loop, queue_params
 from planner.sim.records import Records
 from planner.sim.scenario import Scenario
 from planner.sim.sharing import Timeline, cotenant_timeline, effective_table, finish, horizon
@@ -75,8 +76,12 @@ def run_fast(scenario: Scenario) -> Records:
     arrival = arrivals(scenario)
     sharing = scenario.sharing
     table = effective_table(np.asarray(scenario.latency_ms), sharing, scenario.peak_upto)
-    reach = horizon(sharing, scenario.duration_ms, table, scenario.sessions)
+    reach = horizon(sharing, scenario.duration_ms, table, scenario.largest_batch(memory=False))
     timeline = cotenant_timeline(sharing, scenario.seed, reach)
+    if scenario.queue == "all":
+        return records_of(
+            run_queue_all(scenario, arrival.times, arrival.start, np.r_[0.0, table], timeline)
+        )
     return run_prepared(
         arrival.times,
         arrival.start,
@@ -113,6 +118,34 @@ def run_prepared(
     out = decision_loop(times, start, duration_ms, latency, pid, params, slicing, edges, speed,
                         work, stages, order[0], order[1], order[2], True)  # fmt: skip
     return records_of(out)
+
+
+def run_queue_all(
+    scenario: Scenario,
+    times: np.ndarray,
+    start: np.ndarray,
+    latency: np.ndarray,
+    timeline: Timeline | None,
+    order: Order | None = None,
+) -> tuple[Any, ...]:
+    """The compiled loop of a server that queues every frame (``planner.sim.queue_all``)
+    on prepared inputs; its output, which ``records_of`` reads."""
+    if timeline is None:
+        edges = speed = work = _NO_TIMELINE
+    else:
+        edges, speed, work = timeline.edges, timeline.speed, timeline.work
+    stages = scenario.stages.as_array()
+    if order is None:
+        order = arrival_order(times, start, stages)
+    queue = queue_params(
+        scenario.max_queue_size, scenario.queue_timeout_us, scenario.timeout_action,
+        scenario.sessions,
+    )  # fmt: skip
+    return queue_loop(
+        times, start, scenario.duration_ms, latency, POLICIES[scenario.policy].pid,
+        scenario.policy_params(), timeline is not None, edges, speed, work, stages, order[1],
+        order[2], queue,
+    )  # fmt: skip
 
 
 def arrival_order(times: np.ndarray, start: np.ndarray, stages: np.ndarray) -> Order:

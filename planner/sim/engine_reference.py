@@ -54,6 +54,8 @@ class _Job:
 
 def run_reference(scenario: Scenario) -> Records:
     """Simulate ``scenario`` event by event and return its records."""
+    if scenario.queue == "all":
+        return run_reference_queue_all(scenario)
     n = scenario.sessions
     duration = scenario.duration_ms
     capture = arrivals(scenario)
@@ -225,4 +227,147 @@ def run_reference(scenario: Scenario) -> Records:
         job_kind=np.array([j[0] for j in jobs], np.int8),
         job_ready=np.array([j[1] for j in jobs], np.float64),
         job_start=np.array([j[2] for j in jobs], np.float64),
+    )
+
+
+def run_reference_queue_all(scenario: Scenario) -> Records:
+    """Simulate a server that queues every frame (``queue = all``: the semantics are in
+    ``planner.sim.queue_all``) event by event: a heap of requests joining and batches
+    completing, and two plain lists for the queue, within the timeout and delayed."""
+    n = scenario.sessions
+    duration = scenario.duration_ms
+    capture = arrivals(scenario)
+    stages = scenario.stages
+    network, pre, post = stages.network_ms, stages.pre_ms, stages.post_ms
+    table = effective_table(np.asarray(scenario.latency_ms), scenario.sharing, scenario.peak_upto)
+    latency = np.r_[0.0, table]
+    reach = horizon(scenario.sharing, duration, table, scenario.largest_batch(memory=False))
+    timeline = cotenant_timeline(scenario.sharing, scenario.seed, reach)
+    params = scenario.policy_params()
+    policy = scenario.policy
+    limit = int(params[0]) if policy in ("triton", "max-batch") else n
+    if scenario.memory_batch_limit is not None:
+        limit = min(limit, scenario.memory_batch_limit)
+    max_size = math.inf if scenario.max_queue_size is None else scenario.max_queue_size
+    timeout = math.inf if scenario.queue_timeout_us is None else scenario.queue_timeout_us / 1e3
+    delay = scenario.timeout_action == "delay"
+
+    sequence = itertools.count()
+    events: list[tuple[float, int, int, int, int]] = []
+    for session in range(n):
+        for k, t in enumerate(capture.of(session)):
+            heapq.heappush(events, (float(t) + network + pre, ARRIVE, session, k, next(sequence)))
+    live: list[tuple[float, int, int]] = []  # (ready, session, frame), oldest first
+    delayed: list[tuple[float, int, int]] = []
+    delivered = np.zeros(n, np.int64)
+    expired = np.zeros(n, np.int64)
+    frames: list[tuple[int, int, int, float, float, float]] = []
+    batches: list[tuple[float, float, int]] = []
+    gpu_busy = False
+    wake_at = math.inf
+    feedback = math.nan
+    reason = False
+    turn = 0  # round-robin: 1 + the last session served
+    cap = 1.0  # aimd's batch cap
+
+    while events:
+        t, kind, a, b, _ = heapq.heappop(events)
+        if t >= duration:
+            break  # nothing joins or starts after the end
+        if kind == COMPLETE:
+            gpu_busy = False
+            reason = True
+        elif kind == ARRIVE:
+            if len(live) + len(delayed) >= max_size:
+                expired[a] += 1  # rejected: the queue is full
+            else:
+                live.append((t, a, b))
+            reason = True
+        elif kind == WAKE and t == wake_at:
+            reason = True
+        if events and events[0][0] == t:
+            continue  # the GPU decides only after every event of t
+        if not reason or gpu_busy:
+            continue
+        reason = False
+        wake_at = math.inf
+
+        while live and t >= live[0][0] + timeout:
+            request = live.pop(0)
+            if delay:
+                delayed.append(request)
+            else:
+                expired[request[1]] += 1
+        queue = live + delayed  # the order the batcher takes requests in
+        chosen: list[tuple[float, int, int]] = []
+        if policy == "round-robin" and queue:
+            with_request = sorted({s for _, s, _ in queue})
+            later = [s for s in with_request if s >= turn]
+            session = later[0] if later else with_request[0]
+            chosen = [min((r for r in queue if r[1] == session), key=lambda r: r[2])]
+            turn = session + 1
+        elif policy == "oldest-first":
+            chosen = queue[:1]
+        elif policy in ("batch-all", "max-batch"):
+            chosen = queue[:limit]
+        elif policy == "triton" and queue:
+            if len(queue) >= limit or t >= queue[0][0] + params[1]:
+                chosen = queue[:limit]
+            else:
+                wake_at = queue[0][0] + params[1]
+                heapq.heappush(events, (wake_at, WAKE, -1, -1, next(sequence)))
+        elif policy == "aimd":
+            if not math.isnan(feedback):
+                met = feedback <= params[2]
+                cap = min(cap + 1, limit) if met else max(1, math.floor(0.9 * cap))
+            chosen = queue[: int(cap)]
+        elif policy == "deadline":
+            slo = params[2]
+            while queue and t + latency[1] > queue[0][0] + slo:
+                gone = queue.pop(0)
+                expired[gone[1]] += 1
+                (live if gone in live else delayed).remove(gone)
+            size = 1 if queue else 0
+            while size < min(len(queue), limit) and t + latency[size + 1] <= queue[0][0] + slo:
+                size += 1
+            chosen = queue[:size]
+        feedback = math.nan
+        if not chosen:
+            continue
+        for request in chosen:
+            (live if request in live else delayed).remove(request)
+        end = (
+            t + latency[len(chosen)]
+            if timeline is None
+            else finish(timeline.edges, timeline.speed, timeline.work, t, latency[len(chosen)])
+        )
+        for ready, session, k in chosen:
+            delivered[session] += 1
+            arrived_at = float(capture.of(session)[k]) + network
+            frames.append((session, k, len(batches), arrived_at, ready, end - ready))
+        batches.append((t, end, len(chosen)))
+        feedback = max(end - ready for ready, _, _ in chosen)
+        gpu_busy = True
+        heapq.heappush(events, (end, COMPLETE, -1, -1, next(sequence)))
+
+    arrived = np.diff(capture.start).astype(np.int64)
+    return Records(
+        frame_session=np.array([f[0] for f in frames], np.int64),
+        frame_index=np.array([f[1] for f in frames], np.int64),
+        frame_batch=np.array([f[2] for f in frames], np.int64),
+        frame_arrival=np.array([f[3] for f in frames], np.float64),
+        frame_ready=np.array([f[4] for f in frames], np.float64),
+        frame_latency=np.array([f[5] for f in frames], np.float64),
+        frame_done=np.array([batches[f[2]][1] + post for f in frames], np.float64),
+        batch_start=np.array([b[0] for b in batches], np.float64),
+        batch_end=np.array([b[1] for b in batches], np.float64),
+        batch_size=np.array([b[2] for b in batches], np.int64),
+        arrived=arrived,
+        delivered=delivered,
+        overwritten=np.zeros(n, np.int64),
+        expired=expired,
+        pending=arrived - delivered - expired,
+        job_kind=np.zeros(0, np.int8),
+        job_ready=np.zeros(0, np.float64),
+        job_start=np.zeros(0, np.float64),
     )

@@ -25,7 +25,13 @@ import numba
 import numpy as np
 
 from planner.sim.arrivals import Arrivals, arrivals
-from planner.sim.engine_fast import Order, arrival_order, decision_loop, records_of
+from planner.sim.engine_fast import (
+    Order,
+    arrival_order,
+    decision_loop,
+    records_of,
+    run_queue_all,
+)
 from planner.sim.pipeline import frame_parts
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario
@@ -47,7 +53,9 @@ class Outcome:
     post jobs, their total waits and their counts (``planner.sim.pipeline.job_sums``). Only
     when the runs were asked for in detail: ``parts`` (the pre, GPU wait, GPU and post
     time of each frame, as rows: ``planner.sim.pipeline.frame_parts``) and ``job_waits`` (each
-    job's kind and wait).
+    job's kind and wait). Under ``queue = all``, ``thirds`` are where the frames delivered
+    in the second and in the last third of the run start in ``latency_ms`` (whether the
+    queue grows through the run); None otherwise.
     """
 
     scenario: Scenario
@@ -63,6 +71,12 @@ class Outcome:
     parts: np.ndarray | None = None
     cpu_sums: np.ndarray | None = None
     job_waits: tuple[np.ndarray, np.ndarray] | None = None
+    thirds: tuple[int, int] | None = None
+
+    @property
+    def pending(self) -> int:
+        """Frames neither delivered nor dropped at the end: still queued, or on their way."""
+        return self.arrived - self.delivered - self.overwritten - self.expired
 
     @property
     def min_fps(self) -> float:
@@ -136,7 +150,8 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
             table_sets[key] = np.r_[0.0, table]
         tkey = s.sharing.kind.timeline_key(s.sharing, s.seed)
         if tkey is not None:
-            reach = horizon(s.sharing, s.duration_ms, table_sets[key][1:], s.sessions)
+            largest = s.largest_batch(memory=False)
+            reach = horizon(s.sharing, s.duration_ms, table_sets[key][1:], largest)
             horizons[tkey] = max(horizons.get(tkey, 0.0), reach)
     # Arrivals and their order are drawn once per set of runs that share them, in parallel
     # (sorting them is as much work as a run of the loop at many sessions).
@@ -225,12 +240,25 @@ def _run(job: _Job, detail: bool = False) -> Outcome:
         edges = speed = work = _NO_TIMELINE
     else:
         edges, speed, work = job.timeline.edges, job.timeline.speed, job.timeline.work
-    out = decision_loop(
-        job.arrivals.times, job.arrivals.start, s.duration_ms, job.latency,
-        POLICIES[s.policy].pid, s.policy_params(), job.timeline is not None,
-        edges, speed, work, s.stages.as_array(), job.order[0], job.order[1], job.order[2], detail,
-    )  # fmt: skip
+    if s.queue == "all":
+        out = run_queue_all(
+            s, job.arrivals.times, job.arrivals.start, job.latency, job.timeline, job.order
+        )
+    else:
+        out = decision_loop(
+            job.arrivals.times, job.arrivals.start, s.duration_ms, job.latency,
+            POLICIES[s.policy].pid, s.policy_params(), job.timeline is not None, edges, speed,
+            work, s.stages.as_array(), job.order[0], job.order[1], job.order[2], detail,
+        )  # fmt: skip
     r = records_of(out)
+    thirds = None
+    if s.queue == "all":
+        # Delivered frames are in delivery order: those of the first and the last third of
+        # the run (by the start of their batch) are a prefix and a suffix.
+        started = r.batch_start[r.frame_batch]
+        edges_ms = (s.duration_ms / 3.0, 2.0 * s.duration_ms / 3.0)
+        first, last = np.searchsorted(started, edges_ms)
+        thirds = (int(first), int(last))
     busy = np.minimum(r.batch_end, s.duration_ms) - r.batch_start
     arrived, delivered, overwritten, expired = r.arrived, r.delivered, r.overwritten, r.expired
     pool: dict[str, Any] = {}
@@ -256,5 +284,6 @@ def _run(job: _Job, detail: bool = False) -> Outcome:
         batch_sizes=np.bincount(r.batch_size, minlength=s.sessions + 1),
         worker_ms=worker,
         parts=parts,
+        thirds=thirds,
         **pool,
     )

@@ -43,6 +43,7 @@ COMPILED_SOURCES: tuple[str, ...] = (
     "policies.py",
     "sharing/timeline.py",
     "engine_fast.py",
+    "queue_all.py",
 )
 """Every module whose code ends up in compiled functions (a test checks the list against
 the modules that use ``jit``)."""

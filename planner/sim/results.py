@@ -60,6 +60,44 @@ class SessionResult:
 
 
 @dataclass(frozen=True)
+class QueueGrowth:
+    """Whether a server that queues every frame keeps up: the p99 end-to-end latency of
+    the frames delivered in the first and in the last third of the run (None where none
+    was), and the frames still queued, or on their way, at the end. Past saturation the
+    queue, and latency with it, grows through the run: ``grows`` when the last third's
+    p99 is at least 1.5 times the first third's."""
+
+    p99_first_third_ms: Milliseconds | None
+    p99_last_third_ms: Milliseconds | None
+    queued_at_end: int
+
+    @property
+    def grows(self) -> bool:
+        first, last = self.p99_first_third_ms, self.p99_last_third_ms
+        return first is not None and last is not None and last >= 1.5 * first
+
+    @classmethod
+    def of(cls, scenario: Scenario, records: Records) -> QueueGrowth:
+        started = records.batch_start[records.frame_batch]
+        e2e = e2e_latencies(scenario, records)
+        third = scenario.duration_ms / 3.0
+        first, last = e2e[started < third], e2e[started >= 2.0 * third]
+        return cls(
+            float(np.percentile(first, 99.0)) if first.size else None,
+            float(np.percentile(last, 99.0)) if last.size else None,
+            int(records.pending.sum()),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "p99_first_third_ms": self.p99_first_third_ms,
+            "p99_last_third_ms": self.p99_last_third_ms,
+            "queued_at_end": self.queued_at_end,
+            "grows": self.grows,
+        }
+
+
+@dataclass(frozen=True)
 class Results:
     """Everything SPEC §3.3 and §5.1 list for one run; ``records`` holds the raw rows.
 
@@ -80,6 +118,7 @@ class Results:
     records: Records
     stages: Stages | None = None
     cpu: CpuPool | None = None
+    queue: QueueGrowth | None = None
 
     @property
     def per_session_fps(self) -> list[float]:
@@ -126,6 +165,8 @@ class Results:
             "memory_batch_limit": self.scenario.memory_batch_limit,
             "stages_ms": None if self.stages is None else self.stages.as_dict(),
             "cpu_pool": None if self.cpu is None else self.cpu.as_dict(),
+            "queue": self.scenario.queue,
+            "queue_growth": None if self.queue is None else self.queue.as_dict(),
         }
 
     def frame_table(self) -> dict[str, np.ndarray]:
@@ -224,4 +265,5 @@ def summarise(scenario: Scenario, records: Records, percentile: float = 99.0) ->
             [parts], [worker], percentile, worker_stages.network_ms, scenario.overhead_ms
         ),
         cpu=pool,
+        queue=QueueGrowth.of(scenario, records) if scenario.queue == "all" else None,
     )

@@ -21,6 +21,10 @@ from planner.units import FramesPerSecond, Milliseconds, Seconds
 
 Phases = Literal["random", "even", "aligned"]
 PHASES: tuple[str, ...] = ("random", "even", "aligned")
+Queue = Literal["newest", "all"]
+QUEUES: tuple[str, ...] = limits.QUEUES
+TimeoutAction = Literal["reject", "delay"]
+TIMEOUT_ACTIONS: tuple[str, ...] = limits.TIMEOUT_ACTIONS
 MODES = MODE_NAMES
 """The sharing modes' names, as registered (``planner.sim.sharing``): read when used, so a
 mode registered later is offered too."""
@@ -57,6 +61,21 @@ class Scenario:
     (``planner.sim.memory``), which caps every policy's batch; None is no limit. A limit
     that cannot bind (at least the session count, or a policy that runs one frame
     at a time) is dropped, like unused policy parameters.
+
+    ``queue`` is what the server keeps of a session's frames. ``newest`` (SPEC §3.3, the
+    reference worker): a session holds at most one pending frame, a newer one overwrites
+    it. ``all`` (Triton, KServe and most inference servers): every frame is a request that
+    waits in one queue, oldest first, until it is batched, rejected or timed out, so past
+    saturation latency grows through the run instead of frames being dropped
+    (``planner.sim.queue_all``). Under ``all`` a batch may hold several frames of one
+    session: the triton and max-batch policies batch up to ``max_batch`` requests; the
+    others at most ``sessions`` (more only once the queue holds more than a frame per
+    session, i.e. past saturation, where a run fails on its latency anyway).
+    ``max_queue_size`` rejects a request that finds that many waiting (None: no bound);
+    ``queue_timeout_us`` is how long a request may wait before ``timeout_action`` applies
+    to it: ``reject`` drops it, ``delay`` serves it only when no request within its
+    timeout waits (Triton's ``default_queue_policy``). These three are dropped under
+    ``newest``. A finite pool of CPU threads is not modelled with ``all``.
     """
 
     latency_ms: tuple[Milliseconds, ...]
@@ -75,6 +94,10 @@ class Scenario:
     stages: WorkerStages = field(default=NO_STAGES)
     memory_batch_limit: int | None = None
     peak_upto: int | None = None
+    queue: Queue = "newest"
+    max_queue_size: int | None = None
+    queue_timeout_us: float | None = None
+    timeout_action: TimeoutAction = "reject"
 
     def __post_init__(self) -> None:
         problems = _problems(self)
@@ -92,9 +115,27 @@ class Scenario:
             peak >= len(self.latency_ms) or not self.sharing.kind.derived(self.sharing)
         ):
             object.__setattr__(self, "peak_upto", None)  # the whole table, or not used
+        if self.queue == "newest":
+            object.__setattr__(self, "max_queue_size", None)
+            object.__setattr__(self, "queue_timeout_us", None)
+        if self.queue_timeout_us is None:
+            object.__setattr__(self, "timeout_action", "reject")
         limit = self.memory_batch_limit
-        if limit is not None and (limit >= self.sessions or POLICIES[self.policy].one_at_a_time):
+        if limit is not None and (
+            limit >= self.largest_batch(memory=False) or POLICIES[self.policy].one_at_a_time
+        ):
             object.__setattr__(self, "memory_batch_limit", None)
+
+    def largest_batch(self, memory: bool = True) -> int:
+        """The largest batch the scenario can form: ``sessions``, or under ``queue = all``
+        with a policy that batches up to ``max_batch`` requests, the larger of the two;
+        with ``memory``, at most the memory batch limit."""
+        largest = self.sessions
+        if self.queue == "all" and "max_batch" in POLICIES[self.policy].params:
+            largest = max(largest, int(self.param("max_batch")))
+        if memory and self.memory_batch_limit is not None:
+            largest = min(largest, self.memory_batch_limit)
+        return largest
 
     @property
     def session_fps(self) -> tuple[FramesPerSecond, ...]:
@@ -158,11 +199,21 @@ def _problems(s: Scenario) -> list[str]:
         table = np.asarray(s.latency_ms, dtype=np.float64)
     except (TypeError, ValueError):
         table = np.array([np.nan])
-    if table.ndim != 1 or table.size < s.sessions:
-        problems.append(
-            f"the latency table covers batch 1..{table.size} but {s.sessions} sessions can "
-            f"form a batch of {s.sessions}"
+    if s.queue not in QUEUES:
+        problems.append(f"queue {s.queue!r} is not one of {', '.join(QUEUES)}")
+        return problems
+    largest = s.sessions
+    if s.queue == "all" and "max_batch" in POLICIES[s.policy].params:
+        given = s.max_batch if s.max_batch is not None else POLICIES[s.policy].defaults["max_batch"]
+        if isinstance(given, int | float) and limits.MAX_BATCH.holds(given):
+            largest = max(largest, int(given))
+    if table.ndim != 1 or table.size < largest:
+        what = (
+            f"{s.sessions} sessions can form a batch of {s.sessions}"
+            if largest == s.sessions
+            else f"a server that queues every frame can form a batch of {largest} (max_batch)"
         )
+        problems.append(f"the latency table covers batch 1..{table.size} but {what}")
     if not (np.all(np.isfinite(table)) and np.all(table > 0)):
         problems.append("every latency in the table must be a finite number above zero")
     elif np.any(np.diff(table) < 0):
@@ -203,6 +254,21 @@ def _problems(s: Scenario) -> list[str]:
         problems.append(f"max queue delay must be {limits.MAX_QUEUE_DELAY_US.words()} µs")
     if s.slo_ms is not None and not limits.SLO_MS.holds(s.slo_ms):
         problems.append(f"the latency objective (slo_ms) must be {limits.SLO_MS.words()} ms")
+    if s.max_queue_size is not None and not (
+        isinstance(s.max_queue_size, int) and limits.MAX_QUEUE_SIZE.holds(s.max_queue_size)
+    ):
+        problems.append(f"max queue size must be {limits.MAX_QUEUE_SIZE.words()}")
+    if s.queue_timeout_us is not None and not limits.QUEUE_TIMEOUT_US.holds(s.queue_timeout_us):
+        problems.append(f"the queue timeout must be {limits.QUEUE_TIMEOUT_US.words()} µs")
+    if s.timeout_action not in TIMEOUT_ACTIONS:
+        problems.append(
+            f"timeout action {s.timeout_action!r} is not one of {', '.join(TIMEOUT_ACTIONS)}"
+        )
+    if s.queue == "all" and isinstance(s.stages, WorkerStages) and s.stages.cpu_pool:
+        problems.append(
+            "a server that queues every frame (queue all) is modelled with unlimited CPU "
+            "threads only: set cpu_workers to 0"
+        )
     if not isinstance(s.sharing, Sharing):
         problems.append("sharing must be a Sharing value")
     if not problems:

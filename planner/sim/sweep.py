@@ -62,6 +62,22 @@ class Pooled:
     # two rows of the same runs compare equal whatever detail they carry.
     stages: Stages | None = field(default=None, compare=False)
     cpu: CpuPool | None = field(default=None, compare=False)
+    # A server that queues every frame (``Scenario.queue == "all"``): the percentile of the
+    # end-to-end latency over the frames delivered in the first and in the last third of
+    # the run, and the frames still queued (or on their way) at the end; None otherwise.
+    early_ms: Milliseconds | None = None
+    late_ms: Milliseconds | None = None
+    queued_fraction: float | None = None
+
+    @property
+    def queue_grows(self) -> bool:
+        """Whether latency grows through the run: the last third's percentile at least
+        1.5 times the first third's (a server that queues every frame, past saturation)."""
+        return (
+            self.early_ms is not None
+            and self.late_ms is not None
+            and self.late_ms >= 1.5 * self.early_ms
+        )
 
     @property
     def min_fps(self) -> FramesPerSecond:
@@ -99,6 +115,16 @@ class Pooled:
             "cpu_wait_mean_ms": None if self.cpu is None else self.cpu.total.wait_mean_ms,
             "cpu_wait_p99_ms": None if self.cpu is None else self.cpu.total.wait_p99_ms,
             "stages_ms": None if self.stages is None else self.stages.as_dict(),
+            **(
+                {}
+                if self.queued_fraction is None
+                else {
+                    "first_third_latency_ms": self.early_ms,
+                    "last_third_latency_ms": self.late_ms,
+                    "queued_fraction": self.queued_fraction,
+                    "queue_grows": self.queue_grows,
+                }
+            ),
         }
 
 
@@ -138,6 +164,17 @@ def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
     sizes = np.zeros(width, np.int64)
     for o in outcomes:
         sizes[: o.batch_sizes.size] += o.batch_sizes
+    early = late = queued = None
+    if first.queue == "all":
+        constant = 2.0 * first.stages.network_ms + first.overhead_ms
+        parts = [
+            np.concatenate([o.worker_ms[: o.thirds[0]] for o in outcomes if o.thirds]),
+            np.concatenate([o.worker_ms[o.thirds[1] :] for o in outcomes if o.thirds]),
+        ]
+        early, late = (
+            float(np.percentile(x, percentile)) + constant if x.size else None for x in parts
+        )
+        queued = sum(o.pending for o in outcomes) / arrived
     return Pooled(
         policy=first.policy,
         mode=first.sharing.mode,
@@ -168,6 +205,9 @@ def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
             threshold=at_worker,
         ),
         cpu=cpu,
+        early_ms=early,
+        late_ms=late,
+        queued_fraction=queued,
     )
 
 

@@ -362,6 +362,11 @@ def cell_key(params: PlanParams, demand: tuple[float, ...] | None = None) -> str
         # Cells stored before the search was a parameter were searched exhaustively; the
         # default search gives their caps (docs/design.md, the cap search), so they stay found.
         del saved["search"]
+    for name in ("queue", "timeout_action"):
+        # The same for the server's queue, which cells stored before it existed left as is
+        # (its other settings, unset by default, are not saved then).
+        if saved.get(name) == PARAMETERS[name].default:
+            del saved[name]
     inputs: dict[str, Any] = {
         "params": saved,
         "version": __version__,

@@ -1,0 +1,312 @@
+"""The fast engine for a server that queues every frame (``Scenario.queue == "all"``).
+
+Triton, KServe and most inference servers do not keep only a session's newest frame:
+every frame is a request that waits in one queue until the dynamic batcher takes it, the
+queue policy rejects it, or its timeout applies. Past saturation the queue, and with it
+latency, grows through the run instead of frames being overwritten. The semantics, which
+the reference engine (``planner.sim.engine_reference.run_reference``) spells out event by
+event and this loop must reproduce exactly:
+
+- A frame becomes a request when it reaches the server and its pre stage (a pure delay:
+  no finite pool of CPU threads with this queue) ends. Requests join in (time, session)
+  order. A request that finds ``max_queue_size`` requests waiting is rejected at once.
+- The GPU decides when it is free and something changed (a request joined, the batch
+  completed, a wake-up came), after every event of that instant. First the timeout: every
+  waiting request whose wait reached ``queue_timeout_us`` is rejected, or, with the
+  ``delay`` action, moved behind every request still within its timeout (delayed requests
+  keep their order and are served only when none of those waits). Then the policy takes
+  requests in queue order (within-timeout requests oldest first, then delayed ones):
+  oldest-first one; max-batch up to B; triton up to B once B wait or the oldest has waited
+  the queue delay (else it wakes then); batch-all every waiting one; aimd its cap;
+  deadline drops, from the front, requests that cannot meet the objective even alone, then
+  runs the largest batch whose oldest request meets it; round-robin serves the next session
+  in turn that has a request, its oldest. Batches hold at most the memory batch limit, at
+  most ``max_batch`` for triton and max-batch, and at most ``sessions`` for the others.
+- Rejected and timed-out requests, and frames a deadline policy drops, count as
+  ``expired``; nothing is ever overwritten; requests still waiting at the end, and frames
+  that become requests after it, count as ``pending``.
+
+Without a pool of threads the times requests join are known in advance (the same order the
+newest-only engine uses, ``engine_fast.arrival_order``), so the queue is that order itself:
+a window of it from the oldest waiting request to the last joined, with a flag per frame
+for those resolved out of order (round-robin, delayed requests), and a second queue of
+delayed requests. The loop steps from one decision to the next, as the newest-only loop
+does without a pool, and returns the same tuple (``engine_fast.records_of`` reads it).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from planner.sim.jit import jit
+from planner.sim.pending import add, next_from, pending_set, remove
+from planner.sim.sharing.timeline import finish
+
+_RESOLVED, _DELAYED = 1, 2  # a frame's flag: taken, rejected or expired; moved to the delayed queue
+
+
+def queue_params(
+    max_queue_size: int | None, timeout_us: float | None, action: str, bound: int
+) -> np.ndarray:
+    """``[max_queue_size, timeout_ms, delay, bound]`` for ``queue_loop``: +inf where there
+    is no bound or timeout, ``delay`` 1 for the delay action, ``bound`` the batch cap of the
+    policies without ``max_batch`` (the session count)."""
+    return np.array(
+        [
+            math.inf if max_queue_size is None else float(max_queue_size),
+            math.inf if timeout_us is None else timeout_us / 1000.0,
+            1.0 if action == "delay" else 0.0,
+            float(bound),
+        ]
+    )
+
+
+@jit(nogil=True)
+def queue_loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order_session, order_time, queue):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
+    """The loop (see the module docstring). ``order_session``/``order_time``: the sessions
+    and times of the frames in the order they become requests (``arrival_order`` without a
+    pool); ``queue``: ``queue_params``. Returns the tuple ``decision_loop`` returns."""
+    n = start.size - 1
+    total = times.size
+    network = stages[0]
+    pre = stages[1]
+    post = stages[2]
+    arrival = times
+    if network != 0.0:
+        arrival = np.empty(total, np.float64)
+        for j in range(total):
+            arrival[j] = times[j] + network
+    ready = arrival
+    if pre != 0.0:
+        ready = np.empty(total, np.float64)
+        for j in range(total):
+            ready[j] = arrival[j] + pre
+    owner = np.empty(total, np.int64)
+    for i in range(n):
+        for g in range(start[i], start[i + 1]):
+            owner[g] = i
+    max_size = queue[0]
+    timeout = queue[1]
+    delay = queue[2] > 0.0
+    bound = queue[3]
+    batch_limit = params[3]
+    # max-batch and triton batch up to max_batch requests, the others up to ``bound``.
+    batch_limit = min(batch_limit, params[0] if pid == 3 or pid == 4 else bound)
+    limit = int(batch_limit)
+    slo = params[2]
+
+    frame_session = np.empty(total, np.int64)
+    frame_index = np.empty(total, np.int64)
+    frame_batch = np.empty(total, np.int64)
+    frame_arrival = np.empty(total, np.float64)
+    frame_ready = np.empty(total, np.float64)
+    frame_latency = np.empty(total, np.float64)
+    frame_done = np.empty(total, np.float64)
+    batch_start = np.empty(total, np.float64)
+    batch_end = np.empty(total, np.float64)
+    batch_size = np.empty(total, np.int64)
+    counters = np.zeros((5, n), np.int64)
+
+    # The queue: ``fifo[j]`` is the j-th frame to join (a global frame index); requests
+    # within their timeout are the entries of fifo[head:joined] flagged 0, delayed ones the
+    # entries of delayed[d_head:d_tail] flagged _DELAYED, in the order they were delayed.
+    fifo = np.empty(total, np.int64)
+    flag = np.zeros(total, np.uint8)
+    delayed = np.empty(total if delay else 0, np.int64)
+    head = 0
+    joined = 0
+    d_head = 0
+    d_tail = 0
+    live = 0  # requests within their timeout
+    late = 0  # delayed requests
+    next_frame = start[:-1].copy()  # each session's next frame to join
+    # Round-robin only: each session's oldest waiting request and the sessions with one.
+    rr = pid == 1
+    oldest_of = start[:-1].copy()
+    waiting = np.zeros(n, np.int64)
+    sessions = pending_set(n)
+    chosen = np.empty(max(limit, 1), np.int64)  # the batch's frames, in the order taken
+    state = np.zeros(4, np.float64)
+    cap = 1.0
+    feedback = math.nan
+    frames = 0
+    batches = 0
+
+    now = math.inf
+    if total > 0:
+        now = order_time[0]
+    while True:
+        # Every request joining up to and including `now` joins before the decision; after
+        # the last decision, those that join before the end still find the queue full.
+        until = now if now < duration else math.nextafter(duration, -math.inf)
+        while joined < total and order_time[joined] <= until:
+            i = order_session[joined]
+            g = next_frame[i]
+            next_frame[i] += 1
+            fifo[joined] = g
+            joined += 1
+            if live + late >= max_size:
+                flag[g] = _RESOLVED
+                counters[3, i] += 1  # rejected: the queue is full
+                continue
+            live += 1
+            if rr:
+                if waiting[i] == 0:
+                    add(sessions.slots, sessions.at, i, 0.0)
+                waiting[i] += 1
+        if not now < duration:
+            break
+        # The timeout, from the oldest request within it on.
+        while head < joined and flag[fifo[head]] != 0:
+            head += 1
+        while head < joined and now >= ready[fifo[head]] + timeout:
+            g = fifo[head]
+            live -= 1
+            if delay:
+                flag[g] = _DELAYED
+                delayed[d_tail] = g
+                d_tail += 1
+                late += 1
+            else:
+                flag[g] = _RESOLVED
+                i = owner[g]
+                counters[3, i] += 1
+                if rr:
+                    waiting[i] -= 1
+                    if waiting[i] == 0:
+                        remove(sessions.slots, sessions.at, i)
+            head += 1
+            while head < joined and flag[fifo[head]] != 0:
+                head += 1
+        while d_head < d_tail and flag[delayed[d_head]] == _RESOLVED:
+            d_head += 1
+
+        # The policy: how many requests the batch takes from the front of the queue order
+        # (round-robin: which session's oldest; deadline: decided while taking).
+        count = 0
+        wake = math.inf
+        waiting_now = live + late
+        if pid == 5:  # aimd learns from every completed batch, whether or not one waits
+            cap = max(1.0, state[1])
+            if not math.isnan(feedback):
+                if feedback <= slo:
+                    cap = min(cap + 1.0, batch_limit)
+                else:
+                    cap = max(1.0, math.floor(0.9 * cap))
+            state[1] = cap
+        if waiting_now > 0:
+            if pid == 0 or pid == 1:
+                count = 1
+            elif pid == 2 or pid == 3:
+                count = min(waiting_now, limit)
+            elif pid == 4:
+                first = fifo[head] if live > 0 else delayed[d_head]
+                if waiting_now >= limit or now >= ready[first] + params[1]:
+                    count = min(waiting_now, limit)
+                else:
+                    wake = ready[first] + params[1]
+            elif pid == 5:
+                count = min(waiting_now, int(cap))
+            elif pid == 6:
+                count = min(waiting_now, limit)
+            else:
+                raise ValueError("unknown policy id")
+        feedback = math.nan
+
+        taken = 0
+        if count > 0 and rr:
+            i = next_from(sessions.slots, int(state[0]))
+            if i < 0:
+                i = next_from(sessions.slots, 0)  # round the circle
+            g = oldest_of[i]
+            while flag[g] == _RESOLVED:
+                g += 1
+            oldest_of[i] = g
+            if flag[g] == 0:
+                live -= 1
+            else:
+                late -= 1
+            flag[g] = _RESOLVED
+            chosen[0] = g
+            state[0] = i + 1
+            taken = 1
+        elif count > 0:
+            # In queue order; deadline first drops, from the front, the requests that
+            # cannot meet the objective even alone, then grows the batch while its oldest
+            # request still meets it.
+            position = head
+            d_position = d_head
+            oldest_at = 0.0
+            while live + late > 0 and taken < count:
+                if live > 0:
+                    while flag[fifo[position]] != 0:
+                        position += 1
+                    g = fifo[position]
+                else:
+                    while flag[delayed[d_position]] != _DELAYED:
+                        d_position += 1
+                    g = delayed[d_position]
+                if pid == 6:
+                    if taken == 0 and now + latency[1] > ready[g] + slo:
+                        counters[3, owner[g]] += 1
+                        taken = -1  # (dropped: marked below, the batch still empty)
+                    elif taken == 0:
+                        oldest_at = ready[g]
+                    elif now + latency[taken + 1] > oldest_at + slo:
+                        break
+                if flag[g] == 0:
+                    live -= 1
+                else:
+                    late -= 1
+                flag[g] = _RESOLVED
+                if taken == -1:
+                    taken = 0
+                    continue
+                chosen[taken] = g
+                taken += 1
+
+        if taken > 0:
+            if slicing:
+                end = finish(edges, speed, work, now, latency[taken])
+            else:
+                end = now + latency[taken]
+            worst = 0.0
+            for c in range(taken):
+                g = chosen[c]
+                i = owner[g]
+                counters[1, i] += 1
+                if rr:
+                    waiting[i] -= 1
+                    if waiting[i] == 0:
+                        remove(sessions.slots, sessions.at, i)
+                frame_session[frames] = i
+                frame_index[frames] = g - start[i]
+                frame_batch[frames] = batches
+                frame_arrival[frames] = arrival[g]
+                frame_ready[frames] = ready[g]
+                frame_latency[frames] = end - ready[g]
+                frame_done[frames] = end + post
+                worst = max(worst, end - ready[g])
+                frames += 1
+            batch_start[batches] = now
+            batch_end[batches] = end
+            batch_size[batches] = taken
+            batches += 1
+            feedback = worst
+            now = end
+        else:
+            following = wake
+            if joined < total:
+                following = min(following, order_time[joined])
+            now = following
+
+    for i in range(n):
+        counters[0, i] = start[i + 1] - start[i]
+        counters[4, i] = counters[0, i] - counters[1, i] - counters[3, i]
+    return (
+        frames, batches, frame_session, frame_index, frame_batch, frame_arrival, frame_ready,
+        frame_latency, frame_done, batch_start, batch_end, batch_size, counters, 0,
+        np.empty(0, np.int8), np.empty(0, np.float64), np.empty(0, np.float64), np.zeros(6),
+    )  # fmt: skip
