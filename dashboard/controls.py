@@ -16,6 +16,7 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from dashboard.tables import curve_name
+from planner import limits
 from planner.curves.cards import Card
 from planner.curves.curve import Curve
 from planner.errors import BadInput, NotFound
@@ -276,3 +277,52 @@ def chosen_card(db: Store, chosen: dict[str, Any], default: Curve) -> Card | Non
         return db.card(name) if name else None
     except (NotFound, BadInput):
         return None
+
+
+QUEUE_FIELDS = ("queue", "max_queue_size", "queue_timeout_us", "timeout_action")
+"""The server's queue (``Scenario.queue``) and Triton's queue policy under ``all``."""
+
+
+def queue_controls(c: Controls, parent: DeltaGenerator) -> list[str]:
+    """What the server keeps of a session's frames, and under ``all`` its queue policy;
+    the names of the parameters shown."""
+    c.select(
+        parent,
+        "queue",
+        "Frames the server keeps",
+        list(limits.QUEUES),
+        format_func=lambda q: {
+            "newest": "newest per session (older overwritten)",
+            "all": "all, queued (Triton, KServe)",
+        }[q],
+        help="newest: the reference worker keeps each session's newest frame and overwrites "
+        "older ones. all: most inference servers (Triton, KServe) queue every frame as a "
+        "request; past saturation the queue and latency grow through the run.",
+    )
+    if c.get("queue") != "all":
+        return ["queue"]
+    left, right = parent.columns(2)
+    c.number(
+        left,
+        "max_queue_size",
+        "Queue bound",
+        placeholder="none",
+        help="Triton's max_queue_size: a request that finds this many waiting is rejected.",
+    )
+    c.number(
+        right,
+        "queue_timeout_us",
+        "Timeout (µs)",
+        step=1000.0,
+        placeholder="none",
+        help="Triton's default_timeout_microseconds: how long a request may wait.",
+    )
+    c.select(
+        parent,
+        "timeout_action",
+        "On timeout",
+        list(limits.TIMEOUT_ACTIONS),
+        help="reject: the request is dropped; delay: it waits behind every request still "
+        "within its timeout.",
+    )
+    return list(QUEUE_FIELDS)

@@ -508,3 +508,23 @@ def test_encoded_links_of_each_page_name_its_parameters() -> None:
     assert url("http://h", CompareParams(cards=("t4",))).startswith(
         f"http://h/{paths[CompareParams]}?"
     )
+
+
+def test_a_server_that_queues_every_frame_from_the_controls_and_a_link(app: AppTest) -> None:
+    """Simulate: choosing "all" shows Triton's queue settings, goes into the link, and a
+    saturated run's summary says the queue grows; the Plan page opened with queue=all says
+    why the next seat fails in the same words."""
+    open_page(app, "simulate.py", {"duration_s": "6", "sessions": "12", "policy": "triton",
+                                   "points": "1:10,8:30"})  # fmt: skip
+    assert app.selectbox(key="sim_queue").value == "newest"
+    app.selectbox(key="sim_queue").set_value("all")
+    run(app)
+    assert query(app)["queue"] == "all"
+    assert app.selectbox(key="sim_timeout_action").value == "reject"
+    assert any("The queue grows**: p99" in plain(m) for m in texts(app.markdown))
+    plan = {"points": "1:10,8:30", "policies": "triton", "queue": "all", "seeds": "2",
+            "duration_s": "5"}  # fmt: skip
+    page = open_page(AppTest.from_file(str(REPO / "app.py"), default_timeout=120), "plan.py", plan)
+    assert ignored(page) == []
+    assert page.selectbox(key="plan_queue").value == "all"
+    assert any("the queue grows" in plain(m) for m in texts(page.markdown))

@@ -10,7 +10,15 @@ import streamlit as st
 
 from dashboard import cache, calibration_control, handover, url_state
 from dashboard.charts import Fitted, fit_figure
-from dashboard.controls import Controls, chosen_card, load_curve, name_curve, pick_curve
+from dashboard.controls import (
+    QUEUE_FIELDS,
+    Controls,
+    chosen_card,
+    load_curve,
+    name_curve,
+    pick_curve,
+    queue_controls,
+)
 from dashboard.plan_charts import pareto_figure, sessions_figure, stages_figure
 from dashboard.state import store
 from dashboard.tables import option_rows
@@ -219,6 +227,7 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
         step=1.0,
         help="CPU work per frame after the GPU.",
     )
+    queue_fields = queue_controls(c, bar)
 
     bar.markdown("**Fleet and cost**")
     left, right = bar.columns(2)
@@ -288,7 +297,8 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
         "the case docs/design.md states.",
     )
 
-    names = [*CRITERIA, "policies", *mode_fields, *WORKER, *FLEET, *EFFORT, "flagged"]
+    names = [*CRITERIA, "policies", *mode_fields, *WORKER, *queue_fields, *FLEET, *EFFORT,
+             "flagged"]  # fmt: skip
     values, problems = c.values(names)
     values["flagged"] = bool(values.get("flagged"))  # only asked when a curve is flagged
     selected = tuple(modes)
@@ -663,10 +673,8 @@ link = url_state.opened(
 )
 if link is not None:
     load_curve(c, link.params, default.id)
-    c.load(
-        link.params,
-        [*CRITERIA, "policies", *WORKER, *FLEET, *EFFORT, "busy_period_ms", "flagged"],
-    )
+    loaded = [*CRITERIA, "policies", *WORKER, *QUEUE_FIELDS, *FLEET, *EFFORT, "busy_period_ms"]
+    c.load(link.params, [*loaded, "flagged"])
     for name in ("cotenants", "mps_share", "mig_profile", *MODE_MEMORY):
         # Unset, they start from the widget's default when their mode is picked.
         if getattr(link.params, name):

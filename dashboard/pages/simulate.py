@@ -5,7 +5,14 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import cache, calibration_control, url_state
-from dashboard.controls import Controls, chosen_card, load_curve, pick_curve
+from dashboard.controls import (
+    QUEUE_FIELDS,
+    Controls,
+    chosen_card,
+    load_curve,
+    pick_curve,
+    queue_controls,
+)
 from dashboard.run_charts import fps_figure, latency_histogram, timeline_figure
 from dashboard.state import store
 from dashboard.tables import run_rows, session_rows
@@ -134,6 +141,7 @@ def controls() -> SimulateParams | None:
     left, right = worker.columns(2)
     c.number(left, "pre_ms", "Decode per frame (ms)", step=1.0, help="CPU work before the GPU.")
     c.number(right, "post_ms", "Post-process (ms)", step=1.0, help="CPU work after the GPU.")
+    queue_fields = queue_controls(c, worker)
 
     offered = offered_modes(card)
     if c.get("mode") not in offered:
@@ -173,7 +181,8 @@ def controls() -> SimulateParams | None:
     c.number(right, "percentile", "Percentile", step=0.5)
     c.number(judged, "min_fps", "Frame-rate floor (fps)", step=0.5)
 
-    names = [*RUN_FIELDS, *(n for n in POLICY_FIELDS if n in used), *mode_fields, *CRITERIA]
+    names = [*RUN_FIELDS, *(n for n in POLICY_FIELDS if n in used), *mode_fields, *CRITERIA,
+             *queue_fields]  # fmt: skip
     values, problems = c.values([n for n in names if n in c.labels])
     if problems:
         show_problems("These settings do not make a scenario:", problems)
@@ -217,10 +226,29 @@ def run_view(results: Results, index: int, wide: bool, params: SimulateParams) -
     arrived = sum(x.arrived for x in results.sessions)
     overwritten = sum(x.overwritten for x in results.sessions)
     expired = sum(x.expired for x in results.sessions)
+    growth = results.queue
+    if growth is None:
+        fate = (
+            f"**{overwritten:,}** were overwritten by a newer frame of the same session "
+            f"({display.fraction(results.overwritten_fraction)}) and **{expired:,}** expired "
+            f"({display.fraction(results.expired_fraction)})."
+        )
+    else:
+        first, last = growth.p99_first_third_ms, growth.p99_last_third_ms
+        verdict = "**The queue grows**" if growth.grows else "The queue keeps up"
+        thirds = (
+            f": p99 {display.ms(first)} in the first third of the run, {display.ms(last)} "
+            "in the last."
+            if first is not None and last is not None
+            else "."
+        )
+        fate = (
+            f"the server queued every one: **{expired:,}** were rejected or timed out "
+            f"({display.fraction(results.expired_fraction)}) and **{growth.queued_at_end:,}** "
+            f"were still queued at the end. {verdict}{thirds}"
+        )
     st.markdown(
-        f"Of **{arrived:,}** frames sent, **{overwritten:,}** were overwritten by a newer "
-        f"frame of the same session ({display.fraction(results.overwritten_fraction)}) and "
-        f"**{expired:,}** expired ({display.fraction(results.expired_fraction)})."
+        f"Of **{arrived:,}** frames sent, {fate}"
         + (
             f" **Starved:** session {', '.join(map(str, results.starved_sessions))}."
             if results.starved_sessions
@@ -252,7 +280,7 @@ link = url_state.opened(
 )
 if link is not None:
     load_curve(c, link.params, default.id)
-    c.load(link.params, [*RUN_FIELDS, *POLICY_FIELDS, *CRITERIA])
+    c.load(link.params, [*RUN_FIELDS, *POLICY_FIELDS, *CRITERIA, *QUEUE_FIELDS])
     for name in ("cotenants", "mps_share", "mig_profile", *MODE_MEMORY):
         if getattr(link.params, name):
             c.load(link.params, [name])
