@@ -43,6 +43,7 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from planner.sim.arrivals import arrivals
+from planner.sim.batch_time import NO_SPREAD, batch_ms, spread_arrays, stretch
 from planner.sim.jit import jit
 from planner.sim.pending import add, pending_set, remove
 from planner.sim.policies import POLICIES, STATE_SIZE
@@ -75,8 +76,10 @@ def run_fast(scenario: Scenario) -> Records:
     arrival = arrivals(scenario)
     sharing = scenario.sharing
     table = effective_table(np.asarray(scenario.latency_ms), sharing, scenario.peak_upto)
-    reach = horizon(sharing, scenario.duration_ms, table, scenario.sessions)
+    reach = horizon(sharing, scenario.duration_ms, table, scenario.sessions,
+                    stretch(scenario.spread))  # fmt: skip
     timeline = cotenant_timeline(sharing, scenario.seed, reach)
+    sigma, z = spread_arrays(scenario.spread, scenario.seed, arrival.times.size)
     return run_prepared(
         arrival.times,
         arrival.start,
@@ -86,6 +89,8 @@ def run_fast(scenario: Scenario) -> Records:
         scenario.policy_params(),
         timeline,
         scenario.stages.as_array(),
+        sigma,
+        z,
     )
 
 
@@ -98,9 +103,13 @@ def run_prepared(
     params: np.ndarray,
     timeline: Timeline | None = None,
     stages: np.ndarray | None = None,
+    sigma: np.ndarray = NO_SPREAD,
+    z: np.ndarray = NO_SPREAD,
 ) -> Records:
     """Run the compiled loop on prepared inputs: capture times, latency[b], policy id and
-    params, and ``stages`` (``WorkerStages.as_array()``; None: no stages, as in SPEC §3.3)."""
+    params, ``stages`` (``WorkerStages.as_array()``; None: no stages, as in SPEC §3.3),
+    and the batch-time spread's ``sigma`` and draws ``z`` (``planner.sim.batch_time``;
+    empty: none)."""
     if timeline is None:
         edges = speed = work = _NO_TIMELINE
         slicing = False
@@ -111,7 +120,7 @@ def run_prepared(
         stages = NO_STAGES
     order = arrival_order(times, start, stages)
     out = decision_loop(times, start, duration_ms, latency, pid, params, slicing, edges, speed,
-                        work, stages, order[0], order[1], order[2], True)  # fmt: skip
+                        work, stages, order[0], order[1], order[2], True, sigma, z)  # fmt: skip
     return records_of(out)
 
 
@@ -170,14 +179,16 @@ def records_of(out: tuple[Any, ...]) -> Records:
 
 
 @jit(nogil=True)
-def decision_loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order, order_session, order_time, keep_jobs):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
+def decision_loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order, order_session, order_time, keep_jobs, sigma, z):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
     """The simulation proper. ``times`` are capture times; ``stages`` is ``[network_ms,
-    pre_ms, post_ms, cpu_workers]``. Returns (frames, batches, the frame records: session,
-    index, batch, arrival, ready, latency, done; the batch records: start, end, size; the
-    per-session counters arrived, delivered, overwritten, expired, pending as rows; then
-    jobs and the job records: kind, ready, start, kept only when ``keep_jobs``; and
-    ``sums``: thread-ms inside the run on pre and on post jobs, their total waits in the
-    queue, and their counts)."""
+    pre_ms, post_ms, cpu_workers]``; ``sigma`` and ``z`` the batch-time spread
+    (``planner.sim.batch_time.batch_ms``; empty: every batch takes ``latency[b]``).
+    Returns (frames, batches, the frame records: session, index, batch, arrival, ready,
+    latency, done; the batch records: start, end, size; the per-session counters
+    arrived, delivered, overwritten, expired, pending as rows; then jobs and the job
+    records: kind, ready, start, kept only when ``keep_jobs``; and ``sums``: thread-ms
+    inside the run on pre and on post jobs, their total waits in the queue, and their
+    counts)."""
     n = start.size - 1
     total = times.size  # no run delivers more frames, or runs more batches, than arrive
     network = stages[0]
@@ -531,10 +542,8 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
                 taken[i] = arrived[i]
 
         if count > 0:
-            if slicing:
-                end = finish(edges, speed, work, now, latency[count])
-            else:
-                end = now + latency[count]
+            took = batch_ms(latency, sigma, z, batches, count)  # the k-th batch's work
+            end = finish(edges, speed, work, now, took) if slicing else now + took
             worst = 0.0
             for c in range(count):
                 i = chosen[c]

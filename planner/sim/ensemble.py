@@ -25,6 +25,7 @@ import numba
 import numpy as np
 
 from planner.sim.arrivals import Arrivals, arrivals
+from planner.sim.batch_time import spread_arrays, stretch
 from planner.sim.engine_fast import Order, arrival_order, decision_loop, records_of
 from planner.sim.pipeline import frame_parts
 from planner.sim.policies import POLICIES
@@ -136,7 +137,9 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
             table_sets[key] = np.r_[0.0, table]
         tkey = s.sharing.kind.timeline_key(s.sharing, s.seed)
         if tkey is not None:
-            reach = horizon(s.sharing, s.duration_ms, table_sets[key][1:], s.sessions)
+            reach = horizon(
+                s.sharing, s.duration_ms, table_sets[key][1:], s.sessions, stretch(s.spread)
+            )
             horizons[tkey] = max(horizons.get(tkey, 0.0), reach)
     # Arrivals and their order are drawn once per set of runs that share them, in parallel
     # (sorting them is as much work as a run of the loop at many sessions).
@@ -225,10 +228,12 @@ def _run(job: _Job, detail: bool = False) -> Outcome:
         edges = speed = work = _NO_TIMELINE
     else:
         edges, speed, work = job.timeline.edges, job.timeline.speed, job.timeline.work
+    sigma, z = spread_arrays(s.spread, s.seed, job.arrivals.times.size)
     out = decision_loop(
         job.arrivals.times, job.arrivals.start, s.duration_ms, job.latency,
         POLICIES[s.policy].pid, s.policy_params(), job.timeline is not None,
         edges, speed, work, s.stages.as_array(), job.order[0], job.order[1], job.order[2], detail,
+        sigma, z,
     )  # fmt: skip
     r = records_of(out)
     busy = np.minimum(r.batch_end, s.duration_ms) - r.batch_start

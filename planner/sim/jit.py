@@ -42,6 +42,7 @@ COMPILED_SOURCES: tuple[str, ...] = (
     "pending.py",
     "policies.py",
     "sharing/timeline.py",
+    "batch_time.py",
     "engine_fast.py",
 )
 """Every module whose code ends up in compiled functions (a test checks the list against
