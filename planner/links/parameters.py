@@ -142,6 +142,12 @@ PARAMETERS: dict[str, Parameter] = {
         Int.of(limits.CPU_WORKERS),
         "CPU threads for that work (0 = unlimited)",
     ),
+    "spread": Parameter(
+        True,
+        Bool(),
+        "batch times spread as the curve's measured p10/p90 (or std) say, or as a "
+        "calibration fitted (0: every batch takes the curve's median)",
+    ),
     # How hard the search looks.
     "seeds": Parameter(limits.DEFAULT_SEEDS, Int.of(limits.SEEDS), "phase seeds per scenario"),
     "duration_s": Parameter(

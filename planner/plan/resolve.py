@@ -15,7 +15,7 @@ from planner.links.codecs import number_text
 from planner.links.urls import encode, linked_curve
 from planner.plan.options import Option
 from planner.plan.params import CompareParams, PlanParams, SimulateParams, stage_params
-from planner.plan.request import Criteria, Request
+from planner.plan.request import Criteria, Request, model_spread, model_table
 from planner.sim.calibration import Calibration
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
 from planner.sim.policies import POLICIES
@@ -159,6 +159,8 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         stages=params.stages,
         card_memory_gb=card.memory_gb if card is not None else None,
         calibration=calibration,
+        per_request_ms=curve.per_request_ms,
+        spread=params.spread,
     )
     return PlanInputs(
         curve=curve,
@@ -235,7 +237,11 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
     calibration, latest = calibration_of(params, curve, store)
     sharing, measured = _sharing(params.mode, params, card, curve, store)
     source = fitted if measured is None else fit_curve(measured.points)
-    table = tuple(float(v) for v in source.table(max(64, params.sessions)))
+    upto = max(64, params.sessions)
+    # The table and spread a plan's runs take (``planner.plan.request``); the calibration's
+    # overhead is applied below, as in a plan.
+    table = model_table(source, upto, "central", curve.per_request_ms, calibration)
+    spread = model_spread(source, upto, calibration, params.spread)
     memory = memory_limit(
         memory_model(source.points),
         available(sharing, card.memory_gb if card is not None else None),
@@ -260,9 +266,10 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
         stages=params.stages,
         memory_batch_limit=memory.batch_limit,
         peak_upto=peak_range(max(p.batch for p in source.points)),
+        spread=spread,
     )
     if calibration is not None:
-        scenario = calibration.apply(scenario)
+        scenario = scenario.with_(overhead_ms=calibration.overhead(scenario.overhead_ms))
     compare = None
     if params.compare_policy is not None:
         # From the parameters, not from ``scenario``: it dropped those its policy ignores
@@ -333,6 +340,7 @@ def plan_simulation(
         percentile=request.criteria.percentile,
         min_fps=request.criteria.min_fps,
         calibration=params.calibration,
+        spread=params.spread,
     )
 
 
