@@ -64,6 +64,8 @@ SEED = Bound(0, 2**63 - 1, whole=True)
 JITTER_MS = Bound(0, 60_000)
 OVERHEAD_MS = Bound(0, 60_000)
 MAX_BATCH = Bound(1, 4096, whole=True)
+SPREAD_SIGMA = Bound(0, 1)  # sigma of ln(batch time); 1 puts p90 at 3.6 times the median
+PER_REQUEST_MS = Bound(0, 60_000)  # a curve's cost per request of a batch (ms)
 MAX_QUEUE_DELAY_US = Bound(0, 60_000_000)
 QUEUES = ("newest", "all")  # what a server keeps of a session's frames (``Scenario.queue``)
 MAX_QUEUE_SIZE = Bound(1, 10_000_000, whole=True)  # Triton's max_queue_size (0 there: none)

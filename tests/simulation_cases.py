@@ -65,9 +65,11 @@ def scenarios(
     max_sessions: int = 48,
     min_sessions: int = 1,
     durations_s: tuple[float, ...] = (0.2, 0.5, 1.0, 2.0),
+    spread: bool = False,
 ) -> Scenario:
     """Random scenarios across every policy, phase model, sharing mode and frame-rate mix
-    (frame rates per session repeat a drawn pattern of up to 8)."""
+    (frame rates per session repeat a drawn pattern of up to 8); with ``spread``, batch
+    times spread by a drawn sigma per batch size (``planner.sim.batch_time``)."""
     sessions = draw(st.integers(min_sessions, max_sessions))
     policy = draw(st.sampled_from(list(POLICIES)))
     if draw(st.booleans()):
@@ -92,8 +94,20 @@ def scenarios(
         max_queue_delay_us=draw(st.one_of(st.none(), st.sampled_from([0.0, 500.0, 20000.0]))),
         slo_ms=draw(st.one_of(st.none(), st.floats(5.0, 200.0))),
         sharing=draw(sharings()),
+        spread=draw(spreads(table_length)) if spread else (),
         **draw(worker_stages(table[0])),
     )
+
+
+@st.composite
+def spreads(draw: st.DrawFn, length: int) -> tuple[float, ...]:
+    """A batch-time spread for a table of ``length``: one sigma for all sizes, or a
+    sigma per size (some sizes without spread)."""
+    sigmas = st.sampled_from([0.0, 0.05, 0.2, 0.35, 1.0])
+    if draw(st.booleans()):
+        return (draw(st.sampled_from([0.05, 0.2, 0.35, 1.0])),) * length
+    pattern = draw(st.lists(sigmas, min_size=1, max_size=8))
+    return tuple(pattern[i % len(pattern)] for i in range(length))
 
 
 @st.composite

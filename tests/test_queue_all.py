@@ -54,6 +54,8 @@ def _case(rng: random.Random) -> Scenario:
         kw["phases"] = "aligned"
     if rng.random() < 0.2:
         kw["jitter_ms"] = 3.0
+    if rng.random() < 0.3:
+        kw["spread"] = tuple(rng.uniform(0.0, 0.4) for _ in range(size))  # batch-time spread
     return Scenario(**kw)
 
 

@@ -356,7 +356,7 @@ def test_a_schema_2_store_gains_curve_flags_renames_and_plan_names(tmp_path: Pat
         assert reopened.plans()[0].name == "spring peak"
     with duckdb.connect(str(path)) as raw:
         row = raw.execute("SELECT max(version) FROM schema_version").fetchone()
-    assert row is not None and row[0] == SCHEMA_VERSION == 5
+    assert row is not None and row[0] == SCHEMA_VERSION == 6
 
 
 def test_renaming_a_curve_makes_a_new_one_and_keeps_the_old(store: Store) -> None:

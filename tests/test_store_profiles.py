@@ -76,7 +76,7 @@ def test_a_store_of_schema_2_or_3_gains_the_profiles_table(tmp_path: Path, versi
         assert reopened.plan(plan) == {"budget_ms": "40"}  # nothing else changed
     with duckdb.connect(str(path)) as raw:
         row = raw.execute("SELECT max(version) FROM schema_version").fetchone()
-    assert row is not None and row[0] == SCHEMA_VERSION == 5
+    assert row is not None and row[0] == SCHEMA_VERSION == 6
     with Store(path) as third:  # opening again migrates nothing more
         assert [p.name for p in third.profiles()] == ["after-upgrade"]
 

@@ -35,6 +35,9 @@ REFERENCE_SAMPLE_SESSIONS = (1, 8, 16, 24, 32)
 # pool is busy but keeps up with the sweep's 30 to 960 frames a second).
 CPU_STAGE = WorkerStages(pre_ms=3.0, post_ms=1.0, cpu_workers=4)
 
+SPREAD_SIGMA = 0.3
+"""The batch-time spread the simulator's figures with spread use (sigma of ln batch time)."""
+
 # The reference server card's only two points (SPEC 2.3).
 SERVER_POINTS = (Point(batch=1, latency_ms=8.0), Point(batch=3, latency_ms=20.0))
 
@@ -46,7 +49,8 @@ def _laptop_table() -> tuple[float, ...]:
 @section("simulator")
 def bench_simulator(progress: Callable[[str], None]) -> Figures:
     """One 30 s run of 6 sessions and a 7 x 32 x 4 sweep, fast engine vs reference engine;
-    the same sweep with a CPU stage on 4 threads against the sweep without it."""
+    the same sweep with a CPU stage on 4 threads against the sweep without it; the run and
+    the sweep with batch-time spread against the same without it."""
     from planner.sim import engine_fast
     from planner.sim.engine_fast import run_fast
     from planner.sim.ensemble import run_many
@@ -81,6 +85,22 @@ def bench_simulator(progress: Callable[[str], None]) -> Figures:
     sweep_fast, sweep_cpu = best["plain"], best["cpu"]
     runs = len(POLICIES) * len(SWEEP_SESSIONS) * len(SWEEP_SEEDS)
 
+    # Batch-time spread (``planner.sim.batch_time``) against none, on the same runs,
+    # alternated as above: sigma 0.3 at every size (p90 about 1.47 times the median).
+    progress("bench: simulator: one run and the sweep with batch-time spread ...")
+    spread = (SPREAD_SIGMA,) * len(table)
+    single_spread = single.with_(spread=spread)
+    spread_template = template.with_(spread=spread)
+    sweep(spread_template, POLICIES, range(1, 3), range(1))
+    timed = {"off": float("inf"), "on": float("inf")}
+    for _ in range(3):
+        for name, scenario in (("off", template), ("on", spread_template)):
+            started = time.perf_counter()
+            sweep(scenario, POLICIES, SWEEP_SESSIONS, SWEEP_SEEDS)
+            timed[name] = min(timed[name], time.perf_counter() - started)
+    single_off = best_of(lambda: run_fast(single), 20)
+    single_on = best_of(lambda: run_fast(single_spread), 20)
+
     sample = [
         template.with_(policy=p, sessions=n) for p in POLICIES for n in REFERENCE_SAMPLE_SESSIONS
     ]
@@ -104,6 +124,11 @@ def bench_simulator(progress: Callable[[str], None]) -> Figures:
         ),
         "sweep_cpu_stage_s": sweep_cpu,
         "sweep_cpu_stage_ratio": sweep_cpu / sweep_fast,
+        "spread_sigma": SPREAD_SIGMA,
+        "single_spread_ms": single_on * 1e3,
+        "single_spread_ratio": single_on / single_off,
+        "sweep_spread_s": timed["on"],
+        "sweep_spread_ratio": timed["on"] / timed["off"],
         "sweep_reference_s": sample_reference,
         "sweep_reference_sample": (
             f"{len(sample)} runs: every policy at {len(REFERENCE_SAMPLE_SESSIONS)} session "

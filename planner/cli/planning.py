@@ -236,15 +236,33 @@ PLAN_OPTIONS = (
     "modes", "cotenants", "busy_period_ms", "mps_share", "mig_profile", "seeds",
     "duration_s", "max_sessions", "search", "peak_sessions", "headroom", "price_per_hour",
     "profile", "lead_time_min", "network_ms", "pre_ms", "post_ms", "cpu_workers",
-    "cotenant_memory_mb", "mps_memory_mb", "queue", "max_queue_size", "queue_timeout_us",
-    "timeout_action",
+    "cotenant_memory_mb", "mps_memory_mb", "spread", "queue", "max_queue_size",
+    "queue_timeout_us", "timeout_action",
 )  # fmt: skip
 """The options of ``add_plan_options`` that are plan parameters, read by their codecs."""
+
+
+def spread_on(args: argparse.Namespace) -> bool:
+    """Whether ``--spread`` leaves batch times spread (its link parameter's codec reads it)."""
+    text = getattr(args, "spread", None)
+    if text is None:
+        return bool(PARAMETERS["spread"].default)
+    try:
+        return bool(PARAMETERS["spread"].codec.parse(str(text)))
+    except BadInput as exc:
+        raise BadInput([f"--spread: {p}" for p in exc.problems]) from None
 
 
 def add_worker_options(parser: argparse.ArgumentParser) -> None:
     """The worker beyond the GPU and the memory the card leaves it (SPEC §5.1), shared by
     ``simulate``, ``recommend`` and ``link``."""
+    option(
+        parser,
+        "spread",
+        "batch times spread as the curve's p10/p90 (or std) say: on where the curve has "
+        "spread; off (0) runs every batch at the curve's median",
+        metavar="on|off",
+    )
     option(parser, "network_ms", "one-way network delay, ms; crossed both ways")
     option(parser, "pre_ms", "CPU work per frame before the GPU (decode, resize), ms")
     option(parser, "post_ms", "CPU work per frame after the GPU, ms")

@@ -20,9 +20,10 @@ from planner.cli.output import (
     print_json,
     read_curve_source,
 )
-from planner.cli.planning import add_worker_options
+from planner.cli.planning import add_worker_options, spread_on
 from planner.curves.fit import EDGES, fit_curve
 from planner.errors import BadInput, NotFound
+from planner.plan.request import model_spread, model_table
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
 from planner.sim.pipeline import PART_LABELS, PARTS
 from planner.sim.policies import POLICIES
@@ -239,20 +240,23 @@ def run(args: argparse.Namespace) -> int:
     points, curve = read_curve_source(args)
     fitted = fit_curve(points)
     sessions = number(args.sessions, "--sessions", limits.SESSIONS)
+    calibration = _calibration(args, curve)
     # A server that queues every frame may batch up to max_batch requests, beyond the sessions.
     batch = number(args.max_batch, "--max-batch", limits.MAX_BATCH) if args.max_batch else 8
-    largest = max(64, int(sessions), int(batch))
-    table = tuple(float(v) for v in fitted.table(largest, args.edge))
-    scenario = scenario_from(args, table, curve)
+    upto = max(64, int(sessions), int(batch))
+    # The table and the spread a plan's runs take (``planner.plan.request``).
+    per_request = curve.per_request_ms if curve is not None else 0.0
+    table = model_table(fitted, upto, args.edge, per_request, calibration)
+    spread = model_spread(fitted, upto, calibration, spread_on(args))
+    scenario = scenario_from(args, table, curve).with_(spread=spread)
     memory = memory_of(args, points, curve, scenario.sharing)
     if not memory.fits_one:
         raise BadInput(f"{memory.needs(1)}: no batch fits, so no session can be served")
     scenario = scenario.with_(
         memory_batch_limit=memory.batch_limit, peak_upto=peak_range(max(p.batch for p in points))
     )
-    calibration = _calibration(args, curve)
     if calibration is not None:
-        scenario = calibration.apply(scenario)
+        scenario = scenario.with_(overhead_ms=calibration.overhead(scenario.overhead_ms))
     results = simulate(scenario)
     if args.frames:
         _write_frames(args.frames, results.frame_table())

@@ -20,6 +20,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, Literal
 
+from planner import limits
 from planner.errors import BadInput
 from planner.limits import MIN_LATENCY_MS
 from planner.units import Megabytes, Milliseconds
@@ -37,6 +38,9 @@ PERCENTILE_FIELDS = ("p10_ms", "p50_ms", "p90_ms", "p99_ms")
 SPREAD_FIELDS = (*PERCENTILE_FIELDS, "std_ms")
 OPTIONAL_POINT_FIELDS = (*SPREAD_FIELDS, "n", "memory_mb")
 _OPTIONAL_FIELD_SET = frozenset(OPTIONAL_POINT_FIELDS)
+
+PER_REQUEST_KEY = "per_request_ms"
+"""The environment key that holds a curve's per-request cost (``Curve.per_request_ms``)."""
 
 _RESOLUTION = re.compile(r"^\s*(\d{1,5})\s*[xX×]\s*(\d{1,5})\s*$")
 
@@ -83,6 +87,13 @@ class Curve:
     shown with the flag and left out of comparisons and default choices. ``renamed_from``
     is the id of the curve this one renames (same points, another model or card name).
     Neither is part of the id.
+
+    ``per_request_ms`` is what a server spends on each request of a batch beyond the
+    batched call (``planner.curves.batch_cost``): a batch of b requests costs ``L(b) + b *
+    per_request_ms``. It is kept in the environment under ``per_request_ms`` (so a curve
+    file's environment carries it, and the store keeps it without a column of its own),
+    and unlike the rest of the environment it is part of the id when it is not 0: a plan
+    that pins a curve keeps the cost it was made with.
     """
 
     model: str
@@ -101,8 +112,20 @@ class Curve:
     def id(self) -> str:
         # Cached: a curve is immutable, and imports ask for the id of thousands of curves.
         return curve_id(
-            self.model, self.card, self.precision, self.resolution, self.mig_profile, self.points
+            self.model,
+            self.card,
+            self.precision,
+            self.resolution,
+            self.mig_profile,
+            self.points,
+            self.per_request_ms,
         )
+
+    @property
+    def per_request_ms(self) -> Milliseconds:
+        """The per-request cost of a batch (ms per request; 0 when not given)."""
+        value = self.environment.get(PER_REQUEST_KEY)
+        return float(value) if isinstance(value, int | float) and value > 0 else 0.0
 
     @property
     def label(self) -> str:
@@ -183,17 +206,19 @@ def curve_id(
     resolution: str | None,
     mig_profile: str | None,
     points: Iterable[Point],
+    per_request_ms: float = 0.0,
 ) -> str:
-    """Short URL-safe id: a hash of the identifying metadata and sorted (batch, latency).
+    """Short URL-safe id: a hash of the identifying metadata and sorted (batch, latency),
+    and the per-request cost when it is not 0 (so every curve without one keeps its id).
 
     Latencies enter with microsecond resolution so that the same file parsed twice, or a
     value that went through JSON, gives the same id.
     """
     pairs = sorted((p.batch, f"{p.latency_ms:.6f}") for p in points)
-    key = json.dumps(
-        [model, card, precision or "", resolution or "", mig_profile or "", pairs],
-        separators=(",", ":"),
-    )
+    parts: list[Any] = [model, card, precision or "", resolution or "", mig_profile or "", pairs]
+    if per_request_ms:
+        parts.append(f"{per_request_ms:.6f}")
+    key = json.dumps(parts, separators=(",", ":"))
     digest = hashlib.sha256(key.encode("utf-8")).digest()
     return base64.b32encode(digest).decode("ascii").lower()[:12]
 
@@ -407,6 +432,13 @@ def make_curve(
     curve_resolution = attempt(clean_resolution, resolution)
     curve_mig = attempt(clean_text, mig_profile, "MIG profile", required=False)
     curve_points = attempt(normalise_points, points)
+    environment = dict(environment or {})
+    if PER_REQUEST_KEY in environment:
+        per_request = attempt(clean_per_request, environment[PER_REQUEST_KEY])
+        if per_request:
+            environment[PER_REQUEST_KEY] = per_request
+        else:
+            del environment[PER_REQUEST_KEY]  # 0 or a problem: no cost
     if source not in SOURCES:
         problems.append(f"source {source!r} is not one of {', '.join(SOURCES)}")
     if problems:
@@ -420,9 +452,17 @@ def make_curve(
         mig_profile=curve_mig,
         source=source,
         created_at=created_at,
-        environment=dict(environment or {}),
-        flag=flag if flag is not None else flag_of(environment or {}),
+        environment=environment,
+        flag=flag if flag is not None else flag_of(environment),
     )
+
+
+def clean_per_request(value: object) -> float | None:
+    """A per-request cost in ms: a finite number from 0 to a minute; empty means none."""
+    number = clean_optional(value, PER_REQUEST_KEY)
+    if number is not None and not limits.PER_REQUEST_MS.holds(number):
+        raise BadInput(f"{PER_REQUEST_KEY} {_show(value)} must be {limits.PER_REQUEST_MS.words()}")
+    return number
 
 
 def flag_of(environment: Mapping[str, Any]) -> str | None:

@@ -167,6 +167,12 @@ PARAMETERS: dict[str, Parameter] = {
         Choice(limits.TIMEOUT_ACTIONS),
         "queue all: reject a timed-out request, or delay it behind the others",
     ),
+    "spread": Parameter(
+        True,
+        Bool(),
+        "batch times spread as the curve's measured p10/p90 (or std) say, or as a "
+        "calibration fitted (0: every batch takes the curve's median)",
+    ),
     # How hard the search looks.
     "seeds": Parameter(limits.DEFAULT_SEEDS, Int.of(limits.SEEDS), "phase seeds per scenario"),
     "duration_s": Parameter(

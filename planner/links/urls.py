@@ -108,7 +108,12 @@ def decode(
     ignored: list[str] = []
     merged: dict[str, Any] = {}
     if load_plan is not None and PLAN_KEY in query:
-        merged.update(_saved(query[PLAN_KEY], load_plan, ignored))
+        saved = _saved(query[PLAN_KEY], load_plan, ignored)
+        if saved:
+            # A saved plan stores every parameter (``saved_params``); one saved before a
+            # parameter existed ran as its ``BEFORE_ADDED`` value, and keeps doing so.
+            merged.update({k: v for k, v in BEFORE_ADDED.items() if k in schema(cls)})
+        merged.update(saved)
     merged.update({k: v for k, v in query.items() if k != PLAN_KEY})
 
     specs = schema(cls)
@@ -171,6 +176,13 @@ def _saved(
         ignored.append(f"ignored plan={quoted(text)}: no saved plan with that id on this server")
         return {}
     return dict(saved) if isinstance(saved, Mapping) else {}
+
+
+BEFORE_ADDED = {"spread": "0"}
+"""Parameters added after plans were first saved, with the value that a saved plan which
+does not name them ran as, where that is not their default: batch-time spread (on by
+default since it was added) was not simulated before, so an older saved plan keeps its
+numbers on a curve whose points carry spread."""
 
 
 def _one_value(key: str, raw: object, ignored: list[str]) -> str | None:

@@ -176,6 +176,7 @@ class PlanParams(ParameterSet):
     mps_memory_mb: float | None = param("mps_memory_mb")
     flagged: bool = param("flagged")
     calibration: str | None = param("calibration")
+    spread: bool = param("spread")
 
     @property
     def stages(self) -> WorkerStages:
@@ -235,6 +236,7 @@ class SimulateParams(ParameterSet):
     percentile: float = param("percentile")
     min_fps: FramesPerSecond = param("min_fps")
     calibration: str | None = param("calibration")
+    spread: bool = param("spread")
 
     @property
     def stages(self) -> WorkerStages:

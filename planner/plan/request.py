@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from planner import limits
+from planner.curves.batch_cost import spread_table, with_per_request
 from planner.curves.fit import Edge, FittedCurve
 from planner.errors import BadInput
 from planner.sim.calibration import Calibration
@@ -84,6 +85,12 @@ class Request:
     or ``exhaustive``, every count from 1 up to the first failure. ``queue`` and its
     settings say what the server keeps of a session's frames (``Scenario.queue``:
     ``newest``, or ``all`` for a server that queues every frame).
+
+    Batch cost (``planner.curves.batch_cost``): ``per_request_ms`` is the curve's cost per
+    request of a batch, added to every table as ``b * per_request_ms`` (left out under a
+    calibration, whose ``c`` is that cost as a load test measured it); ``spread`` says
+    whether batch times spread as the curve's points say (a calibration that fitted a
+    spread gives its own instead); off, every batch takes the table's value.
     """
 
     curve: FittedCurve
@@ -112,9 +119,13 @@ class Request:
     max_queue_size: int | None = None
     queue_timeout_us: float | None = None
     timeout_action: str = "reject"
+    per_request_ms: Milliseconds = 0.0
+    spread: bool = True
 
     def __post_init__(self) -> None:
         problems = []
+        if not limits.PER_REQUEST_MS.holds(self.per_request_ms):
+            problems.append(f"the per-request cost must be {limits.PER_REQUEST_MS.words()} ms")
         unknown = [p for p in self.policies if p not in POLICIES]
         if unknown or not self.policies:
             problems.append(
@@ -222,9 +233,21 @@ class Request:
         return max(batches, default=1)
 
     def table(self, sharing: Sharing, edge: Edge) -> tuple[float, ...]:
-        upto = max(64, self.largest, self.queued_batch)
-        table = _table(self.curve_for(sharing), upto, edge)
-        return table if self.calibration is None else self.calibration.table(table)
+        """The latency table a sharing mode's runs take (batch 1, 2, …), as the worker runs
+        it: the curve's edge, plus the calibration's ``a + c * b`` or, uncalibrated, the
+        curve's per-request cost (``model_table``)."""
+        return model_table(
+            self.curve_for(sharing), max(64, self.largest, self.queued_batch), edge,
+            self.per_request_ms, self.calibration,
+        )  # fmt: skip
+
+    def spread_of(self, sharing: Sharing) -> tuple[float, ...]:
+        """The batch-time spread of a sharing mode's runs, over the whole table
+        (``model_spread``)."""
+        return model_spread(
+            self.curve_for(sharing), max(64, self.largest, self.queued_batch), self.calibration,
+            self.spread,
+        )  # fmt: skip
 
     def memory(self, sharing: Sharing) -> MemoryLimit:
         """The largest batch that fits in the memory ``sharing`` leaves (``planner.sim.memory``)."""
@@ -252,6 +275,7 @@ class Request:
         peak = self.peak_upto(sharing)
         return Scenario(
             latency_ms=self.table(sharing, edge)[: max(peak, sessions, self.queued_batch)],
+            spread=self.spread_of(sharing)[: max(peak, sessions, self.queued_batch)],
             sessions=sessions,
             policy=policy,
             fps=(self.fps,),
@@ -285,6 +309,42 @@ def _memory(
 ) -> MemoryLimit:
     """The memory limit of a curve under a sharing mode (cached: asked for every run)."""
     return memory_limit(memory_model(curve.points), available(sharing, card_memory_gb), upto)
+
+
+def model_table(
+    curve: FittedCurve,
+    upto: int,
+    edge: Edge,
+    per_request_ms: Milliseconds,
+    calibration: Calibration | None,
+) -> tuple[float, ...]:
+    """The one table a run of a plan or a simulation takes from a curve: batch 1..upto on
+    one edge, with the calibration's ``a + c * b`` added, or without one the curve's
+    per-request cost ``b * per_request_ms`` (the calibration's ``c`` is that cost as a
+    load test measured it, so the two are never added together)."""
+    table = _table(curve, upto, edge)
+    if calibration is not None:
+        return calibration.table(table)
+    return _per_request(table, per_request_ms) if per_request_ms else table
+
+
+def model_spread(
+    curve: FittedCurve, upto: int, calibration: Calibration | None, on: bool = True
+) -> tuple[float, ...]:
+    """The batch-time spread for batch 1..upto (``planner.sim.batch_time``): the
+    calibration's when it fitted one (it measured the worker's batches), else the
+    curve's points' (``planner.curves.batch_cost.spread_table``); ``()`` when ``on`` is
+    false or neither has any."""
+    if not on:
+        return ()
+    if calibration is not None and calibration.spread_sigma is not None:
+        return calibration.spread(upto)
+    return spread_table(curve.points, upto)
+
+
+@functools.lru_cache(maxsize=512)
+def _per_request(table: tuple[float, ...], per_request_ms: float) -> tuple[float, ...]:
+    return with_per_request(table, per_request_ms)
 
 
 @functools.lru_cache(maxsize=512)

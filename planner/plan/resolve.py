@@ -15,7 +15,7 @@ from planner.links.codecs import number_text
 from planner.links.urls import encode, linked_curve
 from planner.plan.options import Option
 from planner.plan.params import CompareParams, PlanParams, SimulateParams, stage_params
-from planner.plan.request import Criteria, Request
+from planner.plan.request import Criteria, Request, model_spread, model_table
 from planner.sim.calibration import Calibration
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
 from planner.sim.policies import POLICIES
@@ -163,6 +163,8 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         max_queue_size=params.max_queue_size,
         queue_timeout_us=params.queue_timeout_us,
         timeout_action=params.timeout_action,
+        per_request_ms=curve.per_request_ms,
+        spread=params.spread,
     )
     return PlanInputs(
         curve=curve,
@@ -240,7 +242,11 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
     sharing, measured = _sharing(params.mode, params, card, curve, store)
     source = fitted if measured is None else fit_curve(measured.points)
     queued = (params.max_batch or 8) if params.queue == "all" else 1
-    table = tuple(float(v) for v in source.table(max(64, params.sessions, queued)))
+    upto = max(64, params.sessions, queued)
+    # The table and spread a plan's runs take (``planner.plan.request``); the calibration's
+    # overhead is applied below, as in a plan.
+    table = model_table(source, upto, "central", curve.per_request_ms, calibration)
+    spread = model_spread(source, upto, calibration, params.spread)
     memory = memory_limit(
         memory_model(source.points),
         available(sharing, card.memory_gb if card is not None else None),
@@ -269,9 +275,10 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
         max_queue_size=params.max_queue_size,
         queue_timeout_us=params.queue_timeout_us,
         timeout_action=params.timeout_action,  # type: ignore[arg-type]
+        spread=spread,
     )
     if calibration is not None:
-        scenario = calibration.apply(scenario)
+        scenario = scenario.with_(overhead_ms=calibration.overhead(scenario.overhead_ms))
     compare = None
     if params.compare_policy is not None:
         # From the parameters, not from ``scenario``: it dropped those its policy ignores
@@ -346,6 +353,7 @@ def plan_simulation(
         max_queue_size=request.max_queue_size,
         queue_timeout_us=request.queue_timeout_us,
         timeout_action=request.timeout_action,
+        spread=params.spread,
     )
 
 

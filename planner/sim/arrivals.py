@@ -42,7 +42,7 @@ def arrivals(scenario: Scenario) -> Arrivals:
     n = scenario.sessions
     periods = 1000.0 / np.asarray(scenario.session_fps, dtype=np.float64)
     duration = scenario.duration_ms
-    phase_rng, jitter_rng, _ = generators(scenario.seed)
+    phase_rng, jitter_rng = generators(scenario.seed)[:2]
     if scenario.phases == "random":
         offsets = phase_rng.random(n) * periods
     elif scenario.phases == "even":

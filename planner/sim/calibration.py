@@ -5,7 +5,11 @@ and a per-frame extra, ``L_worker(b) = L_curve(b) + a + c * b`` with ``a, c >= 0
 worker stacks inputs, copies them to the device and the outputs back, and runs Python
 around the call; the curve times the model call alone), and each frame spends ``d`` ms
 more outside the device than the model says (late arrivals, handing frames between
-threads), applied as an added per-frame overhead.
+threads), applied as an added per-frame overhead. ``c`` is the per-request cost of a
+batch as the load test measured it (the curve's own ``per_request_ms``, which a user may
+give, is the same quantity: a calibrated plan takes ``c`` instead of it, never both).
+Batch times spread around ``L_worker(b)`` by a lognormal multiplier of sigma ``s``
+(``planner.sim.batch_time``), one sigma for every batch size.
 
 Fitting. ``a`` and ``c`` are the non-negative least-squares fit of the observed batch
 durations minus the curve's latency at their sizes (``scipy.optimize.nnls``); with one
@@ -14,11 +18,16 @@ calibration says so. ``d`` is the mean, over the delivered frames, of the measur
 outside the device (end-to-end minus GPU-side latency) less what the model predicts for
 the same frames of the same scenario. With unlimited CPU threads that prediction is the
 scenario's ``2 * network + pre + post + overhead`` exactly; with a pool of threads it also
-holds the queue waits the model predicts, which are therefore not counted twice.
+holds the queue waits the model predicts, which are therefore not counted twice. ``s`` is
+the pooled standard deviation of ``ln(duration / median duration at its size)`` over the
+batch sizes observed at least twice (degrees of freedom: batches less sizes), when at
+least ``SPREAD_MIN_BATCHES`` batches stand behind it; else it is not fitted (None) and a
+plan takes the curve's spread.
 
 A calibration belongs to one curve, is stored with its date and the load test it came
 from (``planner.validate.loadtest_store``), and changes a scenario in two places only: its latency
-table and its overhead (``apply``). Its ``id`` is a short hash that links and saved plans
+table and its overhead (``apply``), and, where fitted, the spread a plan's runs take
+(``planner.plan.request.model_spread``). Its ``id`` is a short hash that links and saved plans
 pin, so a newer calibration never changes what an older link shows.
 """
 
@@ -35,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from planner import limits
 from planner.errors import BadInput
 from planner.sim.scenario import Scenario
 from planner.units import Milliseconds
@@ -44,8 +54,10 @@ from planner.units import Milliseconds
 class Calibration:
     """A curve's calibration from a load test (see the module docstring).
 
-    ``a_ms`` is added to every batch, ``c_ms`` per frame of the batch, ``d_ms`` to every
-    frame's end-to-end latency (as overhead; an overhead never goes below 0). ``batches``
+    ``a_ms`` is added to every batch, ``c_ms`` per frame of the batch (the fitted
+    per-request cost), ``d_ms`` to every frame's end-to-end latency (as overhead; an
+    overhead never goes below 0); ``spread_sigma`` is the fitted sigma of ``ln`` batch
+    time (None: not fitted). ``batches``
     and ``frames`` are how many observations the fit rests on; ``sizes`` the batch sizes
     seen; ``note`` what the fit could not do (one batch size: ``c`` not fitted).
     """
@@ -60,9 +72,12 @@ class Calibration:
     frames: int = 0
     sizes: tuple[int, ...] = ()
     note: str = ""
+    spread_sigma: float | None = None
 
     def __post_init__(self) -> None:
         problems = []
+        if self.spread_sigma is not None and not limits.SPREAD_SIGMA.holds(self.spread_sigma):
+            problems.append(f"calibration spread_sigma must be {limits.SPREAD_SIGMA.words()}")
         for name in ("a_ms", "c_ms"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
@@ -86,12 +101,20 @@ class Calibration:
                 self.created_at.isoformat() if self.created_at else "",
             )
         )
+        if self.spread_sigma is not None:  # (calibrations without one keep their ids)
+            text += "|" + repr(float(self.spread_sigma))
         digest = hashlib.sha256(text.encode("utf-8")).digest()
         return base64.b32encode(digest).decode("ascii").lower()[:12]
 
     def table(self, latency_ms: Sequence[float]) -> tuple[float, ...]:
         """A latency table (batch 1, 2, …) as the worker runs it: ``+ a + c * b``."""
         return _calibrated(tuple(float(v) for v in latency_ms), self.a_ms, self.c_ms)
+
+    def spread(self, upto: int) -> tuple[float, ...]:
+        """The fitted spread for batch 1..upto (``()`` when not fitted or 0)."""
+        if not self.spread_sigma:
+            return ()
+        return (float(self.spread_sigma),) * int(upto)
 
     def overhead(self, overhead_ms: Milliseconds) -> Milliseconds:
         """A per-frame overhead with ``d`` added (never below 0)."""
@@ -119,9 +142,14 @@ class Calibration:
             f"{self.a_ms:.2f} ms + {self.c_ms:.3f} ms per frame more than the curve, and "
             f"every frame {self.d_ms:+.2f} ms outside the device"
         )
+        if self.spread_sigma is not None:
+            text += f"; batch times spread with sigma {self.spread_sigma:.3f} (ln ms)"
         return text + (f" ({self.note})." if self.note else ".")
 
     def as_dict(self) -> dict[str, Any]:
+        """JSON-ready figures; ``spread_sigma`` only where a spread was fitted (a
+        calibration stored before it existed reads back exactly as it did)."""
+        spread = {} if self.spread_sigma is None else {"spread_sigma": self.spread_sigma}
         return {
             "id": self.id,
             "curve_id": self.curve_id,
@@ -134,6 +162,7 @@ class Calibration:
             "frames": self.frames,
             "sizes": list(self.sizes),
             "note": self.note,
+            **spread,
             "description": self.description,
         }
 
@@ -157,6 +186,35 @@ class Sample:
 
 
 ONE_SIZE = "one batch size observed: the per-frame term c is not fitted (c = 0)"
+SPREAD_MIN_BATCHES = 20
+"""The fewest batches (at sizes seen at least twice) a fitted spread rests on."""
+
+
+def fit_spread(sizes: np.ndarray, durations_ms: np.ndarray) -> float | None:
+    """The pooled sigma of ``ln(duration / median duration at its size)`` (see the module
+    docstring), or None with too few batches to say.
+
+    Example
+    -------
+    >>> import numpy as np
+    >>> z = np.random.default_rng(0).standard_normal(4000)
+    >>> sizes = np.repeat([1, 4], 2000)
+    >>> round(fit_spread(sizes, np.where(sizes == 1, 10.0, 30.0) * np.exp(0.2 * z)), 2)
+    0.2
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    logs = np.log(np.asarray(durations_ms, dtype=np.float64))
+    squares, batches, groups = 0.0, 0, 0
+    for size in np.unique(sizes):
+        at = logs[sizes == size]
+        if at.size < 2:
+            continue
+        squares += float(np.sum((at - np.median(at)) ** 2))
+        batches += int(at.size)
+        groups += 1
+    if batches < SPREAD_MIN_BATCHES or batches <= groups:
+        return None
+    return min(math.sqrt(squares / (batches - groups)), float(limits.SPREAD_SIGMA.high))
 
 
 def fit(samples: Sequence[Sample], curve_id: str, **metadata: Any) -> Calibration:
@@ -197,6 +255,8 @@ def fit(samples: Sequence[Sample], curve_id: str, **metadata: Any) -> Calibratio
     outside = sum(float(s.outside_ms.sum()) for s in samples)
     model = sum(s.model_outside_ms * s.outside_ms.size for s in samples)
     d = (outside - model) / frames
+    durations = np.concatenate([s.durations_ms for s in samples])
+    positive = durations > 0  # a duration of 0 has no log: a record too coarse to time
     return Calibration(
         curve_id=curve_id,
         a_ms=a,
@@ -206,5 +266,6 @@ def fit(samples: Sequence[Sample], curve_id: str, **metadata: Any) -> Calibratio
         frames=frames,
         sizes=tuple(int(v) for v in distinct),
         note=note,
+        spread_sigma=fit_spread(sizes[positive], durations[positive]),
         **metadata,
     )

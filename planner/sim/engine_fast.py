@@ -43,6 +43,7 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from planner.sim.arrivals import arrivals
+from planner.sim.batch_time import NO_SPREAD, batch_ms, spread_arrays, stretch
 from planner.sim.jit import jit
 from planner.sim.pending import add, pending_set, remove
 from planner.sim.policies import POLICIES, STATE_SIZE
@@ -76,12 +77,17 @@ def run_fast(scenario: Scenario) -> Records:
     arrival = arrivals(scenario)
     sharing = scenario.sharing
     table = effective_table(np.asarray(scenario.latency_ms), sharing, scenario.peak_upto)
-    reach = horizon(sharing, scenario.duration_ms, table, scenario.largest_batch(memory=False))
+    reach = horizon(sharing, scenario.duration_ms, table, scenario.largest_batch(memory=False),
+                    stretch(scenario.spread))  # fmt: skip
     timeline = cotenant_timeline(sharing, scenario.seed, reach)
+    sigma, z = spread_arrays(scenario.spread, scenario.seed, arrival.times.size)
     if scenario.queue == "all":
         return records_of(
-            run_queue_all(scenario, arrival.times, arrival.start, np.r_[0.0, table], timeline)
-        )
+            run_queue_all(
+                scenario, arrival.times, arrival.start, np.r_[0.0, table], timeline,
+                spread=(sigma, z),
+            )
+        )  # fmt: skip
     return run_prepared(
         arrival.times,
         arrival.start,
@@ -91,6 +97,8 @@ def run_fast(scenario: Scenario) -> Records:
         scenario.policy_params(),
         timeline,
         scenario.stages.as_array(),
+        sigma,
+        z,
     )
 
 
@@ -103,9 +111,13 @@ def run_prepared(
     params: np.ndarray,
     timeline: Timeline | None = None,
     stages: np.ndarray | None = None,
+    sigma: np.ndarray = NO_SPREAD,
+    z: np.ndarray = NO_SPREAD,
 ) -> Records:
     """Run the compiled loop on prepared inputs: capture times, latency[b], policy id and
-    params, and ``stages`` (``WorkerStages.as_array()``; None: no stages, as in SPEC §3.3)."""
+    params, ``stages`` (``WorkerStages.as_array()``; None: no stages, as in SPEC §3.3),
+    and the batch-time spread's ``sigma`` and draws ``z`` (``planner.sim.batch_time``;
+    empty: none)."""
     if timeline is None:
         edges = speed = work = _NO_TIMELINE
         slicing = False
@@ -116,7 +128,7 @@ def run_prepared(
         stages = NO_STAGES
     order = arrival_order(times, start, stages)
     out = decision_loop(times, start, duration_ms, latency, pid, params, slicing, edges, speed,
-                        work, stages, order[0], order[1], order[2], True)  # fmt: skip
+                        work, stages, order[0], order[1], order[2], True, sigma, z)  # fmt: skip
     return records_of(out)
 
 
@@ -127,9 +139,11 @@ def run_queue_all(
     latency: np.ndarray,
     timeline: Timeline | None,
     order: Order | None = None,
+    spread: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[Any, ...]:
     """The compiled loop of a server that queues every frame (``planner.sim.queue_all``)
-    on prepared inputs; its output, which ``records_of`` reads."""
+    on prepared inputs (``spread``: ``batch_time.spread_arrays`` of the scenario, made
+    here when not given); its output, which ``records_of`` reads."""
     if timeline is None:
         edges = speed = work = _NO_TIMELINE
     else:
@@ -141,10 +155,12 @@ def run_queue_all(
         scenario.max_queue_size, scenario.queue_timeout_us, scenario.timeout_action,
         scenario.sessions,
     )  # fmt: skip
+    if spread is None:
+        spread = spread_arrays(scenario.spread, scenario.seed, times.size)
     return queue_loop(
         times, start, scenario.duration_ms, latency, POLICIES[scenario.policy].pid,
         scenario.policy_params(), timeline is not None, edges, speed, work, stages, order[1],
-        order[2], queue,
+        order[2], queue, spread[0], spread[1],
     )  # fmt: skip
 
 
@@ -203,14 +219,16 @@ def records_of(out: tuple[Any, ...]) -> Records:
 
 
 @jit(nogil=True)
-def decision_loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order, order_session, order_time, keep_jobs):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
+def decision_loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order, order_session, order_time, keep_jobs, sigma, z):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
     """The simulation proper. ``times`` are capture times; ``stages`` is ``[network_ms,
-    pre_ms, post_ms, cpu_workers]``. Returns (frames, batches, the frame records: session,
-    index, batch, arrival, ready, latency, done; the batch records: start, end, size; the
-    per-session counters arrived, delivered, overwritten, expired, pending as rows; then
-    jobs and the job records: kind, ready, start, kept only when ``keep_jobs``; and
-    ``sums``: thread-ms inside the run on pre and on post jobs, their total waits in the
-    queue, and their counts)."""
+    pre_ms, post_ms, cpu_workers]``; ``sigma`` and ``z`` the batch-time spread
+    (``planner.sim.batch_time.batch_ms``; empty: every batch takes ``latency[b]``).
+    Returns (frames, batches, the frame records: session, index, batch, arrival, ready,
+    latency, done; the batch records: start, end, size; the per-session counters
+    arrived, delivered, overwritten, expired, pending as rows; then jobs and the job
+    records: kind, ready, start, kept only when ``keep_jobs``; and ``sums``: thread-ms
+    inside the run on pre and on post jobs, their total waits in the queue, and their
+    counts)."""
     n = start.size - 1
     total = times.size  # no run delivers more frames, or runs more batches, than arrive
     network = stages[0]
@@ -564,10 +582,8 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
                 taken[i] = arrived[i]
 
         if count > 0:
-            if slicing:
-                end = finish(edges, speed, work, now, latency[count])
-            else:
-                end = now + latency[count]
+            took = batch_ms(latency, sigma, z, batches, count)  # the k-th batch's work
+            end = finish(edges, speed, work, now, took) if slicing else now + took
             worst = 0.0
             for c in range(count):
                 i = chosen[c]

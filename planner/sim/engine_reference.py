@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.sim.arrivals import arrivals
+from planner.sim.batch_time import batch_ms, spread_arrays, stretch
 from planner.sim.policies import POLICIES, decide, initial_state
 from planner.sim.records import Records
 from planner.sim.scenario import Scenario
@@ -64,8 +65,9 @@ def run_reference(scenario: Scenario) -> Records:
     pool = scenario.cpu_pool
     table = effective_table(np.asarray(scenario.latency_ms), scenario.sharing, scenario.peak_upto)
     latency = np.r_[0.0, table]  # latency[b] for a batch of b
-    reach = horizon(scenario.sharing, duration, table, n)
+    reach = horizon(scenario.sharing, duration, table, n, stretch(scenario.spread))
     timeline = cotenant_timeline(scenario.sharing, scenario.seed, reach)
+    sigma, z = spread_arrays(scenario.spread, scenario.seed, capture.times.size)
     params = scenario.policy_params()
     pid = POLICIES[scenario.policy].pid
     state = initial_state()
@@ -184,10 +186,12 @@ def run_reference(scenario: Scenario) -> Records:
                 wake_at = wake
                 heapq.heappush(events, (wake, WAKE, next(sequence), -1, -1, 0))
             continue
+        # The batch's work in exclusive-card ms; co-tenants stretch it (``finish``).
+        took = batch_ms(latency, sigma, z, len(batches), count)
         end = (
-            t + latency[count]
+            t + took
             if timeline is None
-            else finish(timeline.edges, timeline.speed, timeline.work, t, latency[count])
+            else finish(timeline.edges, timeline.speed, timeline.work, t, took)
         )
         worst = 0.0
         for served in chosen[:count].tolist():
@@ -241,8 +245,10 @@ def run_reference_queue_all(scenario: Scenario) -> Records:
     network, pre, post = stages.network_ms, stages.pre_ms, stages.post_ms
     table = effective_table(np.asarray(scenario.latency_ms), scenario.sharing, scenario.peak_upto)
     latency = np.r_[0.0, table]
-    reach = horizon(scenario.sharing, duration, table, scenario.largest_batch(memory=False))
+    reach = horizon(scenario.sharing, duration, table, scenario.largest_batch(memory=False),
+                    stretch(scenario.spread))  # fmt: skip
     timeline = cotenant_timeline(scenario.sharing, scenario.seed, reach)
+    sigma, z = spread_arrays(scenario.spread, scenario.seed, capture.times.size)
     params = scenario.policy_params()
     policy = scenario.policy
     limit = int(params[0]) if policy in ("triton", "max-batch") else n
@@ -336,10 +342,11 @@ def run_reference_queue_all(scenario: Scenario) -> Records:
             continue
         for request in chosen:
             (live if request in live else delayed).remove(request)
+        took = batch_ms(latency, sigma, z, len(batches), len(chosen))
         end = (
-            t + latency[len(chosen)]
+            t + took
             if timeline is None
-            else finish(timeline.edges, timeline.speed, timeline.work, t, latency[len(chosen)])
+            else finish(timeline.edges, timeline.speed, timeline.work, t, took)
         )
         for ready, session, k in chosen:
             delivered[session] += 1

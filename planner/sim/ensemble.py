@@ -25,6 +25,7 @@ import numba
 import numpy as np
 
 from planner.sim.arrivals import Arrivals, arrivals
+from planner.sim.batch_time import spread_arrays, stretch
 from planner.sim.engine_fast import (
     Order,
     arrival_order,
@@ -150,8 +151,10 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
             table_sets[key] = np.r_[0.0, table]
         tkey = s.sharing.kind.timeline_key(s.sharing, s.seed)
         if tkey is not None:
-            largest = s.largest_batch(memory=False)
-            reach = horizon(s.sharing, s.duration_ms, table_sets[key][1:], largest)
+            reach = horizon(
+                s.sharing, s.duration_ms, table_sets[key][1:], s.largest_batch(memory=False),
+                stretch(s.spread),
+            )  # fmt: skip
             horizons[tkey] = max(horizons.get(tkey, 0.0), reach)
     # Arrivals and their order are drawn once per set of runs that share them, in parallel
     # (sorting them is as much work as a run of the loop at many sessions).
@@ -245,10 +248,12 @@ def _run(job: _Job, detail: bool = False) -> Outcome:
             s, job.arrivals.times, job.arrivals.start, job.latency, job.timeline, job.order
         )
     else:
+        sigma, z = spread_arrays(s.spread, s.seed, job.arrivals.times.size)
         out = decision_loop(
             job.arrivals.times, job.arrivals.start, s.duration_ms, job.latency,
             POLICIES[s.policy].pid, s.policy_params(), job.timeline is not None, edges, speed,
             work, s.stages.as_array(), job.order[0], job.order[1], job.order[2], detail,
+            sigma, z,
         )  # fmt: skip
     r = records_of(out)
     thirds = None

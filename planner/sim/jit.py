@@ -42,6 +42,7 @@ COMPILED_SOURCES: tuple[str, ...] = (
     "pending.py",
     "policies.py",
     "sharing/timeline.py",
+    "batch_time.py",
     "engine_fast.py",
     "queue_all.py",
 )

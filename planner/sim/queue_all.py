@@ -40,6 +40,7 @@ import math
 
 import numpy as np
 
+from planner.sim.batch_time import batch_ms
 from planner.sim.jit import jit
 from planner.sim.pending import add, next_from, pending_set, remove
 from planner.sim.sharing.timeline import finish
@@ -64,10 +65,11 @@ def queue_params(
 
 
 @jit(nogil=True)
-def queue_loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order_session, order_time, queue):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
+def queue_loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order_session, order_time, queue, sigma, z):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
     """The loop (see the module docstring). ``order_session``/``order_time``: the sessions
     and times of the frames in the order they become requests (``arrival_order`` without a
-    pool); ``queue``: ``queue_params``. Returns the tuple ``decision_loop`` returns."""
+    pool); ``queue``: ``queue_params``; ``sigma`` and ``z`` the batch-time spread
+    (``planner.sim.batch_time``). Returns the tuple ``decision_loop`` returns."""
     n = start.size - 1
     total = times.size
     network = stages[0]
@@ -268,10 +270,8 @@ def queue_loop(times, start, duration, latency, pid, params, slicing, edges, spe
                 taken += 1
 
         if taken > 0:
-            if slicing:
-                end = finish(edges, speed, work, now, latency[taken])
-            else:
-                end = now + latency[taken]
+            took = batch_ms(latency, sigma, z, batches, taken)  # the k-th batch's work
+            end = finish(edges, speed, work, now, took) if slicing else now + took
             worst = 0.0
             for c in range(taken):
                 g = chosen[c]

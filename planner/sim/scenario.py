@@ -76,6 +76,10 @@ class Scenario:
     to it: ``reject`` drops it, ``delay`` serves it only when no request within its
     timeout waits (Triton's ``default_queue_policy``). These three are dropped under
     ``newest``. A finite pool of CPU threads is not modelled with ``all``.
+    ``spread[b - 1]`` is the sigma of the lognormal multiplier of a batch of ``b``'s
+    duration, whose median is the table's value (``planner.sim.batch_time``); it covers
+    the table like ``latency_ms``. Empty (and all zeros, which is the same model) means
+    every batch takes exactly its table value.
     """
 
     latency_ms: tuple[Milliseconds, ...]
@@ -98,6 +102,7 @@ class Scenario:
     max_queue_size: int | None = None
     queue_timeout_us: float | None = None
     timeout_action: TimeoutAction = "reject"
+    spread: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         problems = _problems(self)
@@ -106,6 +111,8 @@ class Scenario:
         # Canonical form: a tuple of floats, parameters the policy does not use dropped.
         object.__setattr__(self, "latency_ms", tuple(float(v) for v in self.latency_ms))
         object.__setattr__(self, "fps", tuple(float(v) for v in self.fps))
+        spread = tuple(float(v) for v in self.spread)
+        object.__setattr__(self, "spread", spread if any(spread) else ())
         used = POLICIES[self.policy].params
         for name in ("max_batch", "max_queue_delay_us", "slo_ms"):
             if name not in used:
@@ -218,6 +225,7 @@ def _problems(s: Scenario) -> list[str]:
         problems.append("every latency in the table must be a finite number above zero")
     elif np.any(np.diff(table) < 0):
         problems.append("latency must not decrease with batch size")
+    problems.extend(spread_problems(s.spread, table.size))
     if len(s.fps) not in (1, s.sessions):
         problems.append(
             f"give one frame rate for all sessions or one per session ({s.sessions}), "
@@ -278,6 +286,22 @@ def _problems(s: Scenario) -> list[str]:
         if problem:
             problems.append(problem)
     return problems
+
+
+def spread_problems(spread: object, size: int) -> list[str]:
+    """What is wrong with a batch-time spread for a table of ``size`` batch sizes."""
+    try:
+        sigma = np.asarray(spread, dtype=np.float64)
+    except (TypeError, ValueError):
+        return ["the spread must be numbers, one per batch size of the table"]
+    if sigma.ndim != 1 or sigma.size not in (0, size):
+        return [
+            f"the spread has {sigma.size} values for a table of {size} batch sizes "
+            "(give none, or one per batch size)"
+        ]
+    if not all(limits.SPREAD_SIGMA.holds(float(v)) for v in sigma):
+        return [f"every spread (sigma of ln batch time) must be {limits.SPREAD_SIGMA.words()}"]
+    return []
 
 
 def frames_problem(total_fps: FramesPerSecond, duration_s: Seconds) -> str | None:

@@ -20,8 +20,8 @@ from planner.store.connection import timestamp
 from planner.store.repository import Store
 
 _CALIBRATION_COLUMNS = (
-    "SELECT curve_id, a_ms, c_ms, d_ms, loadtest_id, created_at, batches, frames, sizes, note "
-    "FROM calibrations "
+    "SELECT curve_id, a_ms, c_ms, d_ms, loadtest_id, created_at, batches, frames, sizes, note, "
+    "spread_sigma FROM calibrations "
 )
 _NEWEST = " ORDER BY created_at DESC NULLS LAST, id"
 _SELECT_CALIBRATIONS = {
@@ -35,10 +35,11 @@ _SELECT_CALIBRATIONS = {
 
 def insert_calibration(cur: duckdb.DuckDBPyConnection, c: Calibration) -> None:
     cur.execute(
-        "INSERT INTO calibrations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO "
-        "NOTHING",
+        "INSERT INTO calibrations (id, curve_id, loadtest_id, created_at, a_ms, c_ms, d_ms, "
+        "batches, frames, sizes, note, spread_sigma) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (id) DO NOTHING",
         [c.id, c.curve_id, c.loadtest, c.created_at, c.a_ms, c.c_ms, c.d_ms, c.batches,
-         c.frames, list(c.sizes), c.note],
+         c.frames, list(c.sizes), c.note, c.spread_sigma],
     )  # fmt: skip
 
 
@@ -58,7 +59,7 @@ def select_calibrations(
     return [
         Calibration(
             curve_id=r[0], a_ms=r[1], c_ms=r[2], d_ms=r[3], loadtest=r[4], created_at=r[5],
-            batches=r[6], frames=r[7], sizes=tuple(r[8] or ()), note=r[9],
+            batches=r[6], frames=r[7], sizes=tuple(r[8] or ()), note=r[9], spread_sigma=r[10],
         )
         for r in rows
     ]  # fmt: skip

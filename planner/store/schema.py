@@ -16,10 +16,11 @@ import duckdb
 
 from planner.curves.cards import builtin_catalogue
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """Schema versions: 2 added MIG profiles' memory and instance counts; 3 curve flags,
 renames and the names of saved plans; 4 demand profiles; 5 the tables of calibrations,
-load tests and studies (created on first use before)."""
+load tests and studies (created on first use before); 6 a calibration's fitted spread of
+batch times."""
 
 TABLES = [
     """CREATE TABLE IF NOT EXISTS schema_version (
@@ -110,7 +111,8 @@ ADD_ONS = [
         batches INTEGER NOT NULL,
         frames INTEGER NOT NULL,
         sizes INTEGER[] NOT NULL,
-        note VARCHAR NOT NULL
+        note VARCHAR NOT NULL,
+        spread_sigma DOUBLE
     )""",
     """CREATE TABLE IF NOT EXISTS studies (
         name VARCHAR PRIMARY KEY,
@@ -233,10 +235,17 @@ def add_calibrations_loadtests_and_studies(cur: duckdb.DuckDBPyConnection) -> No
         cur.execute(statement)
 
 
+def add_calibration_spread(cur: duckdb.DuckDBPyConnection) -> None:
+    """Schema 6: the spread of batch times a calibration fitted (``spread_sigma``; NULL for
+    calibrations fitted before, which plans keep running without it)."""
+    cur.execute("ALTER TABLE calibrations ADD COLUMN IF NOT EXISTS spread_sigma DOUBLE")
+
+
 MIGRATIONS: tuple[tuple[int, Callable[[duckdb.DuckDBPyConnection], None]], ...] = (
     (2, add_mig_profile_memory),
     (3, add_flags_and_plan_names),
     (4, add_demand_profiles),
     (5, add_calibrations_loadtests_and_studies),
+    (6, add_calibration_spread),
 )
 """Each schema version after the first and the step that reaches it from the one before."""

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from planner import __version__
+from planner.curves.batch_cost import has_spread
 from planner.curves.curve import Curve
 from planner.demand.fleet import DemandFleet
 from planner.demand.profiles import SHAPES
@@ -333,7 +334,8 @@ def cells(store: Store, study: Study) -> list[Cell]:
                 out.append(failed)
                 continue
             demand = _stored_demand(store, params.profile, demands)
-            out.append(Cell(cell_key(params, demand=demand), curve.id, coordinates, params))
+            key = cell_key(params, demand=demand, spread=has_spread(curve.points))
+            out.append(Cell(key, curve.id, coordinates, params))
     return out
 
 
@@ -353,10 +355,14 @@ def _stored_demand(
     return seen[name]
 
 
-def cell_key(params: PlanParams, demand: tuple[float, ...] | None = None) -> str:
+def cell_key(
+    params: PlanParams, demand: tuple[float, ...] | None = None, *, spread: bool = True
+) -> str:
     """A cell's key: a hash of its plan parameters (defaults included), the planner's
     version, the calibration used (its id, or ``none``) and, for a stored demand profile,
-    its values (a profile saved again under the same name makes new cells)."""
+    its values (a profile saved again under the same name makes new cells). ``spread``
+    says whether the cell's curve has a batch-time spread; without one the ``spread``
+    parameter changes nothing, and is left out of the key."""
     saved = saved_params(params)
     if saved.get("search") == PARAMETERS["search"].default:
         # Cells stored before the search was a parameter were searched exhaustively; the
@@ -367,6 +373,10 @@ def cell_key(params: PlanParams, demand: tuple[float, ...] | None = None) -> str
         # (its other settings, unset by default, are not saved then).
         if saved.get(name) == PARAMETERS[name].default:
             del saved[name]
+    if not spread:
+        # Cells stored before the spread existed ran without it, as a curve without spread
+        # still does: they stay found.
+        saved.pop("spread", None)
     inputs: dict[str, Any] = {
         "params": saved,
         "version": __version__,

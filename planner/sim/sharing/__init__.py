@@ -103,10 +103,13 @@ def effective_table(
     return sharing.kind.table(np.asarray(table, dtype=np.float64), sharing, peak_upto)
 
 
-def horizon(sharing: Sharing, duration_ms: float, table: np.ndarray, sessions: int) -> float:
+def horizon(
+    sharing: Sharing, duration_ms: float, table: np.ndarray, sessions: int, stretch: float = 1.0
+) -> float:
     """How far a speed profile must reach for a run of ``duration_ms`` with ``sessions``
-    on ``table`` (the effective one)."""
-    return sharing.kind.horizon(sharing, duration_ms, float(table[sessions - 1]))
+    on ``table`` (the effective one), whose batches take up to ``stretch`` times their
+    table value (``planner.sim.batch_time.stretch``)."""
+    return sharing.kind.horizon(sharing, duration_ms, float(table[sessions - 1]) * stretch)
 
 
 def cotenant_timeline(sharing: Sharing, seed: int, horizon_ms: float) -> Timeline | None:
