@@ -17,6 +17,7 @@ def test_bench_json_has_every_figure(cli) -> None:
     assert simulator["sweep_runs"] == 7 * 32 * 4
     assert simulator["sweep_cpu_stage_s"] > 0 and simulator["sweep_cpu_stage_ratio"] > 0
     assert simulator["sweep_spread_ratio"] > 0 and simulator["single_spread_ratio"] > 0
+    assert simulator["sweep_queue_all_ratio"] > 0 and simulator["single_queue_all_ratio"] > 0
     assert simulator["sweep_cpu_stage"] == "pre 3 ms and post 1 ms per frame on 4 CPU threads"
     assert "35 runs" in simulator["sweep_reference_sample"]
     recommend = doc["recommend"]

@@ -50,7 +50,8 @@ def _laptop_table() -> tuple[float, ...]:
 def bench_simulator(progress: Callable[[str], None]) -> Figures:
     """One 30 s run of 6 sessions and a 7 x 32 x 4 sweep, fast engine vs reference engine;
     the same sweep with a CPU stage on 4 threads against the sweep without it; the run and
-    the sweep with batch-time spread against the same without it."""
+    the sweep with batch-time spread against the same without it, and with spread under a
+    server that queues every frame (``queue = all``)."""
     from planner.sim import engine_fast
     from planner.sim.engine_fast import run_fast
     from planner.sim.ensemble import run_many
@@ -91,15 +92,21 @@ def bench_simulator(progress: Callable[[str], None]) -> Figures:
     spread = (SPREAD_SIGMA,) * len(table)
     single_spread = single.with_(spread=spread)
     spread_template = template.with_(spread=spread)
+    # And a server that queues every frame (``planner.sim.queue_all``), with the spread.
+    queued_template = spread_template.with_(queue="all")
     sweep(spread_template, POLICIES, range(1, 3), range(1))
-    timed = {"off": float("inf"), "on": float("inf")}
+    sweep(queued_template, POLICIES, range(1, 3), range(1))
+    timed = {"off": float("inf"), "on": float("inf"), "all": float("inf")}
     for _ in range(3):
-        for name, scenario in (("off", template), ("on", spread_template)):
+        variants = (("off", template), ("on", spread_template), ("all", queued_template))
+        for name, scenario in variants:
             started = time.perf_counter()
             sweep(scenario, POLICIES, SWEEP_SESSIONS, SWEEP_SEEDS)
             timed[name] = min(timed[name], time.perf_counter() - started)
     single_off = best_of(lambda: run_fast(single), 20)
     single_on = best_of(lambda: run_fast(single_spread), 20)
+    single_queued = single_spread.with_(queue="all")
+    single_all = best_of(lambda: run_fast(single_queued), 20)
 
     sample = [
         template.with_(policy=p, sessions=n) for p in POLICIES for n in REFERENCE_SAMPLE_SESSIONS
@@ -129,6 +136,10 @@ def bench_simulator(progress: Callable[[str], None]) -> Figures:
         "single_spread_ratio": single_on / single_off,
         "sweep_spread_s": timed["on"],
         "sweep_spread_ratio": timed["on"] / timed["off"],
+        "single_queue_all_ms": single_all * 1e3,
+        "single_queue_all_ratio": single_all / single_off,
+        "sweep_queue_all_s": timed["all"],
+        "sweep_queue_all_ratio": timed["all"] / timed["off"],
         "sweep_reference_s": sample_reference,
         "sweep_reference_sample": (
             f"{len(sample)} runs: every policy at {len(REFERENCE_SAMPLE_SESSIONS)} session "
