@@ -135,3 +135,19 @@ def test_ctrl_c_keeps_the_runs_against_the_server_that_finished(
     assert "interrupted" in run.err
     stored = load_loadtest(store, 1)
     assert stored.interrupted and [r.sessions for r in stored.runs] == [1]
+
+
+def test_the_seat_cap_is_searched_on_the_server_and_reported(
+    cli: Any, store: Store, triton_server: tuple[int, int], tmp_path: Any
+) -> None:
+    _, grpc = triton_server
+    report = tmp_path / "accuracy.md"
+    run = cli("loadtest", "--target", f"grpc://127.0.0.1:{grpc}", "--model", MODEL,
+              "--sessions", "1,2", "--duration-s", "1", "--find-cap", "2",
+              "--budget-ms", "500", "--min-fps", "20", "--report", report, *QUICK)  # fmt: skip
+    assert run.status == 0, run.err
+    (cap,) = load_loadtest(store, 1).caps
+    # Two sessions of 30 fps on a model of a few ms per batch meet a 500 ms budget.
+    assert (cap.policy, cap.largest, cap.measured) == ("triton", 2, 2)
+    assert "seat cap, triton: measured 2" in run.out
+    assert "triton" in report.read_text(encoding="utf-8")
