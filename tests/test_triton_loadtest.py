@@ -150,4 +150,6 @@ def test_the_seat_cap_is_searched_on_the_server_and_reported(
     # Two sessions of 30 fps on a model of a few ms per batch meet a 500 ms budget.
     assert (cap.policy, cap.largest, cap.measured) == ("triton", 2, 2)
     assert "seat cap, triton: measured 2" in run.out
-    assert "triton" in report.read_text(encoding="utf-8")
+    text = report.read_text(encoding="utf-8")
+    assert "predictions are from a KServe v2 server" in text and f"{MODEL} at grpc://" in text
+    assert "a server's records hold no batches" in text  # no calibration from fake batches

@@ -822,8 +822,9 @@ def _report_server(test: LoadTest) -> None:
         ran = run["server"]
         sizes = ", ".join(f"{n}×{b}" for b, n in ran["batches"].items()) or "none"
         frames = run["frames"]
+        what = f"{run['sessions']} session{'s' if run['sessions'] != 1 else ''}"
         print(
-            f"{run['sessions']} sessions, seed {run['seed']}: {frames['delivered']} of "
+            f"{what}, seed {run['seed']}: {frames['delivered']} of "
             f"{frames['delivered'] + frames['failed'] + frames['timed out']} requests answered; "
             f"the server ran {ran['frames']} frames in {ran['executions']} executions "
             f"(batches {sizes})"

@@ -37,7 +37,7 @@ from planner.units import Milliseconds
 from planner.validate.judge import pooled, prediction_request
 from planner.validate.measured_vs_predicted import Summary
 from planner.validate.options import LoadTestOptions, default_batches
-from planner.validate.runs import Cap, LoadTest, Progress, ProgressFn, Run
+from planner.validate.runs import SERVER_SOURCE, Cap, LoadTest, Progress, ProgressFn, Run
 from planner.validate.server.client import Connection, ServerModel, open_model
 from planner.validate.server.curves import (
     CONCURRENT,
@@ -51,8 +51,6 @@ from planner.validate.server.statistics import Statistics, parse_statistics
 from planner.validate.server.target import Target
 from planner.validate.server.traffic import TIMEOUT_S, ServerRun, drive
 
-SOURCE = "server"
-"""A server load test's source in the store (the reference worker's is ``measured``)."""
 SERVER_QUEUE = "all"
 """What a Triton-like server does with a request it cannot run at once: it queues it,
 every one of them (no newer frame of a session replaces an older one in its queue)."""
@@ -217,7 +215,7 @@ def run_server_loadtest(
         environment=env,
         caps=tuple(caps),
         interrupted=interrupted,
-        source=SOURCE,
+        source=SERVER_SOURCE,
         description=f"{model.name} at {model.target.url}",
         warnings=tuple(_warnings(env["runs"])),
     )
