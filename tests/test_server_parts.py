@@ -192,3 +192,22 @@ def test_options_that_do_not_apply_to_a_server_are_refused_before_connecting(
 def test_a_target_needs_a_model(cli: Any) -> None:
     run = cli("loadtest", "--target", "grpc://127.0.0.1:1")
     assert run.status == 2 and "--target needs --model NAME" in run.err
+
+
+def test_without_tritonclient_the_error_names_the_extra(
+    cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    real = importlib.import_module
+
+    def missing(name: str, *args: Any) -> Any:
+        if name.startswith("tritonclient"):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", missing)
+    run = cli("loadtest", "--target", "http://127.0.0.1:1", "--model", "m")
+    lines = run.err.strip().splitlines()
+    assert run.status == 2 and len(lines) == 1
+    assert "pip install 'gpu-seat-planner[server]'" in lines[0]
