@@ -19,6 +19,8 @@ fi
 # torch first, exactly the pinned release, so the permissive `measure` extra adds nothing.
 .venv/bin/pip install -q --disable-pip-version-check torch==2.13.0
 .venv/bin/pip install -q --disable-pip-version-check -c constraints/test.txt -e '.[dev,measure,cluster]'
+# A real Triton for the server load tests, the exact set with --no-deps (see the file).
+.venv/bin/pip install -q --disable-pip-version-check --no-deps -r constraints/triton.txt
 
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .

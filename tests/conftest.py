@@ -98,3 +98,21 @@ def run(at: Any) -> Any:
     at.run()
     assert not at.exception, at.exception
     return at
+
+
+PYTRITON_MISSING = (
+    "needs a real Triton: pip install --no-deps -r constraints/triton.txt (nvidia-pytriton "
+    "0.7.0 and tritonclient)"
+)
+
+
+@pytest.fixture(scope="session")
+def triton_server() -> Iterator[tuple[int, int]]:
+    """A real Triton Inference Server (``tests/triton_server.py``) for the whole session:
+    its (HTTP, gRPC) ports. Skipped, saying why, where PyTriton is not installed."""
+    pytest.importorskip("pytriton", reason=PYTRITON_MISSING)
+    pytest.importorskip("tritonclient.grpc.aio", reason=PYTRITON_MISSING)
+    from tests.triton_server import serve
+
+    with serve() as ports:
+        yield ports

@@ -1,6 +1,7 @@
 """``planner loadtest``: the reference worker against the simulator's prediction.
 
 planner loadtest [run options]            measure, run, predict, compare, store
+planner loadtest --target URL --model NAME  the same against a KServe v2 (Triton) server
 planner loadtest import FILE [options]    compare another worker's load test
 planner loadtest list                     the stored load tests
 planner loadtest show ID                  one stored load test, run by run
@@ -48,7 +49,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "everything. `planner loadtest import FILE` compares another worker's load test "
             "(per-frame records, per-session summaries, or a bundle written by "
             "scripts/accuracy_gpu.py); `list` and `show ID` read stored ones. Needs PyTorch "
-            "to run (not to import)."
+            "to run (not to import). With --target grpc://HOST:PORT (or http://) and --model "
+            "NAME it drives a running KServe v2 server such as Triton instead: it measures the "
+            "model's batch curve there two ways, sends each session count's frames at their "
+            "capture times, one request each, reads the server's own statistics, and compares "
+            "with the prediction under the server's dynamic batcher (needs the server extra)."
         ),
     )
     parser.add_argument("action", nargs="?", choices=ACTIONS, help="import, list or show")
@@ -122,6 +127,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     source.add_argument("--points", metavar="B:MS,...", help="import: predict on these points")
     model.add_argument("--calibration", help=CALIBRATION_HELP)
+    server = parser.add_argument_group("a KServe v2 server (Triton)")
+    server.add_argument(
+        "--target",
+        dest="server",
+        metavar="URL",
+        help="drive this server instead of the reference worker: grpc://HOST:PORT or "
+        "http://HOST:PORT; --model names the model on it, --input-shape gives one frame's "
+        "shape where the model leaves it open, --batches, --warmup (default 5) and "
+        "--repetitions (default 30) how its curve is measured, --card the name the curves "
+        "get (default: the server's address)",
+    )
     cap = parser.add_argument_group("measured seat cap")
     cap.add_argument(
         "--find-cap",
@@ -315,6 +331,10 @@ def _check_out(path: Path | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "server", None) is not None:
+        if args.action is not None:
+            raise BadInput(f"--target runs a load test; it does not go with {args.action}")
+        return _run_server(args)
     if args.action == "list":
         return _list(args)
     if args.action == "show":
@@ -381,6 +401,129 @@ def _run(args: argparse.Namespace) -> int:
             store.add_curves([test.curve])
         test = save_loadtest(store, test)
     _stored(args, test, f"stored load test {test.id} (curve {test.curve.id})")
+    if test.interrupted:
+        note("interrupted: the runs finished before Ctrl-C were kept")
+        return INTERRUPTED
+    return 0
+
+
+SERVER_REFUSED = (
+    "camera", "cpu_workers", "threads", "model_file", "resolution", "device", "precision",
+    "mig_profile", "curve", "calibration", "points", "policy", "max_batch",
+    "max_queue_delay_us",
+)  # fmt: skip
+"""Options that do not apply to a server's load test: the server does its own work on its
+own device, and its batcher's settings are read from the model's config."""
+
+
+def server_options_from_args(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The load test's options and the server's (``ServerOptions``), every problem at
+    once."""
+    from planner.validate.server.client import parse_shape
+    from planner.validate.server.loadtest import POLICY, ServerOptions
+    from planner.validate.server.target import parse_target
+
+    problems: list[str] = []
+    target = _get(problems, parse_target, args.server)
+    for name in SERVER_REFUSED:
+        value = getattr(args, name, None)
+        if value is not None and value is not False:
+            flag = name.replace("_", "-")
+            why = (
+                "the server's batcher settings are read from the model's config"
+                if name in ("max_batch", "max_queue_delay_us", "policy")
+                else "the server runs the model on its own device"
+            )
+            problems.append(f"--{flag} does not apply to --target ({why})")
+    if args.channels_last:
+        problems.append("--channels-last does not apply to --target (the server runs the model)")
+    if args.policies is not None and [p.strip() for p in args.policies.split(",")] != [POLICY]:
+        problems.append(
+            f"--policies: a server's load test predicts with {POLICY}, the server's batcher "
+            "(leave --policies out)"
+        )
+    if args.format != "auto":
+        problems.append("--format is for import")
+    if not args.model:
+        problems.append("--target needs --model NAME, the model's name on the server")
+    shape = None if args.input_shape is None else _get(problems, parse_shape, args.input_shape)
+    batches = None
+    if args.batches is not None:
+        from planner.measure.options import parse_batches
+
+        batches = _get(problems, parse_batches, args.batches)
+    if args.rounds is not None:
+        problems.append(
+            "--rounds does not apply to --target (--repetitions gives the timed calls per "
+            "batch size)"
+        )
+    counts = {}  # those given; ServerOptions has the defaults
+    for name, low in (("warmup", 0), ("repetitions", 1)):
+        text = getattr(args, name)
+        if text is not None:
+            bound = limits.Bound(low, 10_000, whole=True)
+            counts[name] = _get(problems, number, text, f"--{name}", bound)
+    plain = argparse.Namespace(**vars(args))
+    for name in ("model", "input_shape", "batches", "warmup", "rounds", "repetitions", "policies"):
+        setattr(plain, name, None)
+    for name in SERVER_REFUSED:
+        setattr(plain, name, None)
+    options = _get(problems, options_from_args, plain)
+    if problems:
+        raise BadInput(problems)
+    server = ServerOptions(
+        target=target,
+        model=args.model,
+        input_shape=shape,
+        batches=batches,
+        card=args.card,
+        **{name: int(value) for name, value in counts.items()},
+    )
+    return replace(options, policies=(POLICY,)), server
+
+
+def _run_server(args: argparse.Namespace) -> int:
+    from planner.validate.loadtest_store import save_loadtest
+    from planner.validate.server.loadtest import run_server_loadtest
+
+    options, server = server_options_from_args(args)
+    criteria = criteria_from_args(args)
+    upto = None
+    if args.find_cap is not None:
+        upto = int(number(args.find_cap, "--find-cap", limits.Bound(1, 64, whole=True)))
+        if options.seed != 0:
+            raise BadInput(
+                "--find-cap draws seeds from 0, as the recommendation does; leave out --seed"
+            )
+    _check_out(args.out)
+    _check_report(args)
+    with open_store(args) as store:
+        store.require_writable()
+    bar = Bar(sys.stderr)
+    try:
+        done = run_server_loadtest(
+            options, server, progress=bar, criteria=criteria, find_cap_upto=upto
+        )
+    finally:
+        bar.close()
+    test = done.test
+    if not test.runs:
+        note("interrupted before any run finished; nothing stored")
+        return INTERRUPTED
+    if hasattr(args, "argv"):
+        import shlex
+
+        test.environment["command"] = shlex.join(["planner", *args.argv])
+    with open_store(args) as store:
+        store.add_curves(list(done.curves))
+        test = save_loadtest(store, test)
+    single, concurrent = done.curves
+    _stored(
+        args,
+        test,
+        f"stored load test {test.id} ({test.source}; curves {single.id}, one request of b "
+        f"frames, and {concurrent.id}, b requests of one frame)",
+    )
     if test.interrupted:
         note("interrupted: the runs finished before Ctrl-C were kept")
         return INTERRUPTED
@@ -659,8 +802,33 @@ def _report(args: argparse.Namespace, test: LoadTest) -> None:
             f"load average (1 min): {env['load_average_start'][0]:.2f} at the start, "
             + (f"{end[0]:.2f} at the end" if end else "not read at the end")
         )
+    _report_server(test)
     for warning in test.warnings:
         note(f"warning: {warning}")
+
+
+def _report_server(test: LoadTest) -> None:
+    """What only a server's load test has: the per-request cost and the batch sizes the
+    server's own statistics say it ran, run by run."""
+    env = test.environment
+    if "per_request_ms" not in env:
+        return
+    print(
+        f"server {env.get('server')}, model {env.get('model')}: max batch "
+        f"{env.get('max_batch_size')}, queue delay {env.get('max_queue_delay_us')} µs; "
+        f"each request beyond the first costs {env['per_request_ms']:.3f} ms"
+    )
+    for run in env.get("runs") or []:
+        ran = run["server"]
+        sizes = ", ".join(f"{n}×{b}" for b, n in ran["batches"].items()) or "none"
+        frames = run["frames"]
+        what = f"{run['sessions']} session{'s' if run['sessions'] != 1 else ''}"
+        print(
+            f"{what}, seed {run['seed']}: {frames['delivered']} of "
+            f"{frames['delivered'] + frames['failed'] + frames['timed out']} requests answered; "
+            f"the server ran {ran['frames']} frames in {ran['executions']} executions "
+            f"(batches {sizes})"
+        )
 
 
 def _check_report(args: argparse.Namespace) -> Any:

@@ -165,7 +165,8 @@ def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
     for o in outcomes:
         sizes[: o.batch_sizes.size] += o.batch_sizes
     early = late = queued = None
-    if first.queue == "all":
+    if first.queue == "all" and all(o.thirds is not None for o in outcomes):
+        # (Outcomes made from a real server's records carry no thirds: None there.)
         constant = 2.0 * first.stages.network_ms + first.overhead_ms
         parts = [
             np.concatenate([o.worker_ms[: o.thirds[0]] for o in outcomes if o.thirds]),

@@ -46,6 +46,16 @@ def outcome(run: WorkerRun) -> Any:
             s.stages.post_ms,
             s.duration_ms,
         )
+    latency, worker = r.frame_latency, r.frame_done - r.frame_arrival
+    thirds = None
+    if s.queue == "all":
+        # Whether the queue grew through the run, as for a simulated one: the frames in the
+        # order their batches started, then where the second and the last third begin.
+        started = r.batch_start[r.frame_batch]
+        order = np.argsort(started, kind="stable")
+        latency, worker, started = latency[order], worker[order], started[order]
+        first, last = np.searchsorted(started, (s.duration_ms / 3.0, 2.0 * s.duration_ms / 3.0))
+        thirds = (int(first), int(last))
     return Outcome(
         scenario=s,
         fps=r.delivered / s.duration_s,
@@ -54,11 +64,12 @@ def outcome(run: WorkerRun) -> Any:
         overwritten=int(r.overwritten.sum()),
         expired=int(r.expired.sum()),
         busy_ms=busy,
-        latency_ms=r.frame_latency,
+        latency_ms=latency,
         batch_sizes=sizes.astype(np.int64),
-        worker_ms=r.frame_done - r.frame_arrival,
+        worker_ms=worker,
         cpu_sums=cpu_sums,
         job_waits=(r.job_kind, r.job_start - r.job_ready) if s.cpu_pool else None,
+        thirds=thirds,
     )
 
 

@@ -28,6 +28,10 @@ from planner.validate.measured_vs_predicted import (
 from planner.validate.options import LoadTestOptions
 from planner.validate.worker.frames import WorkerRun
 
+SERVER_SOURCE = "server"
+"""The source of a load test against a KServe v2 server (``planner.validate.server``); the
+reference worker's is ``measured``."""
+
 
 @dataclass(frozen=True)
 class Run:
