@@ -25,7 +25,7 @@ figures are the load test's.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -47,7 +47,10 @@ from planner.validate.measured_vs_predicted import (
     Summary,
     error_stats,
 )
-from planner.validate.runs import SERVER_SOURCE, Cap, LoadTest, Run
+from planner.validate.runs import SERVER_LOADED, SERVER_SOURCE, Cap, LoadTest, Run
+from planner.validate.server.calibration import calibrated as server_calibrated
+from planner.validate.server.calibration import fit_server
+from planner.validate.server.loadtest import SERVER_QUEUE
 
 LABELS = {m.name: m.label for m in METRICS}
 
@@ -99,6 +102,10 @@ class Accuracy:
     calibrated: dict[int, Summary]  # run index -> prediction with the held-out calibration
     caps: tuple[CapRow, ...]
     lateness_ms: np.ndarray
+    # The same loaded runs and caps predicted without the batch-time spread (every batch
+    # its median), where the runs were predicted with one: what the spread changes.
+    without_spread: tuple[ErrorStats, ...] = ()
+    caps_without_spread: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
     def stats(self, which: str) -> dict[str, ErrorStats]:
         return {s.metric: s for s in getattr(self, which)}
@@ -159,12 +166,18 @@ def accuracy(test: LoadTest, criteria: Criteria | None = None) -> Accuracy:
     every = error_stats([(r.measured, r.predicted) for r in loaded])
 
     fitting = [r for r in test.runs if r.sessions % 2 == 1 and r.records is not None]
+    # A server's runs carry its curve's per-request cost, which a calibration replaces.
+    per_request = test.curve.per_request_ms if test.source == SERVER_SOURCE else 0.0
     held_out: Calibration | None = None
     note = ""
     if test.source == SERVER_SOURCE:
-        # A calibration fits the batches' durations; a server's records say when each
-        # request was answered, not which batch ran it.
-        note = "a server's records hold no batches (only its statistics do): nothing to fit"
+        # A server's records say when each request was answered, not which batch ran it:
+        # its calibration is fitted to the runs' figures (``planner.validate.server``).
+        odd = [r for r in test.runs if r.sessions % 2 == 1]
+        try:
+            held_out = fit_server(odd, test.curve.id, per_request)
+        except BadInput as exc:
+            note = "; ".join(exc.problems)
     elif not fitting:
         note = "no run with an odd session count kept its records: nothing to fit"
     else:
@@ -177,7 +190,12 @@ def accuracy(test: LoadTest, criteria: Criteria | None = None) -> Accuracy:
     if held_out is not None:
         for index, run in enumerate(test.runs):
             if run.sessions % 2 == 0:
-                calibrated[index] = Summary.of(simulate(held_out.apply(run.scenario)))
+                scenario = (
+                    server_calibrated(held_out, run.scenario, per_request)
+                    if test.source == SERVER_SOURCE
+                    else held_out.apply(run.scenario)
+                )
+                calibrated[index] = Summary.of(simulate(scenario))
     before = error_stats([(r.measured, r.predicted) for r in judged])
     after = (
         error_stats(
@@ -190,7 +208,13 @@ def accuracy(test: LoadTest, criteria: Criteria | None = None) -> Accuracy:
         if held_out is not None
         else ()
     )
+    spread = [r for r in loaded if r.scenario.spread]
+    without = error_stats(
+        [(r.measured, Summary.of(simulate(r.scenario.with_(spread=())))) for r in spread]
+    )
     return Accuracy(
+        without_spread=tuple(without) if spread else (),
+        caps_without_spread=_caps_without_spread(test, criteria) if spread else {},
         test=test,
         criteria=criteria,
         loaded=loaded,
@@ -235,6 +259,10 @@ def _caps(test: LoadTest, criteria: Criteria, held_out: Calibration | None) -> l
             request = prediction_request(
                 options, fitted, policy, criteria, upto, stage, calibration
             )
+            if test.source == SERVER_SOURCE:  # a server that queues every frame
+                request = replace(
+                    request, queue=SERVER_QUEUE, per_request_ms=test.curve.per_request_ms
+                )
             option = recommend(request).options[0]
             return option.cap, option.cap_low, option.cap_high
 
@@ -250,6 +278,26 @@ def _caps(test: LoadTest, criteria: Criteria, held_out: Calibration | None) -> l
             )
         )
     return rows
+
+
+def _caps_without_spread(test: LoadTest, criteria: Criteria) -> dict[str, tuple[int, int, int]]:
+    """Each policy's predicted cap with every batch at its median (no spread)."""
+    if test.options.seed != 0:
+        return {}
+    fitted = fit_curve(test.curve.points)
+    upto = max(max(test.options.sessions), max((c.largest for c in test.caps), default=0))
+    out = {}
+    for policy in test.options.policies:
+        request = replace(
+            prediction_request(test.options, fitted, policy, criteria, upto,
+                               (test.pre_ms, test.post_ms)),
+            spread=False,
+        )  # fmt: skip
+        if test.source == SERVER_SOURCE:
+            request = replace(request, queue=SERVER_QUEUE, per_request_ms=test.curve.per_request_ms)
+        option = recommend(request).options[0]
+        out[policy] = (option.cap, option.cap_low, option.cap_high)
+    return out
 
 
 def _cap_from_runs(test: LoadTest, policy: str, criteria: Criteria) -> tuple[int, int, str] | None:
@@ -398,8 +446,14 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
         )
     lines += ["", "## Errors against the targets", ""]
     lines.append(
-        f"Relative error = (predicted − measured) / measured, over the loaded runs (the "
-        f"slowest session measured below {LOADED:.0%} of the source rate): "
+        "Relative error = (predicted − measured) / measured, over the loaded runs ("
+        + (
+            f"the server busy at least {SERVER_LOADED:.0%} of the run, as it reports: a "
+            "server that queues every frame keeps the frame rate while its queue grows"
+            if test.source == SERVER_SOURCE
+            else f"the slowest session measured below {LOADED:.0%} of the source rate"
+        )
+        + f"): "
         f"{len(result.loaded)} of {len(test.runs)} runs. The calibration is fitted on the "
         f"runs with an odd session count and judged on the loaded runs with an even one "
         f"({len(result.judged)}), so it is judged on runs it has not seen."
@@ -487,6 +541,32 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
                      if any(c.calibrated for c in result.caps) else "") + "."]  # fmt: skip
     else:
         lines.append("No seat caps: the runs do not go up one session at a time from 1.")
+    if result.without_spread:
+        lines += ["", "## Batch-time spread", ""]
+        lines.append(
+            "The predictions above draw each batch's duration from the spread the curve's "
+            "points measured (p10/p90: `planner/sim/batch_time.py`); here the same loaded "
+            "runs, uncalibrated, against the prediction with every batch at its median, "
+            "as the simulator ran before the spread was modelled."
+        )
+        lines.append("")
+        off = {s.metric: s for s in result.without_spread}
+        spread_rows = [
+            (LABELS[name], f"{_pct(off[name].median)} / {_pct(off[name].largest)}",
+             f"{_pct(every[name].median)} / {_pct(every[name].largest)}")
+            for name in ACCURACY_METRICS if name in off and name in every
+        ]  # fmt: skip
+        lines += _table(("figure", "without spread: median / largest",
+                         "with spread: median / largest"), spread_rows)  # fmt: skip
+        if result.caps_without_spread:
+            caps = {c.policy: c for c in result.caps}
+            text = "; ".join(
+                f"{policy} {_cap_text(cap)} without, {_cap_text(caps[policy].predicted)} with"
+                + (f" (measured {caps[policy].measured_text})" if policy in caps else "")
+                for policy, cap in result.caps_without_spread.items()
+                if policy in caps
+            )
+            lines += ["", f"Predicted seat caps: {text}."]
     lines += ["", "## Every run", ""]
     lines.append(
         "Measured / predicted (relative error); for even session counts, the held-out "

@@ -15,7 +15,7 @@ from planner.curves.fit import FittedCurve
 from planner.errors import BadInput
 from planner.plan.options import failures
 from planner.plan.recommend import recommend
-from planner.plan.request import Criteria, Request
+from planner.plan.request import Criteria, Request, model_spread
 from planner.sim.calibration import Calibration
 from planner.sim.sweep import Pooled, pool
 from planner.units import Milliseconds
@@ -105,13 +105,14 @@ def find_cap(
     the first failure (at most ``upto``); and the recommendation's cap for the same
     scenarios on the curve (with ``calibration`` where given)."""
     table = tuple(float(v) for v in fitted.table(max(64, upto)))
+    spread = model_spread(fitted, max(64, upto), None, True)
     pre, post = stage_ms
     rows = []
     measured = upto
     reason = f"meets every criterion up to {upto} sessions, the largest tried"
     for n in range(1, upto + 1):
         seeds = [
-            options.scenario(table, n, policy, options.seed + k, pre, post)
+            options.scenario(table, n, policy, options.seed + k, pre, post, spread)
             for k in range(options.seeds)
         ]
         if report is not None:

@@ -33,7 +33,7 @@ from planner.curves.curve import Curve
 from planner.curves.fit import fit_curve
 from planner.errors import BadInput
 from planner.measure.options import MeasureOptions
-from planner.plan.request import Criteria
+from planner.plan.request import Criteria, model_spread
 from planner.sim.calibration import Calibration, Sample, fit
 from planner.sim.results import e2e_latencies
 from planner.sim.scenario import Scenario
@@ -179,6 +179,7 @@ def run_loadtest(
         fitted = fit_curve(curve.points)
         largest = max(max(options.sessions), find_cap_upto or 0)
         table = tuple(float(v) for v in fitted.table(max(64, largest)))
+        spread = model_spread(fitted, max(64, largest), None, True)
         if not interrupted:
             report(Progress((1 if measuring else 0) / units, "preparing the worker"))
             if backend is None:
@@ -188,7 +189,7 @@ def run_loadtest(
             pre, post = stage_ms
             done = 1 if measuring else 0
             planned = [
-                options.scenario(table, n, policy, options.seed + k, pre, post)
+                options.scenario(table, n, policy, options.seed + k, pre, post, spread)
                 for n in options.sessions
                 for policy in options.policies
                 for k in range(options.seeds)

@@ -146,10 +146,14 @@ class LoadTestOptions:
         seed: int,
         pre_ms: Milliseconds = 0.0,
         post_ms: Milliseconds = 0.0,
+        spread: Sequence[float] = (),
     ) -> Scenario:
-        """The scenario one run serves and the simulator predicts."""
+        """The scenario one run serves and the simulator predicts (with the batch-time
+        ``spread`` the curve measured, which only the prediction uses)."""
+        upto = max(64, sessions)
         return Scenario(
-            latency_ms=tuple(table[: max(64, sessions)]),
+            latency_ms=tuple(table[:upto]),
+            spread=tuple(spread[:upto]),
             sessions=sessions,
             policy=policy,
             fps=(self.fps,),

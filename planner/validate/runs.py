@@ -33,6 +33,10 @@ SERVER_SOURCE = "server"
 reference worker's is ``measured``."""
 
 
+SERVER_LOADED = 0.5
+"""The busy fraction from which a run loads a server that queues every frame."""
+
+
 @dataclass(frozen=True)
 class Run:
     """One (sessions, policy, seed): what the worker measured and the simulator predicted
@@ -58,6 +62,11 @@ class Run:
 
     @property
     def loaded(self) -> bool:
+        """Whether the run loaded the device: its slowest session below 95% of the
+        source rate (``LOADED``), or, on a server that queues every frame (where frame
+        rates hold while the queue grows), the server busy at least half the run."""
+        if self.scenario.queue == "all" and self.measured.gpu_busy_fraction is not None:
+            return self.measured.gpu_busy_fraction >= SERVER_LOADED
         return loaded(self.measured, self.scenario.session_fps[0])
 
     def figures(self, calibrated: bool = False) -> list[Figure]:

@@ -1,0 +1,53 @@
+"""The calibration of a server's curve fitted to its runs' figures
+(``planner.validate.server.calibration``), and how a server's load test is judged."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.errors import BadInput
+from planner.sim.calibration import Calibration
+from planner.sim.scenario import Scenario
+from planner.sim.simulate import simulate
+from planner.validate.measured_vs_predicted import Summary
+from planner.validate.runs import Run
+from planner.validate.server.calibration import calibrated, fit_server, without_requests
+
+TABLE = tuple(4.0 + 1.5 * b for b in range(1, 65))
+PER_REQUEST = 0.5
+
+
+def _runs(truth: Calibration, sessions: range) -> list[Run]:
+    """Runs whose 'measured' figures are the simulator's under a known calibration, on a
+    curve carrying a per-request cost."""
+    runs = []
+    for n in sessions:
+        table = tuple(v + b * PER_REQUEST for b, v in enumerate(TABLE, start=1))
+        scenario = Scenario(latency_ms=table, sessions=n, policy="triton", duration_s=6.0,
+                            queue="all")  # fmt: skip
+        measured = Summary.of(simulate(calibrated(truth, scenario, PER_REQUEST)))
+        runs.append(Run(scenario, measured, Summary.of(simulate(scenario))))
+    return runs
+
+
+def test_the_fit_recovers_what_a_known_calibration_did() -> None:
+    truth = Calibration("c", a_ms=3.0, c_ms=1.2, d_ms=2.0)
+    runs = _runs(truth, range(1, 12, 2))
+    found = fit_server(runs, "c", PER_REQUEST)
+    for run in _runs(truth, range(2, 12, 2)):  # judged on counts it did not see
+        predicted = Summary.of(simulate(calibrated(found, run.scenario, PER_REQUEST)))
+        assert predicted.e2e_p50_ms == pytest.approx(run.measured.e2e_p50_ms, rel=0.1)
+    uncalibrated = [abs(r.predicted.e2e_p50_ms / r.measured.e2e_p50_ms - 1) for r in runs]
+    assert max(uncalibrated) > 0.1  # the correction was needed
+
+
+def test_without_requests_takes_the_per_request_cost_out_again() -> None:
+    scenario = Scenario(latency_ms=(3.0, 4.0, 5.0), sessions=3)
+    assert without_requests(scenario, 0.5).latency_ms == (2.5, 3.0, 3.5)
+    assert without_requests(scenario, 0.0) is scenario
+
+
+def test_no_latencies_no_fit() -> None:
+    run = Run(Scenario(latency_ms=(1.0,), sessions=1), Summary(), Summary())
+    with pytest.raises(BadInput, match="no run measured latencies"):
+        fit_server([run], "c")
