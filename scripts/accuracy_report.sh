@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerate docs/accuracy.md: the reference worker against the planner's predictions on
-# this machine's CPU (about 10 minutes; needs the `measure` extra, i.e. PyTorch).
+# this machine's CPU (about 10 minutes; needs the `measure` extra, i.e. PyTorch), then a
+# real Triton server against the same predictions (scripts/accuracy_triton.py).
 #
 #   bash scripts/accuracy_report.sh [OUT.md]
 #
@@ -27,3 +28,13 @@ export PLANNER_DB=${ACCURACY_DB:-$(mktemp -d)/accuracy.duckdb}
 
 { echo; cat scripts/accuracy_notes.md; } >> "$out"
 echo "wrote $out (load test stored in $PLANNER_DB)"
+
+# Then the section "Against a Triton server" (about 15 minutes more; needs PyTriton, which
+# scripts/test.sh installs): a real Triton serving the same reference model.
+python=${PYTHON:-.venv/bin/python}
+if "$python" -c "import pytriton" 2>/dev/null; then
+    "$python" scripts/accuracy_triton.py "$out"
+else
+    echo "PyTriton is not installed: the section 'Against a Triton server' is left out" \
+        "(pip install --no-deps -r constraints/triton.txt, then python scripts/accuracy_triton.py)"
+fi

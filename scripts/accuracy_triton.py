@@ -153,7 +153,7 @@ def main(out: Path, runs: tuple[str, ...] = LOADTEST) -> None:
     env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (libdir, env.get("LD_LIBRARY_PATH")) if p)
     workdir = Path(tempfile.mkdtemp(prefix="planner-triton-accuracy-"))
     log = workdir / "server.log"
-    db = os.environ.get("ACCURACY_DB", str(workdir / "accuracy.duckdb"))
+    db = os.environ.get("ACCURACY_DB") or str(workdir / "accuracy.duckdb")
     report = workdir / "report.md"
     with log.open("wb") as handle:
         server = subprocess.Popen(
