@@ -210,4 +210,4 @@ def test_without_tritonclient_the_error_names_the_extra(
     run = cli("loadtest", "--target", "http://127.0.0.1:1", "--model", "m")
     lines = run.err.strip().splitlines()
     assert run.status == 2 and len(lines) == 1
-    assert "pip install 'gpu-seat-planner[server]'" in lines[0]
+    assert "pip install -e '.[server]' in the planner's checkout" in lines[0]

@@ -26,7 +26,7 @@ from planner.errors import BadInput
 from planner.validate.server.target import Target
 
 EXTRA = "server"
-INSTALL = f"pip install 'gpu-seat-planner[{EXTRA}]'"
+INSTALL = f"pip install -e '.[{EXTRA}]' in the planner's checkout"
 CONNECT_TIMEOUT_S = 10.0
 """How long reaching the server and reading the model may take before it counts as
 unreachable (a server that is up answers these in milliseconds)."""
