@@ -232,6 +232,39 @@ def test_another_applications_duckdb_file_is_left_as_it_was(tmp_path: Path, cli:
 
 
 @pytest.mark.parametrize(
+    "tables",
+    [
+        ["CREATE TABLE curves (id INTEGER, name VARCHAR)"],
+        # Tables named like the planner's, a migration table of the same name among them.
+        [
+            "CREATE TABLE curves (id INTEGER, name VARCHAR)",
+            "CREATE TABLE schema_version (version INTEGER)",
+            "INSERT INTO schema_version VALUES (3)",
+        ],
+        [
+            "CREATE TABLE curves (id INTEGER, name VARCHAR)",
+            "CREATE TABLE schema_version (version INTEGER, applied_at TIMESTAMP)",
+            "INSERT INTO schema_version VALUES (1, now()::TIMESTAMP)",
+        ],
+    ],
+    ids=["curves", "curves-and-a-version", "curves-and-the-planners-version-table"],
+)
+def test_a_foreign_file_with_its_own_curves_table_is_left_as_it_was(
+    tmp_path: Path, cli: Any, tables: list[str]
+) -> None:
+    other = tmp_path / "other.duckdb"
+    with duckdb.connect(str(other)) as raw:
+        for statement in tables:
+            raw.execute(statement)
+        raw.execute("INSERT INTO curves VALUES (1, 'theirs')")
+    before = other.read_bytes()
+    run = cli("--db", other, "curves", "list")
+    assert run.status == 2 and run.out == ""
+    assert run.err.count("\n") == 1 and "another application (it holds curves" in run.err
+    assert other.read_bytes() == before
+
+
+@pytest.mark.parametrize(
     ("store", "says"),
     [
         ("s3://bucket/planner.duckdb", "is a URL"),

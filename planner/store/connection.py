@@ -362,6 +362,21 @@ class StoreFile:
             finally:
                 self._local.writing = False
 
+    def _foreign(self, con: duckdb.DuckDBPyConnection) -> StoreError:
+        """The line for a DuckDB file that holds tables but is no planner store."""
+        others = con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = "
+            "current_database() UNION SELECT view_name FROM duckdb_views() WHERE "
+            "database_name = current_database() AND NOT internal ORDER BY 1 LIMIT 4"
+        ).fetchall()
+        names = ", ".join(str(r[0])[:40] for r in others[:3])
+        return StoreError(
+            f"{self.path} is a DuckDB file of another application (it holds "
+            f"{names}{', …' if len(others) > 3 else ''}), not a planner store; it "
+            "was left as it was: point PLANNER_DB or --db at a planner store or a "
+            "new file"
+        )
+
     def _migrate(self) -> bool:
         """Create the schema if the file has none; True when the file was new."""
         with self.read() as con:
@@ -371,6 +386,8 @@ class StoreFile:
             ).fetchone()
             current = None
             if found and found[0]:
+                if not _planner_tables(con):
+                    raise self._foreign(con)
                 row = con.execute("SELECT max(version) FROM schema_version").fetchone()
                 current = row[0] if row else None
             else:
@@ -381,13 +398,7 @@ class StoreFile:
                 ).fetchall()
                 if others:
                     # Another application's database: never write the planner's tables into it.
-                    names = ", ".join(str(r[0]) for r in others[:3])
-                    raise StoreError(
-                        f"{self.path} is a DuckDB file of another application (it holds "
-                        f"{names}{', …' if len(others) > 3 else ''}), not a planner store; it "
-                        "was left as it was: point PLANNER_DB or --db at a planner store or a "
-                        "new file"
-                    )
+                    raise self._foreign(con)
         if current is not None and current > SCHEMA_VERSION:
             raise StoreError(
                 f"the store {self.path} was written by a newer planner (schema "
@@ -421,6 +432,31 @@ class StoreFile:
                     step(cur)
                     cur.execute("INSERT INTO schema_version VALUES (?, ?)", [version, timestamp()])
         return False
+
+
+# What every planner store has had since its first schema: a table of a name as common as
+# ``schema_version`` or ``curves`` in another application's file must not make the planner
+# take that file for its own (and migrate it).
+_SIGNATURE = {
+    "schema_version": {"version", "applied_at"},
+    "curves": {"id", "model", "card", "source", "created_at"},
+    "points": {"curve_id", "batch", "latency_ms"},
+}
+
+
+def _planner_tables(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the attached file's tables are the planner's, not only named like them."""
+    rows = con.execute(
+        "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
+        "current_database() AND schema_name = 'main' AND table_name IN "
+        "('schema_version', 'curves', 'points')"
+    ).fetchall()
+    found: dict[str, set[str]] = {}
+    for table, column in rows:
+        found.setdefault(str(table), set()).add(str(column))
+    if found.get("schema_version") != _SIGNATURE["schema_version"]:
+        return False
+    return all(columns <= found.get(table, set()) for table, columns in _SIGNATURE.items())
 
 
 def _no_permission(message: str) -> bool:
