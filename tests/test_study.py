@@ -211,6 +211,49 @@ def test_a_study_file_with_thousands_of_problems_prints_51_lines(cli: Any, tmp_p
         assert lines[-1] == f"planner: {last}"
 
 
+HUGE = "9" * 5000  # more digits than Python converts to an int (4,300)
+HUGE_TOML = f"""name = "huge"
+[curves]
+filters = [{{ model = "ball-detector" }}]
+[fixed]
+seeds = {HUGE}
+[axes]
+budget_ms = [30, 50]
+"""
+
+
+@pytest.mark.parametrize("suffix", ["toml", "json"])
+def test_a_study_file_with_a_5000_digit_integer_is_one_line(
+    cli: Any, tmp_path: Path, db_path: Path, suffix: str
+) -> None:
+    path = tmp_path / f"huge.{suffix}"
+    if suffix == "toml":
+        path.write_text(HUGE_TOML)
+    else:
+        path.write_text(
+            '{"name": "huge", "curves": {"filters": [{"model": "ball-detector"}]}, '
+            f'"fixed": {{"seeds": {HUGE}}}, "axes": {{"budget_ms": [30, {HUGE}]}}}}'
+        )
+    run = cli("study", str(path))
+    assert run.status == 2 and "Traceback" not in run.err, run.err[-500:]
+    assert run.err.count("planner: ") == len(run.err.splitlines()) <= 2, run.err
+    assert len(run.err) < 400
+    with Store(db_path) as store:
+        assert studies(store) == []
+
+
+def test_a_5000_digit_integer_in_the_pages_study_box_is_one_problem(app: AppTest) -> None:
+    app.switch_page("dashboard/pages/studies.py")
+    app.run()
+    app.text_area(key="study_file").set_value(HUGE_TOML)
+    app.button(key="study_run").click().run()
+    assert not app.exception, app.exception
+    shown = " ".join(e.value for e in app.error) + " ".join(m.value for m in app.markdown)
+    assert "thousands of digits" in shown
+    with Store(os.environ["PLANNER_DB"]) as store:
+        assert studies(store) == []
+
+
 def test_several_problems_are_listed_at_once() -> None:
     with pytest.raises(BadInput) as refused:
         study_from_dict({"name": "", "curves": {}, "axes": {"budget_ms": [], "x": [1]}, "y": 1})

@@ -130,12 +130,29 @@ def read_study(path: str | Path, data: bytes | None = None) -> Study:
         raise BadInput(f"the study file {name} is over {MAX_FILE_BYTES >> 20} MiB")
     try:
         text = data.decode("utf-8")
-        raw = json.loads(text) if str(path).lower().endswith(".json") else tomllib.loads(text)
+        if str(path).lower().endswith(".json"):
+            raw = json.loads(text, parse_int=_json_int)
+        else:
+            raw = tomllib.loads(text)
     except UnicodeDecodeError:
         raise BadInput(f"the study file {name} is not UTF-8 text") from None
+    except ValueError as exc:
+        # TOML's reader converts every integer, and Python refuses one of over 4,300 digits.
+        if "digits" not in str(exc):
+            raise
+        raise BadInput(
+            f"the study file {name} has a whole number of thousands of digits; no plan "
+            "parameter is that large"
+        ) from None
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise BadInput(f"the study file {name} does not parse: {str(exc)[:200]}") from None
     return study_from_dict(raw)
+
+
+def _json_int(text: str) -> int | float:
+    # Python refuses to convert integers of more than 4,300 digits; no plan parameter is
+    # that long, so a float (infinite if need be) lets the parameter's check name it.
+    return int(text) if len(text) <= 20 else float(text)
 
 
 def study_from_dict(raw: object) -> Study:
