@@ -467,6 +467,41 @@ def test_ctrl_c_stops_the_command_and_keeps_what_finished(db_path: Path, tmp_pat
     assert resumed["already_stored"] == kept and resumed["computed"] == 500 - kept
 
 
+@pytest.mark.parametrize("write_every_s", [0.0, 1e9], ids=["on-the-way", "final"])
+def test_ctrl_c_while_the_cells_are_written_stores_them_and_stops(
+    store: Store, monkeypatch: pytest.MonkeyPatch, write_every_s: float
+) -> None:
+    """Ctrl-C that lands while buffered cells are written (the final write of a run, or
+    one on the way) used to interrupt DuckDB's query and lose them; the write now ends
+    first, and then the study stops as interrupted."""
+    import signal
+    import threading
+
+    import planner.studies.run as study_run
+    from planner.studies.store import finished_keys
+
+    real = study_run.save_results
+    interrupted: list[int] = []
+
+    def interrupted_save(target: Store, results: Any) -> None:
+        if results and not interrupted:
+            interrupted.append(len(results))
+            with target.write() as cur:  # Ctrl-C lands while this transaction runs
+                threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT)).start()
+                cur.execute("SELECT count(*) FROM range(300000000) t(x) WHERE x % 7 = 3")
+        real(target, results)
+
+    monkeypatch.setattr(study_run, "save_results", interrupted_save)
+    monkeypatch.setattr(study_run, "_WRITE_EVERY_S", write_every_s)  # 1e9: only the last
+    study = study_from_dict(SMALL)
+    with pytest.raises(StudyInterrupted) as stopped:
+        run_study(store, study, workers=1)
+    done = stopped.value.summary
+    assert interrupted and done.interrupted
+    kept = finished_keys(store, [c.key for c in cells(store, study)])
+    assert len(kept) == done.computed >= interrupted[0]
+
+
 # A study that outlasts any test: 500 cells, each a search of one-minute simulations.
 LONG: dict[str, Any] = {**BIG, "name": "long", "fixed": {**BIG["fixed"], "duration_s": 60}}
 

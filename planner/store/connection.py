@@ -26,6 +26,7 @@ import math
 import os
 import random
 import re
+import signal
 import stat
 import threading
 import time
@@ -59,6 +60,7 @@ _DAMAGED = (
     "at another file)"
 )
 _LOCK_CONFLICT = "could not set lock on file"
+_INTERRUPTED = "Query interrupted"
 _NO_PERMISSION = ("permission denied", "operation not permitted", "read-only file system")
 
 # Opening a DuckDB file as a database of its own costs ~13 ms (most of it creating the
@@ -178,6 +180,27 @@ def _reason(exc: BaseException) -> str:
     return first if len(first) <= 300 else first[:299] + "…"
 
 
+@contextmanager
+def uninterrupted() -> Iterator[None]:
+    """Let a Ctrl-C that arrives inside the block wait for its end, then raise it.
+
+    For a short write that must not be lost halfway, such as a study's buffered cells:
+    DuckDB would stop the query and the cells would be gone. Only the main thread
+    receives signals, so elsewhere the block runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    before = signal.signal(signal.SIGINT, lambda number, _frame: caught.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+    if caught:
+        raise KeyboardInterrupt
+
+
 def timestamp() -> datetime:
     """The time stored with a record: UTC to the second, without a zone (a DuckDB TIMESTAMP)."""
     return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
@@ -260,6 +283,12 @@ class StoreFile:
                 raise StoreError(
                     f"cannot read the store {self.path}: {_reason(exc)}; {_DAMAGED}"
                 ) from None
+            except (duckdb.InterruptException, RuntimeError) as exc:
+                # Ctrl-C while a query runs: DuckDB stops the query and raises
+                # ``RuntimeError: Query interrupted`` instead of KeyboardInterrupt.
+                if isinstance(exc, duckdb.InterruptException) or _INTERRUPTED in str(exc):
+                    raise KeyboardInterrupt from None
+                raise
             finally:
                 self._local.connection = None
                 try:

@@ -42,6 +42,7 @@ from planner.plan.request import Request
 from planner.plan.resolve import plan_inputs
 from planner.sim import ensemble
 from planner.sim.work import Work
+from planner.store.connection import uninterrupted
 from planner.store.repository import Store
 from planner.studies.store import CellResult, finished_keys, save_results, save_study
 from planner.studies.study import Cell, Study, cells, outputs
@@ -296,8 +297,10 @@ def run_study(
 
     def flush() -> None:
         nonlocal last_write
-        save_results(store, buffer)
-        buffer.clear()
+        # Ctrl-C waits for the write: interrupted, DuckDB would drop the buffered cells.
+        with uninterrupted():
+            save_results(store, buffer)
+            buffer.clear()
         last_write = time.monotonic()
 
     started = time.monotonic()
@@ -310,6 +313,7 @@ def run_study(
 
     runner = _run_local if engine == "local" else _run_ray
     results = runner(jobs, curves, count, ray_address)
+    interrupted = False
     try:
         for result in results:
             buffer.append(result)
@@ -322,10 +326,15 @@ def run_study(
                 flush()
             progress(state)
     except KeyboardInterrupt:
-        raise StudyInterrupted(summary(True)) from None
+        interrupted = True
     finally:
         results.close()  # stops the pool or the Ray tasks at once, whatever stopped us
-        flush()
+        try:
+            flush()
+        except KeyboardInterrupt:  # Ctrl-C during the last write, which finished first
+            interrupted = True
+    if interrupted:
+        raise StudyInterrupted(summary(True))
     return summary(False)
 
 
