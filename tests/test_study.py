@@ -288,6 +288,53 @@ def test_a_worker_count_this_machine_cannot_take_is_refused(
         assert studies(store) == []  # nothing stored
 
 
+@pytest.mark.parametrize(
+    ("address", "says"),
+    [
+        ("not a url", "is not a Ray address"),
+        ("ray://[::1", "is not a Ray address"),
+        ("head:99999", "is not a Ray address"),
+        ("ray://127.0.0.1:9", "pip install 'ray[client]'"),  # without Ray's client
+    ],
+)
+def test_a_ray_address_that_cannot_work_is_one_line_and_stores_nothing(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, address: str, says: str
+) -> None:
+    pytest.importorskip("ray")
+    monkeypatch.setitem(sys.modules, "grpc", None)  # as if ray[client] were not installed
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(SMALL))
+    run = cli("study", str(path), "--engine", "ray", "--ray-address", address)
+    assert run.status == 2 and run.out == "", run.err[-2000:]
+    assert run.err.count("\n") == 1 and says in run.err, run.err
+    with Store(os.environ["PLANNER_DB"]) as store:
+        assert studies(store) == []
+
+
+def test_a_ray_address_nobody_listens_at_is_one_line_in_seconds(
+    db_path: Path, tmp_path: Path
+) -> None:
+    """``--ray-address 127.0.0.1:9`` (the discard port, closed) waited in ``ray.init``
+    for two minutes and more; the address is tried first, for at most 10 s."""
+    import time
+
+    pytest.importorskip("ray")
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(SMALL))
+    started = time.monotonic()
+    run = subprocess.run(
+        [sys.executable, "-m", "planner", "study", str(path), "--engine", "ray",
+         "--ray-address", "127.0.0.1:9"],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PLANNER_DB": str(db_path)},
+    )  # fmt: skip
+    assert time.monotonic() - started < 40  # ray's import and the 10 s try, generously
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert run.stderr.count("\n") == 1 and "no Ray cluster answers at 127.0.0.1:9" in run.stderr
+    with Store(db_path) as store:
+        assert studies(store) == []
+
+
 def test_the_study_page_draws_a_heatmap_and_links_each_cells_plan(app: AppTest) -> None:
     with Store(os.environ["PLANNER_DB"]) as store:
         run_study(store, study_from_dict(SMALL), workers=2)

@@ -36,6 +36,7 @@ from typing import Any, Literal
 from planner.curves.fit import FittedCurve
 from planner.demand.profiles import DemandProfile
 from planner.errors import BadInput, NotFound, PlannerError
+from planner.measure.cluster import check_ray_address
 from planner.plan.fleet import plan_fleet, plan_profile
 from planner.plan.recommend import recommend
 from planner.plan.request import Request
@@ -283,6 +284,8 @@ def run_study(
             f"workers must be a whole number from 1 to {most}"
             + (f" ({MAX_WORKERS_PER_CORE} per core of this machine)" if most != 4096 else "")
         )
+    if engine == "ray":
+        _require_ray(ray_address)  # before anything is stored
     store.require_writable()
     every, jobs, curves, refused = prepare(store, study)
     save_study(store, study, every)
@@ -392,6 +395,18 @@ def _attempts(result: CellResult, retried: bool) -> CellResult:
                       result.elapsed_s)  # fmt: skip
 
 
+def _require_ray(address: str | None) -> None:
+    """BadInput unless Ray is installed and ``address`` (if given) is a cluster that answers."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise BadInput(
+            "the ray engine needs Ray: pip install -e '.[cluster]' (or --engine local)"
+        ) from None
+    if address:
+        check_ray_address(address)
+
+
 def _run_ray(
     jobs: Sequence[Job], curves: dict[str, FittedCurve], workers: int, address: str | None
 ) -> Generator[CellResult, None, None]:
@@ -407,7 +422,12 @@ def _run_ray(
     if not ray.is_initialized():
         environment = {"env_vars": {"NUMBA_NUM_THREADS": "1"}}
         if address:
-            ray.init(address=address, runtime_env=environment, log_to_driver=False)
+            try:
+                ray.init(address=address, runtime_env=environment, log_to_driver=False)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise BadInput(
+                    f"no Ray cluster answers at {address[:80]}: {str(exc)[:200]}"
+                ) from None
         else:
             # A local instance for this run only, reachable from this machine alone.
             os.environ.setdefault("RAY_AUTH_MODE", "disabled")
