@@ -331,3 +331,20 @@ def test_the_profiles_command_refuses_a_200_kib_field_in_one_line(
     assert run.err.count("\n") == 1 and "p.csv" not in run.err and "wide.csv line 3" in run.err
     with Store(db_path) as store:
         assert store.profiles() == []
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        "0,5\n0.000000000001,6\n0.000000000002,7\n",  # hours: a step of 6e-11 minutes
+        "08:00:00,5\n08:00:01,6\n08:00:02,7\n",  # a second
+    ],
+    ids=["6e-11-minutes", "one-second"],
+)
+def test_a_demand_step_below_the_minimum_is_refused(rows: str) -> None:
+    with pytest.raises(BadInput) as caught:
+        read_profile_csv("p", "p.csv", f"time,sessions\n{rows}".encode())
+    assert caught.value.problems == ["p.csv: the step must be from 0.1 to 10080 minutes"]
+    with pytest.raises(BadInput, match=r"the step must be from 0\.1 to 10080 minutes"):
+        DemandProfile("p", (1.0, 2.0), step_minutes=6e-11)
+    assert DemandProfile("p", (1.0, 2.0), step_minutes=0.1).step_minutes == 0.1
