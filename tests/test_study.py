@@ -159,6 +159,12 @@ def test_ray_is_imported_only_for_the_ray_engine(tmp_path: Path) -> None:
         ({"fixed": {"curve": "abc"}}, "curves are chosen under [curves]"),
         ({"curves": {"ids": ["nosuchcurve1"]}}, "no stored curve has the id 'nosuchcurve1'"),
         ({"curves": {"filters": [{"model": "nothing"}]}}, "no stored curve has model=nothing"),
+        ({"name": "ring\a the bell"}, "name contains control characters"),
+        ({"name": "\u202egnirts desrever"}, "name contains control characters"),
+        ({"name": "two\nlines"}, "name contains control characters"),
+        ({"name": "n" * 201}, "name is longer than 200 characters"),
+        ({"description": "d" * 900_000}, "description: is longer than 2,000 characters"),
+        ({"description": "bell\a"}, "description: contains control characters"),
         (
             {
                 "axes": {

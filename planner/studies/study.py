@@ -34,13 +34,14 @@ import itertools
 import json
 import math
 import tomllib
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from planner import __version__
-from planner.curves.curve import Curve
+from planner.curves.curve import MAX_TEXT, Curve, clean_text
 from planner.demand.fleet import DemandFleet
 from planner.demand.profiles import SHAPES
 from planner.errors import BadInput, NotFound
@@ -56,6 +57,8 @@ MAX_CELLS = 100_000
 """The most cells one study may have (a 20-model x 8-card x 4-mode x 10-budget x 3-floor
 grid is 19,200); larger grids are split into several studies."""
 MAX_FILE_BYTES = 1 << 20
+MAX_DESCRIPTION = 2000
+"""The longest description of a study: a few lines of why, shown under its name."""
 
 _TOP_KEYS = {"name", "description", "curves", "fixed", "axes"}
 _CURVE_KEYS = {"ids", "filters"}
@@ -164,12 +167,26 @@ def study_from_dict(raw: object) -> Study:
         if key not in _TOP_KEYS:
             problems.append(f"unknown key {key!r} (a study has {', '.join(sorted(_TOP_KEYS))})")
     name = raw.get("name")
-    if not isinstance(name, str) or not name.strip() or len(name) > 200:
-        problems.append("name: give the study a name (one line, at most 200 characters)")
+    if not isinstance(name, str) or not name.strip():
+        problems.append(f"name: give the study a name (one line, at most {MAX_TEXT} characters)")
         name = ""
+    else:
+        try:  # the rule of every other name: one line, no control characters, 200 at most
+            name = clean_text(name, "name") or ""
+        except BadInput as exc:
+            problems.extend(
+                f"{p} (one line of at most {MAX_TEXT} characters)" for p in exc.problems
+            )
+            name = ""
     description = raw.get("description", "")
     if not isinstance(description, str):
         problems.append("description: must be text")
+        description = ""
+    elif len(description) > MAX_DESCRIPTION:
+        problems.append(f"description: is longer than {MAX_DESCRIPTION:,} characters")
+        description = ""
+    elif any(ch not in "\n\t" and unicodedata.category(ch).startswith("C") for ch in description):
+        problems.append("description: contains control characters (lines and tabs are fine)")
         description = ""
     ids, filters = _curves(raw.get("curves"), problems)
     fixed = _fixed(raw.get("fixed", {}), problems)
