@@ -30,17 +30,19 @@ import signal
 import stat
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Self
+from typing import Any, Self, TypeVar
 
 import duckdb
 
 from planner.errors import BadInput, StoreError, StoreLocked
 from planner.paths import default_store_path
 from planner.store.schema import MIGRATIONS, SCHEMA_VERSION, TABLES
+
+T = TypeVar("T")
 
 _CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False,
@@ -333,6 +335,35 @@ class StoreFile:
             except duckdb.Error as exc:
                 connection.close()
                 raise self._unusable(exc) from None
+
+    @contextmanager
+    def remembering(self) -> Iterator[None]:
+        """Within the block, this thread reads each record once (see ``remembered``).
+
+        For preparing many plans from the same few curves, cards and calibrations (a
+        study): the file is still held only for each read, never across the block, so
+        other processes work in between; what they write meanwhile is not seen by the
+        reads already made until the block ends. Nested blocks join the outer one.
+        """
+        if getattr(self._local, "memo", None) is not None:
+            yield
+            return
+        self._local.memo = {}
+        try:
+            yield
+        finally:
+            self._local.memo = None
+
+    def remembered(self, key: tuple[object, ...], read: Callable[[], T]) -> T:
+        """``read()``, or inside ``remembering`` the value it gave for ``key`` before (a
+        read that raises, such as NotFound, is not remembered)."""
+        memo: dict[tuple[object, ...], Any] | None = getattr(self._local, "memo", None)
+        if memo is None:
+            return read()
+        if key not in memo:
+            memo[key] = read()
+        value: T = memo[key]
+        return value
 
     def require_writable(self) -> None:
         """StoreError when the user may only read the file (say so before long work)."""

@@ -221,40 +221,53 @@ def _evaluate_remote(curves: dict[str, FittedCurve], jobs: Sequence[Job]) -> lis
 # The driver.
 
 
-def prepare(store: Store, study: Study) -> tuple[list[Cell], list[Job], dict[str, FittedCurve],
-                                                 list[CellResult]]:  # fmt: skip
+def prepare(
+    store: Store, study: Study, preparing: Callable[[int, int], None] = lambda _d, _t: None
+) -> tuple[list[Cell], list[Job], dict[str, FittedCurve], list[CellResult]]:
     """The study's cells, the jobs of those not stored yet, the curves they need, and the
-    cells no plan can be made of (stored with their reason). BadInput for a bad study."""
+    cells no plan can be made of (stored with their reason). BadInput for a bad study.
+    ``preparing(done, total)`` is called every 500 cells."""
+    with store.remembering():
+        return _prepare(store, study, preparing)
+
+
+def _prepare(
+    store: Store, study: Study, preparing: Callable[[int, int], None]
+) -> tuple[list[Cell], list[Job], dict[str, FittedCurve], list[CellResult]]:
     every = cells(store, study)
     done = finished_keys(store, [c.key for c in every])
     jobs: list[Job] = []
     curves: dict[str, FittedCurve] = {}
     refused: list[CellResult] = []
     seen: set[str] = set()
-    with store.batch():
-        for cell in every:
-            if cell.key in done or cell.key in seen:
-                continue
-            seen.add(cell.key)
-            if cell.problems:
-                refused.append(CellResult(cell.key, "error", {}, "; ".join(cell.problems), 1, 0.0))
-                continue
-            try:
-                inputs = plan_inputs(cell.params, store)
-                demand = plan_profile(cell.params, store)
-            except (BadInput, NotFound) as exc:
-                refused.append(CellResult(cell.key, "error", {}, "; ".join(exc.problems), 1, 0.0))
-                continue
-            request = inputs.request
-            curves.setdefault(cell.curve_id, request.curve)
-            profiles = []
-            for name, fitted in request.profile_curves:
-                ident = f"{cell.curve_id}:{name}"
-                curves.setdefault(ident, fitted)
-                profiles.append((name, ident))
-            jobs.append(Job(cell.key, cell.curve_id, tuple(profiles),
-                            tuple((f, getattr(request, f)) for f in _REQUEST_FIELDS),
-                            demand, cell.params.lead_time_min))  # fmt: skip
+    # No transaction across the cells: each read holds the file for itself alone and,
+    # remembered, is made once however many cells share the curve, card or calibration.
+    for position, cell in enumerate(every, start=1):
+        if position % 500 == 0:
+            preparing(position, len(every))
+        if cell.key in done or cell.key in seen:
+            continue
+        seen.add(cell.key)
+        if cell.problems:
+            refused.append(CellResult(cell.key, "error", {}, "; ".join(cell.problems), 1, 0.0))
+            continue
+        try:
+            inputs = plan_inputs(cell.params, store)
+            demand = plan_profile(cell.params, store)
+        except (BadInput, NotFound) as exc:
+            refused.append(CellResult(cell.key, "error", {}, "; ".join(exc.problems), 1, 0.0))
+            continue
+        request = inputs.request
+        curves.setdefault(cell.curve_id, request.curve)
+        profiles = []
+        for name, fitted in request.profile_curves:
+            ident = f"{cell.curve_id}:{name}"
+            curves.setdefault(ident, fitted)
+            profiles.append((name, ident))
+        jobs.append(Job(cell.key, cell.curve_id, tuple(profiles),
+                        tuple((f, getattr(request, f)) for f in _REQUEST_FIELDS),
+                        demand, cell.params.lead_time_min))  # fmt: skip
+    preparing(len(every), len(every))
     return every, jobs, curves, refused
 
 
@@ -267,11 +280,13 @@ def run_study(
     ray_address: str | None = None,
     progress: Callable[[Progress], None] = lambda _p: None,
     on_result: Callable[[CellResult], None] = lambda _r: None,
+    preparing: Callable[[int, int], None] = lambda _d, _t: None,
 ) -> Summary:
     """Compute and store every cell of ``study`` not stored yet (see the module docs).
 
     ``progress`` is called as cells finish; raising from it (or Ctrl-C) stops the run,
-    keeping every cell finished so far. ``on_result`` sees each stored result.
+    keeping every cell finished so far. ``on_result`` sees each stored result;
+    ``preparing(done, total)`` is called while the cells are prepared (see ``prepare``).
     """
     if engine not in ENGINES:
         raise BadInput(f"engine {engine!r} is not one of {', '.join(ENGINES)}")
@@ -287,7 +302,7 @@ def run_study(
     if engine == "ray":
         _require_ray(ray_address)  # before anything is stored
     store.require_writable()
-    every, jobs, curves, refused = prepare(store, study)
+    every, jobs, curves, refused = prepare(store, study, preparing)
     save_study(store, study, every)
     state = Progress(total=len({c.key for c in every}), skipped=0)
     state.skipped = state.total - len(jobs) - len(refused)
