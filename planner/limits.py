@@ -114,7 +114,11 @@ LOAD_AVERAGE = Bound(0, 1_000_000)  # the machine's load average a load test rec
 # -- demand over time (``planner.demand.profiles``) ----------------------------------------
 DEMAND_SESSIONS = Bound(0, 10_000_000)  # concurrent sessions in one step of a profile
 PROFILE_STEPS = Bound(2, 20_160, whole=True)  # steps in a profile (a week of 30 s steps)
-STEP_MINUTES = Bound(0, 10_080, above_low=True)  # at most a week per step
+MIN_STEP_MINUTES = 0.1
+"""The shortest step of a demand profile (6 s): demand is counted in steps of minutes and
+autoscaling takes minutes, so a shorter step is a unit mistake (6e-11 min: hours written
+where seconds were meant), and steps of nothing would make a profile's clock meaningless."""
+STEP_MINUTES = Bound(MIN_STEP_MINUTES, 10_080)  # at most a week per step
 LEAD_TIME_MIN = Bound(0, 10_080)  # autoscaling lead time, at most a week
 
 # -- defaults of a plan's criteria and search (``Criteria``, ``Request``, the links) -------

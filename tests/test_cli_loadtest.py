@@ -136,6 +136,25 @@ def test_an_imported_summary_shows_the_comparison_and_is_stored(
     assert missing.status == 2 and "import needs --sessions and --policy" in missing.err
 
 
+def test_a_stored_infinite_value_is_null_in_show_json_and_the_document_is_whole(
+    cli: Any, store: Store, tmp_path: Path, db_path: Path
+) -> None:
+    """An older planner stored a 5,000-digit figure as inf; ``show --json`` stopped with
+    a traceback half-way through its document. Non-finite numbers are written as null."""
+    import duckdb
+
+    path = tmp_path / "summary.csv"
+    path.write_text(SUMMARY, encoding="utf-8")
+    scenario = ("--sessions", "3", "--policy", "round-robin", "--fps", "22", "--duration-s", "10")
+    assert cli("loadtest", "import", path, "--points", "1:19.6,2:39.2", *scenario).status == 0
+    with duckdb.connect(str(db_path)) as raw:
+        raw.execute("UPDATE loadtests SET pre_ms = 'inf'::DOUBLE, post_ms = 'nan'::DOUBLE")
+    shown = cli("loadtest", "show", "1", "--json")
+    assert shown.status == 0 and shown.err == "", shown.err[-2000:]
+    assert shown.json["pre_ms"] is None and shown.json["post_ms"] is None
+    assert len(shown.json["runs"]) == 1  # the rest of the document is there
+
+
 @pytest.mark.torch
 def test_a_real_load_test_on_this_cpu(cli: Any, store: Store, tmp_path: Path) -> None:
     run = cli("loadtest", "--sessions", "1-2", "--policies", "batch-all", "--duration-s", "1",

@@ -165,6 +165,22 @@ def test_a_bad_upload_stores_nothing_and_a_good_one_becomes_the_plans_profile(
     assert spec["data"][0]["y"][:4] == [60, 20, 10, 30]
 
 
+def test_an_upload_with_a_200_kib_field_is_one_line_and_stores_nothing(app: AppTest) -> None:
+    open_plan(app, encode(PlanParams(**QUICK)))
+    app.text_input(key="plan_new_profile_name").set_value("wide")
+    wide = b"time,sessions\n08:00,1\n09:00," + b"9" * (200 * 1024) + b"\n"
+    app.get("file_uploader")[0].set_value(("wide.csv", wide, "text/csv"))
+    run(app)
+    app.button(key="plan_new_profile_save").click()
+    run(app)
+    assert not app.exception, app.exception
+    errors = [e.replace("\\", "") for e in texts(app.error)]
+    found = [e for e in errors if "Nothing was stored" in e]
+    assert len(found) == 1 and "wide.csv line 3: not a readable CSV table" in found[0], errors
+    assert len(found[0]) < 400
+    assert db().profiles() == []
+
+
 def test_typed_values_make_a_profile(app: AppTest) -> None:
     open_plan(app, encode(PlanParams(**QUICK)))
     app.text_input(key="plan_new_profile_name").set_value("Typed")

@@ -7,6 +7,9 @@ autoscaled step runs the largest of itself and the next ``ceil(T / step)`` steps
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,6 +23,7 @@ from planner.demand.profiles import (
     typed_profile,
 )
 from planner.errors import BadInput
+from planner.store.repository import Store
 
 
 def day(**hours: float) -> DemandProfile:
@@ -298,3 +302,49 @@ def test_a_csv_profile_refuses_files_that_are_not_text_or_too_large() -> None:
     with pytest.raises(BadInput, match="more than 20,160 rows"):
         rows = "".join(f"{i},1\n" for i in range(20_161))
         read_profile_csv("p", "p.csv", f"time,sessions\n{rows}".encode())
+
+
+# A field longer than the CSV reader's own limit (128 KiB), in the header and in a row.
+FIELD = "x" * (200 * 1024)
+WIDE_FIELDS = [
+    f"time,sessions\n08:00,1\n09:00,{FIELD}\n".encode(),
+    f"time,sessions,{FIELD}\n08:00,1,\n09:00,2,\n".encode(),
+    f'time,sessions\n08:00,1\n09:00,"{FIELD}\n'.encode(),  # and the quote never closes
+]
+
+
+@pytest.mark.parametrize("data", WIDE_FIELDS, ids=["row", "header", "open-quote"])
+def test_a_csv_profile_with_a_200_kib_field_is_one_line(data: bytes) -> None:
+    with pytest.raises(BadInput) as caught:
+        read_profile_csv("p", "p.csv", data)
+    assert len(caught.value.problems) == 1
+    assert len(caught.value.problems[0]) < 300, caught.value.problems[0][:300]
+
+
+def test_the_profiles_command_refuses_a_200_kib_field_in_one_line(
+    cli: Any, tmp_path: Path, db_path: Path
+) -> None:
+    path = tmp_path / "wide.csv"
+    path.write_bytes(WIDE_FIELDS[0])
+    run = cli("profiles", "add", "wide", "--file", str(path))
+    assert run.status == 2 and "Traceback" not in run.err
+    assert run.err.count("\n") == 1 and "p.csv" not in run.err and "wide.csv line 3" in run.err
+    with Store(db_path) as store:
+        assert store.profiles() == []
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        "0,5\n0.000000000001,6\n0.000000000002,7\n",  # hours: a step of 6e-11 minutes
+        "08:00:00,5\n08:00:01,6\n08:00:02,7\n",  # a second
+    ],
+    ids=["6e-11-minutes", "one-second"],
+)
+def test_a_demand_step_below_the_minimum_is_refused(rows: str) -> None:
+    with pytest.raises(BadInput) as caught:
+        read_profile_csv("p", "p.csv", f"time,sessions\n{rows}".encode())
+    assert caught.value.problems == ["p.csv: the step must be from 0.1 to 10080 minutes"]
+    with pytest.raises(BadInput, match=r"the step must be from 0\.1 to 10080 minutes"):
+        DemandProfile("p", (1.0, 2.0), step_minutes=6e-11)
+    assert DemandProfile("p", (1.0, 2.0), step_minutes=0.1).step_minutes == 0.1

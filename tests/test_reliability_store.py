@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -232,6 +233,39 @@ def test_another_applications_duckdb_file_is_left_as_it_was(tmp_path: Path, cli:
 
 
 @pytest.mark.parametrize(
+    "tables",
+    [
+        ["CREATE TABLE curves (id INTEGER, name VARCHAR)"],
+        # Tables named like the planner's, a migration table of the same name among them.
+        [
+            "CREATE TABLE curves (id INTEGER, name VARCHAR)",
+            "CREATE TABLE schema_version (version INTEGER)",
+            "INSERT INTO schema_version VALUES (3)",
+        ],
+        [
+            "CREATE TABLE curves (id INTEGER, name VARCHAR)",
+            "CREATE TABLE schema_version (version INTEGER, applied_at TIMESTAMP)",
+            "INSERT INTO schema_version VALUES (1, now()::TIMESTAMP)",
+        ],
+    ],
+    ids=["curves", "curves-and-a-version", "curves-and-the-planners-version-table"],
+)
+def test_a_foreign_file_with_its_own_curves_table_is_left_as_it_was(
+    tmp_path: Path, cli: Any, tables: list[str]
+) -> None:
+    other = tmp_path / "other.duckdb"
+    with duckdb.connect(str(other)) as raw:
+        for statement in tables:
+            raw.execute(statement)
+        raw.execute("INSERT INTO curves VALUES (1, 'theirs')")
+    before = other.read_bytes()
+    run = cli("--db", other, "curves", "list")
+    assert run.status == 2 and run.out == ""
+    assert run.err.count("\n") == 1 and "another application (it holds curves" in run.err
+    assert other.read_bytes() == before
+
+
+@pytest.mark.parametrize(
     ("store", "says"),
     [
         ("s3://bucket/planner.duckdb", "is a URL"),
@@ -276,3 +310,42 @@ def test_an_old_duckdb_is_named_with_the_fix(
     ):
         Store(db_path)
     assert not db_path.exists()
+
+
+# A query of a few seconds, so that Ctrl-C comes while it runs (DuckDB notices it at once
+# or only at the query's end, depending on how its threads share the work).
+_LONG_QUERY = "SELECT count(*) FROM range(500000000) t(x) WHERE x % 7 = 3"
+
+
+def _interrupt_soon(delay: float = 0.1) -> threading.Timer:
+    timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    return timer
+
+
+def test_ctrl_c_while_a_query_runs_is_exit_130_and_one_line(
+    cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DuckDB turns Ctrl-C during a query into ``RuntimeError: Query interrupted`` (a
+    traceback and exit 1 before); the command stops as on any other Ctrl-C."""
+
+    def slow_curves(self: Store, **_filters: object) -> list[object]:
+        with self.read() as cur:
+            _interrupt_soon()
+            cur.execute(_LONG_QUERY).fetchall()
+        return []
+
+    monkeypatch.setattr(Store, "curves", slow_curves)
+    run = cli("curves", "list")
+    assert run.status == 130, run.err[-2000:]
+    assert run.err == "planner: interrupted\n"
+
+
+def test_ctrl_c_inside_a_write_rolls_back_and_the_store_works_afterwards(db_path: Path) -> None:
+    with Store(db_path) as store:
+        before = [c.id for c in store.curves()]
+        with pytest.raises(KeyboardInterrupt), store.write() as cur:
+            cur.execute("DELETE FROM points")
+            _interrupt_soon()
+            cur.execute(_LONG_QUERY).fetchall()
+        assert [c.id for c in store.curves()] == before

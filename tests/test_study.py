@@ -159,6 +159,12 @@ def test_ray_is_imported_only_for_the_ray_engine(tmp_path: Path) -> None:
         ({"fixed": {"curve": "abc"}}, "curves are chosen under [curves]"),
         ({"curves": {"ids": ["nosuchcurve1"]}}, "no stored curve has the id 'nosuchcurve1'"),
         ({"curves": {"filters": [{"model": "nothing"}]}}, "no stored curve has model=nothing"),
+        ({"name": "ring\a the bell"}, "name contains control characters"),
+        ({"name": "\u202egnirts desrever"}, "name contains control characters"),
+        ({"name": "two\nlines"}, "name contains control characters"),
+        ({"name": "n" * 201}, "name is longer than 200 characters"),
+        ({"description": "d" * 900_000}, "description: is longer than 2,000 characters"),
+        ({"description": "bell\a"}, "description: contains control characters"),
         (
             {
                 "axes": {
@@ -211,6 +217,49 @@ def test_a_study_file_with_thousands_of_problems_prints_51_lines(cli: Any, tmp_p
         assert lines[-1] == f"planner: {last}"
 
 
+HUGE = "9" * 5000  # more digits than Python converts to an int (4,300)
+HUGE_TOML = f"""name = "huge"
+[curves]
+filters = [{{ model = "ball-detector" }}]
+[fixed]
+seeds = {HUGE}
+[axes]
+budget_ms = [30, 50]
+"""
+
+
+@pytest.mark.parametrize("suffix", ["toml", "json"])
+def test_a_study_file_with_a_5000_digit_integer_is_one_line(
+    cli: Any, tmp_path: Path, db_path: Path, suffix: str
+) -> None:
+    path = tmp_path / f"huge.{suffix}"
+    if suffix == "toml":
+        path.write_text(HUGE_TOML)
+    else:
+        path.write_text(
+            '{"name": "huge", "curves": {"filters": [{"model": "ball-detector"}]}, '
+            f'"fixed": {{"seeds": {HUGE}}}, "axes": {{"budget_ms": [30, {HUGE}]}}}}'
+        )
+    run = cli("study", str(path))
+    assert run.status == 2 and "Traceback" not in run.err, run.err[-500:]
+    assert run.err.count("planner: ") == len(run.err.splitlines()) <= 2, run.err
+    assert len(run.err) < 400
+    with Store(db_path) as store:
+        assert studies(store) == []
+
+
+def test_a_5000_digit_integer_in_the_pages_study_box_is_one_problem(app: AppTest) -> None:
+    app.switch_page("dashboard/pages/studies.py")
+    app.run()
+    app.text_area(key="study_file").set_value(HUGE_TOML)
+    app.button(key="study_run").click().run()
+    assert not app.exception, app.exception
+    shown = " ".join(e.value for e in app.error) + " ".join(m.value for m in app.markdown)
+    assert "thousands of digits" in shown
+    with Store(os.environ["PLANNER_DB"]) as store:
+        assert studies(store) == []
+
+
 def test_several_problems_are_listed_at_once() -> None:
     with pytest.raises(BadInput) as refused:
         study_from_dict({"name": "", "curves": {}, "axes": {"budget_ms": [], "x": [1]}, "y": 1})
@@ -243,6 +292,53 @@ def test_a_worker_count_this_machine_cannot_take_is_refused(
     assert cli("curves", "list", "--json").status == 0
     with Store(os.environ["PLANNER_DB"]) as store:
         assert studies(store) == []  # nothing stored
+
+
+@pytest.mark.parametrize(
+    ("address", "says"),
+    [
+        ("not a url", "is not a Ray address"),
+        ("ray://[::1", "is not a Ray address"),
+        ("head:99999", "is not a Ray address"),
+        ("ray://127.0.0.1:9", "pip install 'ray[client]'"),  # without Ray's client
+    ],
+)
+def test_a_ray_address_that_cannot_work_is_one_line_and_stores_nothing(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, address: str, says: str
+) -> None:
+    pytest.importorskip("ray")
+    monkeypatch.setitem(sys.modules, "grpc", None)  # as if ray[client] were not installed
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(SMALL))
+    run = cli("study", str(path), "--engine", "ray", "--ray-address", address)
+    assert run.status == 2 and run.out == "", run.err[-2000:]
+    assert run.err.count("\n") == 1 and says in run.err, run.err
+    with Store(os.environ["PLANNER_DB"]) as store:
+        assert studies(store) == []
+
+
+def test_a_ray_address_nobody_listens_at_is_one_line_in_seconds(
+    db_path: Path, tmp_path: Path
+) -> None:
+    """``--ray-address 127.0.0.1:9`` (the discard port, closed) waited in ``ray.init``
+    for two minutes and more; the address is tried first, for at most 10 s."""
+    import time
+
+    pytest.importorskip("ray")
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(SMALL))
+    started = time.monotonic()
+    run = subprocess.run(
+        [sys.executable, "-m", "planner", "study", str(path), "--engine", "ray",
+         "--ray-address", "127.0.0.1:9"],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PLANNER_DB": str(db_path)},
+    )  # fmt: skip
+    assert time.monotonic() - started < 40  # ray's import and the 10 s try, generously
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert run.stderr.count("\n") == 1 and "no Ray cluster answers at 127.0.0.1:9" in run.stderr
+    with Store(db_path) as store:
+        assert studies(store) == []
 
 
 def test_the_study_page_draws_a_heatmap_and_links_each_cells_plan(app: AppTest) -> None:
@@ -422,6 +518,106 @@ def test_ctrl_c_stops_the_command_and_keeps_what_finished(db_path: Path, tmp_pat
                            timeout=600, check=True)  # fmt: skip
     resumed = json.loads(again.stdout)
     assert resumed["already_stored"] == kept and resumed["computed"] == 500 - kept
+
+
+@pytest.mark.parametrize("write_every_s", [0.0, 1e9], ids=["on-the-way", "final"])
+def test_ctrl_c_while_the_cells_are_written_stores_them_and_stops(
+    store: Store, monkeypatch: pytest.MonkeyPatch, write_every_s: float
+) -> None:
+    """Ctrl-C that lands while buffered cells are written (the final write of a run, or
+    one on the way) used to interrupt DuckDB's query and lose them; the write now ends
+    first, and then the study stops as interrupted."""
+    import signal
+    import threading
+
+    import planner.studies.run as study_run
+    from planner.studies.store import finished_keys
+
+    real = study_run.save_results
+    interrupted: list[int] = []
+
+    def interrupted_save(target: Store, results: Any) -> None:
+        if results and not interrupted:
+            interrupted.append(len(results))
+            with target.write() as cur:  # Ctrl-C lands while this transaction runs
+                threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT)).start()
+                cur.execute("SELECT count(*) FROM range(300000000) t(x) WHERE x % 7 = 3")
+        real(target, results)
+
+    monkeypatch.setattr(study_run, "save_results", interrupted_save)
+    monkeypatch.setattr(study_run, "_WRITE_EVERY_S", write_every_s)  # 1e9: only the last
+    study = study_from_dict(SMALL)
+    with pytest.raises(StudyInterrupted) as stopped:
+        run_study(store, study, workers=1)
+    done = stopped.value.summary
+    assert interrupted and done.interrupted
+    kept = finished_keys(store, [c.key for c in cells(store, study)])
+    assert len(kept) == done.computed >= interrupted[0]
+
+
+def _budgets(count: int) -> dict[str, Any]:
+    """A study of ``count`` cells on one curve: one budget per cell."""
+    return {
+        "name": f"{count} budgets",
+        "curves": {"filters": [{"model": "ball-detector", "card": "server-24gb"}]},
+        "fixed": {"seeds": 1, "duration_s": 2},
+        "axes": {"budget_ms": [round(10 + i * 0.01, 2) for i in range(count)]},
+    }
+
+
+def test_preparing_a_study_reads_the_store_as_often_for_1000_cells_as_for_20(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The curve, its card and its calibrations were read again for every cell (1,000
+    cells 9.7 s, 4,000 cells 54.8 s); they are read once, whatever the cell count."""
+    from planner.store.connection import StoreFile
+    from planner.studies.run import prepare
+
+    opened = 0  # reads of the file (each a query or a few), whether or not it is held
+    read = StoreFile.read
+
+    def counted(self: StoreFile) -> Any:
+        nonlocal opened
+        opened += 1
+        return read(self)
+
+    monkeypatch.setattr(StoreFile, "read", counted)
+    reads = {}
+    for count in (20, 1000):
+        opened = 0
+        _every, jobs, _curves, _refused = prepare(store, study_from_dict(_budgets(count)))
+        assert len(jobs) == count
+        reads[count] = opened
+    assert reads[1000] == reads[20] <= 12, reads
+
+
+def test_another_process_writes_the_store_while_a_study_is_prepared(
+    store: Store, db_path: Path, tmp_path: Path
+) -> None:
+    """Preparing held the store in one transaction across every cell, so a command had to
+    wait for all of them (45 s for 3,000); between the reads the file is free."""
+    from planner.studies.run import prepare
+
+    profile = tmp_path / "day.csv"
+    profile.write_text("time,sessions\n08:00,1\n09:00,2\n")
+    written: list[int] = []
+
+    def write_from_another_process(done: int, total: int) -> None:
+        if written or done >= total:
+            return
+        run = subprocess.run(
+            [sys.executable, "-m", "planner", "profiles", "add", "day", "--file", str(profile)],
+            capture_output=True, text=True, timeout=120,
+            env={**os.environ, "PLANNER_DB": str(db_path), "PLANNER_DB_WAIT_S": "0"},
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        written.append(done)
+
+    _every, jobs, _curves, _refused = prepare(
+        store, study_from_dict(_budgets(1000)), write_from_another_process
+    )
+    assert written == [500] and len(jobs) == 1000
+    assert [p.name for p in store.profiles()] == ["day"]
 
 
 # A study that outlasts any test: 500 cells, each a search of one-minute simulations.

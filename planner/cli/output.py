@@ -17,9 +17,25 @@ if TYPE_CHECKING:
 
 
 def print_json(document: Any) -> None:
-    """One JSON document on standard output (and nothing else goes there)."""
-    json.dump(document, sys.stdout, indent=2, allow_nan=False)
-    sys.stdout.write("\n")
+    """One JSON document on standard output (and nothing else goes there).
+
+    A number that is not finite (an inf or NaN an older planner stored) is written as
+    ``null``: JSON has no such numbers, and the document is made whole before any of it
+    is printed, so it is never cut off half-way.
+    """
+    text = json.dumps(_finite(document), indent=2, allow_nan=False)
+    sys.stdout.write(text + "\n")
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None, at any depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def note(message: str) -> None:

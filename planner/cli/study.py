@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
                 workers=args.workers,
                 ray_address=args.ray_address,
                 progress=bar,
+                preparing=bar.preparing,
             )
         except StudyInterrupted as stopped:
             bar.close()
@@ -96,6 +97,16 @@ class _Bar(StatusLine):
             + (f", about {eta:.0f} s left" if eta is not None and not final else "")
             + (f", {state.failed} failed" if state.failed else "")
         )
+        if self.terminal:
+            self.draw(line)
+        else:
+            self.log(line)
+
+    def preparing(self, done: int, total: int) -> None:
+        """Cells prepared so far, before any is computed."""
+        if not self.due(0.2 if self.terminal else 10.0, final=done >= total):
+            return
+        line = f"preparing cells {done:,}/{total:,}"
         if self.terminal:
             self.draw(line)
         else:

@@ -243,8 +243,17 @@ def read_profile_csv(name: str, file_name: str, data: bytes) -> DemandProfile:
     its line (the first 50, then counts by kind); nothing is returned from a bad file.
     """
     text = decode_text(file_name, data)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        return _profile_from_rows(name, file_name, reader)
+    except csv.Error as exc:  # an open quote, a field over the reader's 128 KiB, …
+        raise BadInput(
+            f"{file_name} line {reader.line_num}: not a readable CSV table ({exc})"
+        ) from None
+
+
+def _profile_from_rows(name: str, file_name: str, reader: Any) -> DemandProfile:
     problems = Problems(file_name)
-    reader = csv.reader(io.StringIO(text))
     header: list[str] | None = None
     header_line = 0
     for row in reader:

@@ -11,6 +11,7 @@ on a node of that type, and never on a node without a GPU. Ray is imported only 
 from __future__ import annotations
 
 import os
+import re
 import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -20,6 +21,14 @@ from planner.curves.curve import Curve
 from planner.errors import BadInput
 from planner.measure.options import MeasureOptions, MeasureResult
 
+RAY_CONNECT_S = 10.0
+"""How long the planner waits for a Ray cluster's address to answer before saying so
+(``ray.init`` itself retries an address that refuses for minutes)."""
+_RAY_ADDRESS = re.compile(
+    r"^(?P<scheme>ray://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)"
+    r":(?P<port>[0-9]{1,5})$"
+)
+
 PREFIX = "accelerator_type:"
 _SLIVER = 0.001  # of a type's resource: selects the node type without using it up
 
@@ -27,6 +36,45 @@ _SLIVER = 0.001  # of a type's resource: selects the node type without using it 
 def accelerator_types(resources: Mapping[str, float]) -> list[str]:
     """The accelerator types a cluster's resources name, sorted."""
     return sorted(name[len(PREFIX) :] for name in resources if name.startswith(PREFIX))
+
+
+def check_ray_address(address: str, *, wait_s: float = RAY_CONNECT_S) -> None:
+    """BadInput unless ``address`` names a Ray cluster that answers: ``auto`` (the running
+    one), ``HOST:PORT`` (its head node) or ``ray://HOST:PORT`` (Ray's client, which needs
+    ``ray[client]``). The head is tried over TCP for at most ``wait_s`` seconds first, so
+    an address nobody listens at is one line instead of ``ray.init``'s minutes of retries.
+    """
+    text = address.strip()
+    if text == "auto":
+        return
+    found = _RAY_ADDRESS.match(text)
+    port = int(found["port"]) if found else 0
+    if found is None or not 1 <= port <= 65535:
+        raise BadInput(
+            f"--ray-address {text[:80]!r} is not a Ray address: give HOST:PORT of the head "
+            "node (ray start --head prints it), ray://HOST:10001 for Ray's client, or auto"
+        )
+    if found["scheme"]:
+        try:
+            import grpc  # noqa: F401 - what Ray's client needs beyond Ray itself
+        except ImportError:
+            raise BadInput(
+                f"--ray-address {text[:80]!r} uses Ray's client, which needs more than Ray: "
+                "pip install 'ray[client]' (or give the head node's HOST:PORT)"
+            ) from None
+    host = found["host"].strip("[]")
+    try:
+        with socket.create_connection((host, port), timeout=wait_s):
+            pass
+    except OSError as exc:
+        if isinstance(exc, TimeoutError):
+            reason = f"no answer within {wait_s:g} s"
+        else:
+            reason = (exc.strerror or str(exc))[:80]
+        raise BadInput(
+            f"no Ray cluster answers at {text[:80]} ({reason}); start one (ray start --head) "
+            "or check the address"
+        ) from None
 
 
 def _measure_here(options: MeasureOptions, accelerator: str) -> tuple[list[Curve], list[str], bool]:
@@ -69,6 +117,8 @@ def measure_on_cluster(
         ) from None
     started = False
     if not ray.is_initialized():
+        if address:
+            check_ray_address(address)
         try:
             ray.init(address=address or "auto", log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:

@@ -67,16 +67,25 @@ def select_calibrations(
 
 def calibrations(store: Store, curve_id: str | None = None) -> list[Calibration]:
     """The stored calibrations (of one curve), newest first."""
-    with store.read() as cur:
-        if curve_id is None:
-            return select_calibrations(cur, "all", [])
-        return select_calibrations(cur, "curve", [curve_id])
+
+    def read() -> list[Calibration]:
+        with store.read() as cur:
+            if curve_id is None:
+                return select_calibrations(cur, "all", [])
+            return select_calibrations(cur, "curve", [curve_id])
+
+    return list(store.remembered(("calibrations", curve_id), read))
 
 
 def calibration(store: Store, calibration_id: str) -> Calibration:
     """A stored calibration by id (NotFound)."""
-    with store.read() as cur:
-        found = select_calibrations(cur, "id", [calibration_id.strip().lower()])
+    wanted = calibration_id.strip().lower()
+
+    def read() -> list[Calibration]:
+        with store.read() as cur:
+            return select_calibrations(cur, "id", [wanted])
+
+    found = store.remembered(("calibration", wanted), read)
     if not found:
         raise NotFound(f"no stored calibration has the id {calibration_id!r}")
     return found[0]

@@ -26,20 +26,23 @@ import math
 import os
 import random
 import re
+import signal
 import stat
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Self
+from typing import Any, Self, TypeVar
 
 import duckdb
 
 from planner.errors import BadInput, StoreError, StoreLocked
 from planner.paths import default_store_path
 from planner.store.schema import MIGRATIONS, SCHEMA_VERSION, TABLES
+
+T = TypeVar("T")
 
 _CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False,
@@ -59,6 +62,7 @@ _DAMAGED = (
     "at another file)"
 )
 _LOCK_CONFLICT = "could not set lock on file"
+_INTERRUPTED = "Query interrupted"
 _NO_PERMISSION = ("permission denied", "operation not permitted", "read-only file system")
 
 # Opening a DuckDB file as a database of its own costs ~13 ms (most of it creating the
@@ -178,6 +182,27 @@ def _reason(exc: BaseException) -> str:
     return first if len(first) <= 300 else first[:299] + "…"
 
 
+@contextmanager
+def uninterrupted() -> Iterator[None]:
+    """Let a Ctrl-C that arrives inside the block wait for its end, then raise it.
+
+    For a short write that must not be lost halfway, such as a study's buffered cells:
+    DuckDB would stop the query and the cells would be gone. Only the main thread
+    receives signals, so elsewhere the block runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    before = signal.signal(signal.SIGINT, lambda number, _frame: caught.append(number))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+    if caught:
+        raise KeyboardInterrupt
+
+
 def timestamp() -> datetime:
     """The time stored with a record: UTC to the second, without a zone (a DuckDB TIMESTAMP)."""
     return datetime.now(UTC).replace(tzinfo=None, microsecond=0)
@@ -260,6 +285,12 @@ class StoreFile:
                 raise StoreError(
                     f"cannot read the store {self.path}: {_reason(exc)}; {_DAMAGED}"
                 ) from None
+            except (duckdb.InterruptException, RuntimeError) as exc:
+                # Ctrl-C while a query runs: DuckDB stops the query and raises
+                # ``RuntimeError: Query interrupted`` instead of KeyboardInterrupt.
+                if isinstance(exc, duckdb.InterruptException) or _INTERRUPTED in str(exc):
+                    raise KeyboardInterrupt from None
+                raise
             finally:
                 self._local.connection = None
                 try:
@@ -304,6 +335,35 @@ class StoreFile:
             except duckdb.Error as exc:
                 connection.close()
                 raise self._unusable(exc) from None
+
+    @contextmanager
+    def remembering(self) -> Iterator[None]:
+        """Within the block, this thread reads each record once (see ``remembered``).
+
+        For preparing many plans from the same few curves, cards and calibrations (a
+        study): the file is still held only for each read, never across the block, so
+        other processes work in between; what they write meanwhile is not seen by the
+        reads already made until the block ends. Nested blocks join the outer one.
+        """
+        if getattr(self._local, "memo", None) is not None:
+            yield
+            return
+        self._local.memo = {}
+        try:
+            yield
+        finally:
+            self._local.memo = None
+
+    def remembered(self, key: tuple[object, ...], read: Callable[[], T]) -> T:
+        """``read()``, or inside ``remembering`` the value it gave for ``key`` before (a
+        read that raises, such as NotFound, is not remembered)."""
+        memo: dict[tuple[object, ...], Any] | None = getattr(self._local, "memo", None)
+        if memo is None:
+            return read()
+        if key not in memo:
+            memo[key] = read()
+        value: T = memo[key]
+        return value
 
     def require_writable(self) -> None:
         """StoreError when the user may only read the file (say so before long work)."""
@@ -362,6 +422,21 @@ class StoreFile:
             finally:
                 self._local.writing = False
 
+    def _foreign(self, con: duckdb.DuckDBPyConnection) -> StoreError:
+        """The line for a DuckDB file that holds tables but is no planner store."""
+        others = con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = "
+            "current_database() UNION SELECT view_name FROM duckdb_views() WHERE "
+            "database_name = current_database() AND NOT internal ORDER BY 1 LIMIT 4"
+        ).fetchall()
+        names = ", ".join(str(r[0])[:40] for r in others[:3])
+        return StoreError(
+            f"{self.path} is a DuckDB file of another application (it holds "
+            f"{names}{', …' if len(others) > 3 else ''}), not a planner store; it "
+            "was left as it was: point PLANNER_DB or --db at a planner store or a "
+            "new file"
+        )
+
     def _migrate(self) -> bool:
         """Create the schema if the file has none; True when the file was new."""
         with self.read() as con:
@@ -371,6 +446,8 @@ class StoreFile:
             ).fetchone()
             current = None
             if found and found[0]:
+                if not _planner_tables(con):
+                    raise self._foreign(con)
                 row = con.execute("SELECT max(version) FROM schema_version").fetchone()
                 current = row[0] if row else None
             else:
@@ -381,13 +458,7 @@ class StoreFile:
                 ).fetchall()
                 if others:
                     # Another application's database: never write the planner's tables into it.
-                    names = ", ".join(str(r[0]) for r in others[:3])
-                    raise StoreError(
-                        f"{self.path} is a DuckDB file of another application (it holds "
-                        f"{names}{', …' if len(others) > 3 else ''}), not a planner store; it "
-                        "was left as it was: point PLANNER_DB or --db at a planner store or a "
-                        "new file"
-                    )
+                    raise self._foreign(con)
         if current is not None and current > SCHEMA_VERSION:
             raise StoreError(
                 f"the store {self.path} was written by a newer planner (schema "
@@ -421,6 +492,31 @@ class StoreFile:
                     step(cur)
                     cur.execute("INSERT INTO schema_version VALUES (?, ?)", [version, timestamp()])
         return False
+
+
+# What every planner store has had since its first schema: a table of a name as common as
+# ``schema_version`` or ``curves`` in another application's file must not make the planner
+# take that file for its own (and migrate it).
+_SIGNATURE = {
+    "schema_version": {"version", "applied_at"},
+    "curves": {"id", "model", "card", "source", "created_at"},
+    "points": {"curve_id", "batch", "latency_ms"},
+}
+
+
+def _planner_tables(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the attached file's tables are the planner's, not only named like them."""
+    rows = con.execute(
+        "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = "
+        "current_database() AND schema_name = 'main' AND table_name IN "
+        "('schema_version', 'curves', 'points')"
+    ).fetchall()
+    found: dict[str, set[str]] = {}
+    for table, column in rows:
+        found.setdefault(str(table), set()).add(str(column))
+    if found.get("schema_version") != _SIGNATURE["schema_version"]:
+        return False
+    return all(columns <= found.get(table, set()) for table, columns in _SIGNATURE.items())
 
 
 def _no_permission(message: str) -> bool:

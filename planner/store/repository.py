@@ -108,6 +108,9 @@ class Store(StoreFile):
 
     def cards(self) -> list[Card]:
         """Every card, catalogue first, then by name."""
+        return list(self.remembered(("cards",), self._read_cards))
+
+    def _read_cards(self) -> list[Card]:
         with self.read() as cur:
             rows = cur.execute(
                 "SELECT name, memory_gb, description, mig, mig_slices, price_per_hour, builtin "
@@ -277,6 +280,12 @@ class Store(StoreFile):
         precision: str | None = None,
     ) -> list[Curve]:
         """Stored curves, optionally filtered, ordered by model, card, resolution, precision."""
+        key = ("curves", model, card, precision)
+        return list(self.remembered(key, lambda: self._read_curves(model, card, precision)))
+
+    def _read_curves(
+        self, model: str | None, card: str | None, precision: str | None
+    ) -> list[Curve]:
         with self.read() as cur:
             rows = cur.execute(
                 _SELECT_CURVES + " WHERE ($model IS NULL OR lower(model) = lower($model))"
@@ -292,11 +301,15 @@ class Store(StoreFile):
     def curve(self, curve_id: str) -> Curve:
         """The curve with this id, or NotFound."""
         text = clean_text(curve_id, "curve id") or ""
-        with self.read() as cur:
-            found = self._curves_by_id(cur, [text])
-        if text not in found:
-            raise NotFound(f"no curve with id {text!r}; `planner curves list` shows the ids")
-        return found[text]
+
+        def read() -> Curve:
+            with self.read() as cur:
+                found = self._curves_by_id(cur, [text])
+            if text not in found:
+                raise NotFound(f"no curve with id {text!r}; `planner curves list` shows the ids")
+            return found[text]
+
+        return self.remembered(("curve", text), read)
 
     def _curves_by_id(self, cur: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[str, Curve]:
         wanted = list(dict.fromkeys(ids))
@@ -459,17 +472,21 @@ class Store(StoreFile):
             key = clean_profile_name(name)
         except BadInput:
             raise NotFound(f"no stored demand profile called {str(name)[:40]!r}") from None
-        with self.read() as cur:
-            row = cur.execute(
-                "SELECT name, step_minutes, sessions, source, start_time, description "
-                "FROM demand_profiles WHERE name = ?",
-                [key],
-            ).fetchone()
-        if row is None:
-            raise NotFound(
-                f"no stored demand profile called {key!r}; `planner profiles list` shows them"
-            )
-        return _profile_from_row(row)
+
+        def read() -> DemandProfile:
+            with self.read() as cur:
+                row = cur.execute(
+                    "SELECT name, step_minutes, sessions, source, start_time, description "
+                    "FROM demand_profiles WHERE name = ?",
+                    [key],
+                ).fetchone()
+            if row is None:
+                raise NotFound(
+                    f"no stored demand profile called {key!r}; `planner profiles list` shows them"
+                )
+            return _profile_from_row(row)
+
+        return self.remembered(("profile", key), read)
 
     def profiles(self) -> list[DemandProfile]:
         """Every stored demand profile, by name."""

@@ -36,12 +36,14 @@ from typing import Any, Literal
 from planner.curves.fit import FittedCurve
 from planner.demand.profiles import DemandProfile
 from planner.errors import BadInput, NotFound, PlannerError
+from planner.measure.cluster import check_ray_address
 from planner.plan.fleet import plan_fleet, plan_profile
 from planner.plan.recommend import recommend
 from planner.plan.request import Request
 from planner.plan.resolve import plan_inputs
 from planner.sim import ensemble
 from planner.sim.work import Work
+from planner.store.connection import uninterrupted
 from planner.store.repository import Store
 from planner.studies.store import CellResult, finished_keys, save_results, save_study
 from planner.studies.study import Cell, Study, cells, outputs
@@ -219,40 +221,53 @@ def _evaluate_remote(curves: dict[str, FittedCurve], jobs: Sequence[Job]) -> lis
 # The driver.
 
 
-def prepare(store: Store, study: Study) -> tuple[list[Cell], list[Job], dict[str, FittedCurve],
-                                                 list[CellResult]]:  # fmt: skip
+def prepare(
+    store: Store, study: Study, preparing: Callable[[int, int], None] = lambda _d, _t: None
+) -> tuple[list[Cell], list[Job], dict[str, FittedCurve], list[CellResult]]:
     """The study's cells, the jobs of those not stored yet, the curves they need, and the
-    cells no plan can be made of (stored with their reason). BadInput for a bad study."""
+    cells no plan can be made of (stored with their reason). BadInput for a bad study.
+    ``preparing(done, total)`` is called every 500 cells."""
+    with store.remembering():
+        return _prepare(store, study, preparing)
+
+
+def _prepare(
+    store: Store, study: Study, preparing: Callable[[int, int], None]
+) -> tuple[list[Cell], list[Job], dict[str, FittedCurve], list[CellResult]]:
     every = cells(store, study)
     done = finished_keys(store, [c.key for c in every])
     jobs: list[Job] = []
     curves: dict[str, FittedCurve] = {}
     refused: list[CellResult] = []
     seen: set[str] = set()
-    with store.batch():
-        for cell in every:
-            if cell.key in done or cell.key in seen:
-                continue
-            seen.add(cell.key)
-            if cell.problems:
-                refused.append(CellResult(cell.key, "error", {}, "; ".join(cell.problems), 1, 0.0))
-                continue
-            try:
-                inputs = plan_inputs(cell.params, store)
-                demand = plan_profile(cell.params, store)
-            except (BadInput, NotFound) as exc:
-                refused.append(CellResult(cell.key, "error", {}, "; ".join(exc.problems), 1, 0.0))
-                continue
-            request = inputs.request
-            curves.setdefault(cell.curve_id, request.curve)
-            profiles = []
-            for name, fitted in request.profile_curves:
-                ident = f"{cell.curve_id}:{name}"
-                curves.setdefault(ident, fitted)
-                profiles.append((name, ident))
-            jobs.append(Job(cell.key, cell.curve_id, tuple(profiles),
-                            tuple((f, getattr(request, f)) for f in _REQUEST_FIELDS),
-                            demand, cell.params.lead_time_min))  # fmt: skip
+    # No transaction across the cells: each read holds the file for itself alone and,
+    # remembered, is made once however many cells share the curve, card or calibration.
+    for position, cell in enumerate(every, start=1):
+        if position % 500 == 0:
+            preparing(position, len(every))
+        if cell.key in done or cell.key in seen:
+            continue
+        seen.add(cell.key)
+        if cell.problems:
+            refused.append(CellResult(cell.key, "error", {}, "; ".join(cell.problems), 1, 0.0))
+            continue
+        try:
+            inputs = plan_inputs(cell.params, store)
+            demand = plan_profile(cell.params, store)
+        except (BadInput, NotFound) as exc:
+            refused.append(CellResult(cell.key, "error", {}, "; ".join(exc.problems), 1, 0.0))
+            continue
+        request = inputs.request
+        curves.setdefault(cell.curve_id, request.curve)
+        profiles = []
+        for name, fitted in request.profile_curves:
+            ident = f"{cell.curve_id}:{name}"
+            curves.setdefault(ident, fitted)
+            profiles.append((name, ident))
+        jobs.append(Job(cell.key, cell.curve_id, tuple(profiles),
+                        tuple((f, getattr(request, f)) for f in _REQUEST_FIELDS),
+                        demand, cell.params.lead_time_min))  # fmt: skip
+    preparing(len(every), len(every))
     return every, jobs, curves, refused
 
 
@@ -265,11 +280,13 @@ def run_study(
     ray_address: str | None = None,
     progress: Callable[[Progress], None] = lambda _p: None,
     on_result: Callable[[CellResult], None] = lambda _r: None,
+    preparing: Callable[[int, int], None] = lambda _d, _t: None,
 ) -> Summary:
     """Compute and store every cell of ``study`` not stored yet (see the module docs).
 
     ``progress`` is called as cells finish; raising from it (or Ctrl-C) stops the run,
-    keeping every cell finished so far. ``on_result`` sees each stored result.
+    keeping every cell finished so far. ``on_result`` sees each stored result;
+    ``preparing(done, total)`` is called while the cells are prepared (see ``prepare``).
     """
     if engine not in ENGINES:
         raise BadInput(f"engine {engine!r} is not one of {', '.join(ENGINES)}")
@@ -282,8 +299,10 @@ def run_study(
             f"workers must be a whole number from 1 to {most}"
             + (f" ({MAX_WORKERS_PER_CORE} per core of this machine)" if most != 4096 else "")
         )
+    if engine == "ray":
+        _require_ray(ray_address)  # before anything is stored
     store.require_writable()
-    every, jobs, curves, refused = prepare(store, study)
+    every, jobs, curves, refused = prepare(store, study, preparing)
     save_study(store, study, every)
     state = Progress(total=len({c.key for c in every}), skipped=0)
     state.skipped = state.total - len(jobs) - len(refused)
@@ -296,8 +315,10 @@ def run_study(
 
     def flush() -> None:
         nonlocal last_write
-        save_results(store, buffer)
-        buffer.clear()
+        # Ctrl-C waits for the write: interrupted, DuckDB would drop the buffered cells.
+        with uninterrupted():
+            save_results(store, buffer)
+            buffer.clear()
         last_write = time.monotonic()
 
     started = time.monotonic()
@@ -310,6 +331,7 @@ def run_study(
 
     runner = _run_local if engine == "local" else _run_ray
     results = runner(jobs, curves, count, ray_address)
+    interrupted = False
     try:
         for result in results:
             buffer.append(result)
@@ -322,10 +344,15 @@ def run_study(
                 flush()
             progress(state)
     except KeyboardInterrupt:
-        raise StudyInterrupted(summary(True)) from None
+        interrupted = True
     finally:
         results.close()  # stops the pool or the Ray tasks at once, whatever stopped us
-        flush()
+        try:
+            flush()
+        except KeyboardInterrupt:  # Ctrl-C during the last write, which finished first
+            interrupted = True
+    if interrupted:
+        raise StudyInterrupted(summary(True))
     return summary(False)
 
 
@@ -383,6 +410,18 @@ def _attempts(result: CellResult, retried: bool) -> CellResult:
                       result.elapsed_s)  # fmt: skip
 
 
+def _require_ray(address: str | None) -> None:
+    """BadInput unless Ray is installed and ``address`` (if given) is a cluster that answers."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise BadInput(
+            "the ray engine needs Ray: pip install -e '.[cluster]' (or --engine local)"
+        ) from None
+    if address:
+        check_ray_address(address)
+
+
 def _run_ray(
     jobs: Sequence[Job], curves: dict[str, FittedCurve], workers: int, address: str | None
 ) -> Generator[CellResult, None, None]:
@@ -398,7 +437,12 @@ def _run_ray(
     if not ray.is_initialized():
         environment = {"env_vars": {"NUMBA_NUM_THREADS": "1"}}
         if address:
-            ray.init(address=address, runtime_env=environment, log_to_driver=False)
+            try:
+                ray.init(address=address, runtime_env=environment, log_to_driver=False)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise BadInput(
+                    f"no Ray cluster answers at {address[:80]}: {str(exc)[:200]}"
+                ) from None
         else:
             # A local instance for this run only, reachable from this machine alone.
             os.environ.setdefault("RAY_AUTH_MODE", "disabled")

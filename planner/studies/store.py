@@ -48,7 +48,12 @@ class Member:
 
 
 def save_study(store: Store, study: Study, cells: Sequence[Cell]) -> None:
-    """Store (or update) a study's definition and its members, in one transaction."""
+    """Store (or update) a study's definition and its members, in one short transaction
+    (the members' text is made before the file is taken)."""
+    keys = [c.key for c in cells]
+    coordinates = [json.dumps({k: _plain(v) for k, v in c.coordinates}, sort_keys=True)
+                   for c in cells]  # fmt: skip
+    params = [json.dumps(saved_params(c.params), sort_keys=True) for c in cells]
     with store.write() as cur:
         now = timestamp()
         cur.execute(
@@ -57,14 +62,16 @@ def save_study(store: Store, study: Study, cells: Sequence[Cell]) -> None:
             [study.name, json.dumps(study.as_dict(), sort_keys=True), now, now],
         )
         cur.execute("DELETE FROM study_members WHERE study = ?", [study.name])
-        rows = [
-            (study.name, c.key, i, c.curve_id,
-             json.dumps({k: _plain(v) for k, v in c.coordinates}, sort_keys=True),
-             json.dumps(saved_params(c.params), sort_keys=True))
-            for i, c in enumerate(cells)
-        ]  # fmt: skip
-        if rows:
-            cur.executemany("INSERT INTO study_members VALUES (?, ?, ?, ?, ?, ?)", rows)
+        if cells:
+            # One statement of lists, not a statement per member: 4,000 members took 2.7 s
+            # that way, holding the file, and a study may have 100,000.
+            cur.execute(
+                "INSERT INTO study_members SELECT $1, unnest($2::VARCHAR[]), "
+                "unnest($3::INTEGER[]), unnest($4::VARCHAR[]), unnest($5::VARCHAR[]), "
+                "unnest($6::VARCHAR[])",
+                [study.name, keys, list(range(len(cells))), [c.curve_id for c in cells],
+                 coordinates, params],
+            )  # fmt: skip
 
 
 def _plain(value: Any) -> Any:
@@ -78,7 +85,8 @@ def finished_keys(store: Store, keys: Iterable[str]) -> set[str]:
         return set()
     with store.read() as cur:
         rows = cur.execute(
-            "SELECT key FROM study_cells WHERE status = 'ok' AND list_contains(?, key)",
+            "SELECT key FROM study_cells WHERE status = 'ok' "
+            "AND key IN (SELECT unnest($1::VARCHAR[]))",
             [wanted],
         ).fetchall()
     return {r[0] for r in rows}

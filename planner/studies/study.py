@@ -34,6 +34,7 @@ import itertools
 import json
 import math
 import tomllib
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,7 @@ from typing import Any
 
 from planner import __version__
 from planner.curves.batch_cost import has_spread
-from planner.curves.curve import Curve
+from planner.curves.curve import MAX_TEXT, Curve, clean_text
 from planner.demand.fleet import DemandFleet
 from planner.demand.profiles import SHAPES
 from planner.errors import BadInput, NotFound
@@ -57,6 +58,8 @@ MAX_CELLS = 100_000
 """The most cells one study may have (a 20-model x 8-card x 4-mode x 10-budget x 3-floor
 grid is 19,200); larger grids are split into several studies."""
 MAX_FILE_BYTES = 1 << 20
+MAX_DESCRIPTION = 2000
+"""The longest description of a study: a few lines of why, shown under its name."""
 
 _TOP_KEYS = {"name", "description", "curves", "fixed", "axes"}
 _CURVE_KEYS = {"ids", "filters"}
@@ -131,12 +134,29 @@ def read_study(path: str | Path, data: bytes | None = None) -> Study:
         raise BadInput(f"the study file {name} is over {MAX_FILE_BYTES >> 20} MiB")
     try:
         text = data.decode("utf-8")
-        raw = json.loads(text) if str(path).lower().endswith(".json") else tomllib.loads(text)
+        if str(path).lower().endswith(".json"):
+            raw = json.loads(text, parse_int=_json_int)
+        else:
+            raw = tomllib.loads(text)
     except UnicodeDecodeError:
         raise BadInput(f"the study file {name} is not UTF-8 text") from None
+    except ValueError as exc:
+        # TOML's reader converts every integer, and Python refuses one of over 4,300 digits.
+        if "digits" not in str(exc):
+            raise
+        raise BadInput(
+            f"the study file {name} has a whole number of thousands of digits; no plan "
+            "parameter is that large"
+        ) from None
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise BadInput(f"the study file {name} does not parse: {str(exc)[:200]}") from None
     return study_from_dict(raw)
+
+
+def _json_int(text: str) -> int | float:
+    # Python refuses to convert integers of more than 4,300 digits; no plan parameter is
+    # that long, so a float (infinite if need be) lets the parameter's check name it.
+    return int(text) if len(text) <= 20 else float(text)
 
 
 def study_from_dict(raw: object) -> Study:
@@ -148,12 +168,26 @@ def study_from_dict(raw: object) -> Study:
         if key not in _TOP_KEYS:
             problems.append(f"unknown key {key!r} (a study has {', '.join(sorted(_TOP_KEYS))})")
     name = raw.get("name")
-    if not isinstance(name, str) or not name.strip() or len(name) > 200:
-        problems.append("name: give the study a name (one line, at most 200 characters)")
+    if not isinstance(name, str) or not name.strip():
+        problems.append(f"name: give the study a name (one line, at most {MAX_TEXT} characters)")
         name = ""
+    else:
+        try:  # the rule of every other name: one line, no control characters, 200 at most
+            name = clean_text(name, "name") or ""
+        except BadInput as exc:
+            problems.extend(
+                f"{p} (one line of at most {MAX_TEXT} characters)" for p in exc.problems
+            )
+            name = ""
     description = raw.get("description", "")
     if not isinstance(description, str):
         problems.append("description: must be text")
+        description = ""
+    elif len(description) > MAX_DESCRIPTION:
+        problems.append(f"description: is longer than {MAX_DESCRIPTION:,} characters")
+        description = ""
+    elif any(ch not in "\n\t" and unicodedata.category(ch).startswith("C") for ch in description):
+        problems.append("description: contains control characters (lines and tabs are fine)")
         description = ""
     ids, filters = _curves(raw.get("curves"), problems)
     fixed = _fixed(raw.get("fixed", {}), problems)
