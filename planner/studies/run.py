@@ -145,8 +145,11 @@ _PARENT_CHECK_S = 1.0
 
 
 def _start_worker(curves: dict[str, FittedCurve], parent: int) -> None:
-    """A pool worker's initializer: the curves, once; simulations on one thread; and an
-    end when the ``parent`` process (the driver) ends."""
+    """A pool worker's initializer: the curves, once; simulations on one thread; an end
+    when the ``parent`` process (the driver) ends; and Ctrl-C left to the driver, which
+    stops the workers itself (a worker interrupted inside the pool's queues can leave
+    their locks held and the pool's shutdown waiting forever)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _follow_parent(parent)
     _CURVES.clear()
     _CURVES.update(curves)
@@ -385,6 +388,7 @@ def _run_local(
     queue.reverse()  # popped from the end, in the study's order
     by_key = {job.key: job for job in jobs}
     pending: set[Future[list[CellResult]]] = set()
+    finished_all = False
     try:
         while queue or pending:
             # A bounded number of tasks in flight: the driver's bookkeeping stays small
@@ -399,8 +403,15 @@ def _run_local(
                         queue.append([by_key[result.key]])
                         continue
                     yield _attempts(result, result.key in retried)
+        finished_all = True
     finally:
+        # Stopped early (Ctrl-C, or the caller closed us): the chunks already handed to
+        # the workers would still run to their end, and the interpreter's exit waits for
+        # them, so the workers are ended now. The pool sees them go and cleans up.
+        workers_now = [] if finished_all else list(pool._processes.values())
         pool.shutdown(wait=False, cancel_futures=True)
+        for process in workers_now:
+            process.terminate()
 
 
 def _attempts(result: CellResult, retried: bool) -> CellResult:
