@@ -29,7 +29,7 @@ export PLANNER_DB=${ACCURACY_DB:-$(mktemp -d)/accuracy.duckdb}
 { echo; cat scripts/accuracy_notes.md; } >> "$out"
 echo "wrote $out (load test stored in $PLANNER_DB)"
 
-# Then the section "Against a Triton server" (about 15 minutes more; needs PyTriton, which
+# Then the section "Against a Triton server" (about 5 minutes more; needs PyTriton, which
 # scripts/test.sh installs): a real Triton serving the same reference model.
 python=${PYTHON:-.venv/bin/python}
 if "$python" -c "import pytriton" 2>/dev/null; then

@@ -11,7 +11,7 @@ from planner.sim.scenario import Scenario
 from planner.sim.simulate import simulate
 from planner.validate.measured_vs_predicted import Summary
 from planner.validate.runs import Run
-from planner.validate.server.calibration import calibrated, fit_server, without_requests
+from planner.validate.server.calibration import calibrated, fit_server
 
 TABLE = tuple(4.0 + 1.5 * b for b in range(1, 65))
 PER_REQUEST = 0.5
@@ -41,10 +41,24 @@ def test_the_fit_recovers_what_a_known_calibration_did() -> None:
     assert max(uncalibrated) > 0.1  # the correction was needed
 
 
-def test_without_requests_takes_the_per_request_cost_out_again() -> None:
-    scenario = Scenario(latency_ms=(3.0, 4.0, 5.0), sessions=3)
-    assert without_requests(scenario, 0.5).latency_ms == (2.5, 3.0, 3.5)
-    assert without_requests(scenario, 0.0) is scenario
+def test_a_calibration_swaps_the_measured_per_request_cost_for_its_own() -> None:
+    scenario = Scenario(latency_ms=(3.0, 4.0, 5.0), sessions=3, overhead_ms=1.0)
+    swapped = calibrated(Calibration("c", a_ms=1.0, c_ms=0.25, d_ms=0.5), scenario, 0.5)
+    assert swapped.latency_ms == (3.75, 4.5, 5.25)  # + a, then 0.25 instead of 0.5 per frame
+    assert swapped.overhead_ms == 1.5
+    unchanged = calibrated(Calibration("c", 0.0, 0.0, 0.0), scenario, 0.0)
+    assert unchanged.latency_ms == scenario.latency_ms
+
+
+def test_a_table_that_would_fall_without_the_per_request_cost_stays_a_table() -> None:
+    """A measured curve whose neighbouring points are closer than the per-request cost
+    (batch 8 a little slower than 7, less than a request's cost) minus that cost falls;
+    the calibrated table keeps each size at least as slow as the smaller ones."""
+    scenario = Scenario(latency_ms=(19.4, 19.6, 21.3, 24.8, 26.3, 29.9, 35.7, 35.9), sessions=8)
+    swapped = calibrated(Calibration("c", a_ms=0.0, c_ms=0.0, d_ms=0.0), scenario, 0.98)
+    assert list(swapped.latency_ms) == sorted(swapped.latency_ms)
+    assert swapped.latency_ms[0] == pytest.approx(19.4 - 0.98)
+    assert swapped.latency_ms[7] == swapped.latency_ms[6] == pytest.approx(35.7 - 7 * 0.98)
 
 
 def test_no_latencies_no_fit() -> None:

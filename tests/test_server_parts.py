@@ -163,12 +163,17 @@ def test_frames_sent_to_a_server_become_the_workers_records() -> None:
     run = ServerRun(scenario, plan.session, plan.frame, plan.capture_ms, plan.arrival_ms,
                     sent, done, status)  # fmt: skip
     worker = run.worker_run()
-    assert worker.count(DELIVERED) == n - 3 and worker.count(EXPIRED) == 2
-    assert worker.count(PENDING) == 1
+    # Answers after the end of the run are frames the server still held then (pending),
+    # as the simulator counts a queue left at the end; the server's own counts keep them.
+    late = int(np.sum((status == ANSWERED) & (done > scenario.duration_ms)))
+    assert late > 0
+    assert worker.count(DELIVERED) == n - 3 - late and worker.count(EXPIRED) == 2
+    assert worker.count(PENDING) == 1 + late
     assert np.allclose(run.lateness_ms, 0.25) and run.lateness_ms.size == n - 1
-    answered = status == ANSWERED
+    answered = (status == ANSWERED) & (done <= scenario.duration_ms)
     assert np.allclose(worker.batch_end_ms[answered] - worker.ready_ms[answered], 6.0)
-    assert run.counts() == {"pending": 1, "delivered": n - 3, "failed": 1, "timed out": 1}
+    counts = {"pending": 1, "delivered": n - 3, "failed": 1, "timed out": 1, "after the end": late}
+    assert run.counts() == counts
 
 
 @pytest.mark.parametrize(

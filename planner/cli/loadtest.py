@@ -825,8 +825,13 @@ def _report_server(test: LoadTest) -> None:
         what = f"{run['sessions']} session{'s' if run['sessions'] != 1 else ''}"
         print(
             f"{what}, seed {run['seed']}: {frames['delivered']} of "
-            f"{frames['delivered'] + frames['failed'] + frames['timed out']} requests answered; "
-            f"the server ran {ran['frames']} frames in {ran['executions']} executions "
+            f"{frames['delivered'] + frames['failed'] + frames['timed out']} requests answered"
+            + (
+                f" ({frames['after the end']} after the end of the run, counted as queued then)"
+                if frames.get("after the end")
+                else ""
+            )
+            + f"; the server ran {ran['frames']} frames in {ran['executions']} executions "
             f"(batches {sizes})"
         )
 

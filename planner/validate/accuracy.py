@@ -492,7 +492,9 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
         lines.append(
             f"Held-out calibration (odd session counts): a = {c.a_ms:.3f} ms per batch, "
             f"c = {c.c_ms:.4f} ms per frame of a batch, d = {c.d_ms:.3f} ms per frame "
-            f"outside the device, from {c.batches:,} batches and {c.frames:,} frames"
+            f"outside the device, from "
+            + (f"{c.batches:,} batches and " if c.batches else "")
+            + f"{c.frames:,} frames"
             + (f" ({c.note})" if c.note else "")
             + "."
         )

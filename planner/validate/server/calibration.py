@@ -4,17 +4,18 @@ A server's records say when each request was sent and answered, not which batch 
 so the reference worker's fit (``planner.sim.calibration.fit``: batch durations against
 the curve) has nothing to fit. Here the same three figures are fitted to what the runs
 measured instead: ``a`` (ms per batch) and ``c`` (ms per request of a batch), both at
-least 0, and ``d`` (ms per frame outside the device, either sign), chosen to minimise the
-squared log errors of each run's p50 and p99 end-to-end latency and its slowest session's
-frame rate, the simulator predicting every run (``scipy.optimize.minimize``, Powell's
-method within the bounds, from no correction). The fit and the judgement use the same
+least 0, and ``d`` (ms per frame outside the device, either sign, but not below minus the
+runs' overhead, where it would change nothing), chosen to minimise the squared log
+errors of each run's p50 and p99 end-to-end latency and its slowest session's frame
+rate, the simulator predicting every run (``scipy.optimize.minimize``, Powell's method
+within the bounds, from no correction). The fit and the judgement use the same
 runs' scenarios, so it is judged on other runs (``planner.validate.accuracy``: odd session
 counts fitted, even ones judged).
 
 The runs' scenarios carry the curve's per-request cost in their tables (``L(b) + b p``);
 a calibration's ``c`` is that cost as the load test measured it and replaces it, as it
-does in a plan (``planner.plan.request.model_table``). So the fit starts from ``c = p`` on
-the tables without it (``without_requests``), and a calibrated prediction is made there.
+does in a plan (``planner.plan.request.model_table``). So the fit starts from ``c = p``,
+and a calibrated prediction swaps ``p`` for ``c`` (``calibrated``).
 """
 
 from __future__ import annotations
@@ -35,17 +36,24 @@ BOUND_MS = 100.0
 """The largest correction considered per batch, per request and per frame (ms)."""
 
 
-def without_requests(scenario: Scenario, per_request_ms: float) -> Scenario:
-    """``scenario`` with the per-request cost taken out of its table again."""
-    if not per_request_ms:
-        return scenario
-    table = tuple(v - b * per_request_ms for b, v in enumerate(scenario.latency_ms, start=1))
-    return scenario.with_(latency_ms=table)
-
-
 def calibrated(calibration: Calibration, scenario: Scenario, per_request_ms: float) -> Scenario:
-    """A server run's scenario as ``calibration`` predicts it."""
-    return calibration.apply(without_requests(scenario, per_request_ms))
+    """A server run's scenario as ``calibration`` predicts it: the measured per-request
+    cost replaced by the calibration's ``c`` and ``a`` added, in one step.
+
+    Taking the measured cost out alone can leave a table that falls with batch size
+    (where the curve's own steps are smaller than that cost, as a measured curve's
+    neighbouring points can be); if the calibrated table still falls somewhere, each size
+    takes the largest time of the sizes up to it: a batch never runs faster than a
+    smaller one.
+    """
+    table = np.asarray(scenario.latency_ms, dtype=np.float64)
+    sizes = np.arange(1, table.size + 1, dtype=np.float64)
+    table = table + calibration.a_ms + sizes * (calibration.c_ms - per_request_ms)
+    table = np.maximum.accumulate(table)
+    return scenario.with_(
+        latency_ms=tuple(float(v) for v in table),
+        overhead_ms=calibration.overhead(scenario.overhead_ms),
+    )
 
 
 def _error(runs: Sequence[Run], per_request: float, a: float, c: float, d: float) -> float:
@@ -71,11 +79,14 @@ def fit_server(runs: Sequence[Run], curve_id: str, per_request_ms: float = 0.0) 
     usable = [r for r in runs if r.measured.e2e_p50_ms and r.measured.e2e_p99_ms]
     if not usable:
         raise BadInput("no run measured latencies to fit a calibration to")
+    # A per-frame overhead never falls below 0 (``Calibration.overhead``): a d below the
+    # runs' smallest overhead would change nothing and only read as a large negative time.
+    lowest_d = -min(BOUND_MS, min(float(r.scenario.overhead_ms) for r in usable))
     found = minimize(
         lambda x: _error(usable, per_request_ms, *x),
         np.array([0.0, per_request_ms, 0.0]),
         method="Powell",
-        bounds=[(0.0, BOUND_MS), (0.0, BOUND_MS), (-BOUND_MS, BOUND_MS)],
+        bounds=[(0.0, BOUND_MS), (0.0, BOUND_MS), (lowest_d, BOUND_MS)],
         options={"xtol": 1e-2, "ftol": 1e-4, "maxfev": 400},
     )
     a, c, d = (float(v) for v in found.x)
@@ -83,7 +94,7 @@ def fit_server(runs: Sequence[Run], curve_id: str, per_request_ms: float = 0.0) 
         curve_id,
         a_ms=max(a, 0.0),
         c_ms=max(c, 0.0),
-        d_ms=d,
+        d_ms=max(d, lowest_d),
         frames=sum(r.measured.frames for r in usable),
         note=(
             "fitted to the runs' p50, p99 and slowest-session frame rate (a server's records "

@@ -14,7 +14,11 @@ as the reference worker's records (``planner.validate.worker.frames.WorkerRun``)
 summarised, stored and written out by the code that handles the worker's runs: the send
 is the frame's arrival (its lateness is the actual send less the scheduled one) and the
 request is its batch, from send to answer; failed and timed-out frames count as expired
-(dropped). The server does not say which request ran in which batch: its statistics do
+(dropped). An answer that comes after the end of the run is a frame the server still held
+when the run ended, as the simulator counts it (pending: a server that queues every frame
+leaves its queue at the end, ``planner.sim.queue_all``), so measured and predicted figures
+are over the same window; ``ServerRun`` keeps every answer, for the server's own counts.
+The server does not say which request ran in which batch: its statistics do
 (``planner.validate.server.statistics``), per run rather than per frame.
 """
 
@@ -76,7 +80,12 @@ class ServerRun:
         return self.sent_ms[sent] - self.send_ms[sent]
 
     def counts(self) -> dict[str, int]:
-        return {name: self.count(code) for code, name in enumerate(STATUSES)}
+        """Frames by what became of them (``STATUSES``), and ``after the end``: those
+        answered after the end of the run (delivered here, still queued in the records)."""
+        late = int(np.sum((self.status == ANSWERED) & (self.done_ms > self.scenario.duration_ms)))
+        return {name: self.count(code) for code, name in enumerate(STATUSES)} | {
+            "after the end": late
+        }
 
     def worker_run(self) -> WorkerRun:
         """The run as the reference worker's records (see the module docstring)."""
@@ -85,7 +94,8 @@ class ServerRun:
         np.copyto(run.arrival_ms, self.send_ms)
         np.copyto(run.arrived_ms, self.sent_ms)
         np.copyto(run.ready_ms, self.sent_ms)
-        answered = np.flatnonzero(self.status == ANSWERED)
+        in_run = self.done_ms <= self.scenario.duration_ms
+        answered = np.flatnonzero((self.status == ANSWERED) & in_run)
         order = answered[np.argsort(self.done_ms[answered], kind="stable")]
         run.batch[order] = np.arange(order.size)
         run.batch_size[order] = 1
@@ -94,7 +104,7 @@ class ServerRun:
         run.post_end_ms[order] = self.done_ms[order]
         run.status[order] = DELIVERED
         run.status[(self.status == FAILED) | (self.status == TIMED_OUT)] = EXPIRED
-        run.status[self.status == NOT_SENT] = PENDING
+        run.status[(self.status == NOT_SENT) | ((self.status == ANSWERED) & ~in_run)] = PENDING
         return run
 
 
