@@ -181,3 +181,102 @@ def test_a_small_load_test_runs_from_the_page_and_is_stored(app: AppTest) -> Non
     assert len(stored) == 1 and stored[0]["runs"] == 1
     assert any("Ran and stored load test 1" in s for s in texts(app.success))
     assert app.selectbox(key="validate_loadtest").value == 1
+
+
+def _bundle_files(tmp_path: Path) -> list[tuple[str, bytes, str]]:
+    """A reference worker's bundle, as a browser uploads its two files."""
+    from planner.validate.worker.bundle import FRAMES, MANIFEST, write_bundle
+
+    curve = default_curve(store())
+    options = LoadTestOptions(sessions=(1, 2), policies=("batch-all",), duration_s=0.3)
+    backend = SleepBackend(fit_curve(curve.points).table(64))
+    test = run_loadtest(options, curve=curve, backend=backend, stage_ms=(0.0, 0.0))
+    write_bundle(tmp_path, curve=curve.as_dict(), options=options.as_dict(),
+                 runs=[r.records for r in test.runs if r.records is not None], pre_ms=0.0,
+                 post_ms=0.0, environment=test.environment)  # fmt: skip
+    return [
+        (MANIFEST, (tmp_path / MANIFEST).read_bytes(), "application/json"),
+        (FRAMES, (tmp_path / FRAMES).read_bytes(), "text/csv"),
+    ]
+
+
+def _records_csv(sessions: int, fps: float, seconds: float, latency_ms: float) -> bytes:
+    """Per-frame records of a worker that answered every frame ``latency_ms`` after it."""
+    lines = ["session,capture_ms,done_ms,status"]
+    for session in range(sessions):
+        for k in range(int(fps * seconds)):
+            capture = session * 3.0 + k * 1000.0 / fps
+            lines.append(f"cam-{session},{capture:.3f},{capture + latency_ms:.3f},delivered")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _import(app: AppTest, files: list[tuple[str, bytes, str]]) -> AppTest:
+    open_validate(app)
+    app.file_uploader(key="validate_upload").set_value(files)
+    return run(app)
+
+
+def test_a_bundle_uploaded_on_the_page_is_imported_and_shown(
+    app: AppTest, tmp_path: Path
+) -> None:
+    files = _bundle_files(tmp_path)
+    _import(app, files)
+    assert not app.number_input  # a bundle carries its scenario: no form to fill in
+    app.button(key="validate_import").click()
+    run(app)
+    stored = loadtests(store())
+    assert len(stored) == 1 and stored[0]["source"] == "imported bundle"
+    assert stored[0]["runs"] == 2
+    assert any("Imported and stored load test 1" in s for s in texts(app.success))
+    assert app.selectbox(key="validate_loadtest").value == 1
+
+
+def test_per_frame_records_uploaded_with_their_scenario_are_compared(app: AppTest) -> None:
+    data = _records_csv(sessions=3, fps=30.0, seconds=2.0, latency_ms=25.0)
+    _import(app, [("worker-frames.csv", data, "text/csv")])
+    app.number_input(key="validate_upload_sessions").set_value(3)
+    app.number_input(key="validate_upload_fps").set_value(30.0)
+    app.number_input(key="validate_upload_duration").set_value(2.0)
+    app.number_input(key="validate_upload_seeds").set_value(2)
+    run(app)
+    app.button(key="validate_import").click()
+    run(app)
+    stored = loadtests(store())
+    assert len(stored) == 1 and stored[0]["source"] == "imported per-frame records"
+    from planner.validate.loadtest_store import load_loadtest
+
+    test = load_loadtest(store(), 1)
+    assert test.runs[0].sessions == 3
+    assert test.runs[0].measured.e2e_p50_ms == pytest.approx(25.0)
+    assert "worker-frames.csv" in test.description
+
+
+@pytest.mark.parametrize(
+    ("which", "message"),
+    [
+        ("manifest alone", "a bundle is the two files loadtest.json and frames.csv together"),
+        ("broken frames", "frames.csv"),
+        ("sessions differ", "sessions"),
+        ("not a load test", "not a load test file"),
+    ],
+)
+def test_a_bad_upload_says_why_and_stores_nothing(
+    app: AppTest, tmp_path: Path, which: str, message: str
+) -> None:
+    bundle = _bundle_files(tmp_path)
+    files = {
+        "manifest alone": bundle[:1],
+        "broken frames": [bundle[0], (bundle[1][0], b"run,session\n1,x\n", "text/csv")],
+        "sessions differ": [("f.csv", _records_csv(5, 30.0, 1.0, 20.0), "text/csv")],
+        "not a load test": [("sales.csv", b"region,revenue\nnorth,3\n", "text/csv")],
+    }[which]
+    _import(app, files)
+    if which == "sessions differ":
+        app.number_input(key="validate_upload_sessions").set_value(2)
+        run(app)
+    app.button(key="validate_import").click()
+    run(app)
+    shown = " ".join(texts(app.error)).replace("\\", "")  # as it reads, without escapes
+    assert "nothing was stored" in shown and message in shown, shown
+    assert str(tmp_path) not in shown and "planner-bundle-" not in shown  # no server paths
+    assert loadtests(store()) == []

@@ -26,14 +26,18 @@ from dashboard.validate_charts import (
     error_rows,
     figure,
 )
+from planner import limits
 from planner.errors import PlannerError
 from planner.measure.options import MeasureOptions
+from planner.sim.policies import POLICIES
 from planner.store.calibrations import calibrations
 from planner.validate.loadtest import run_loadtest
+from planner.validate.loadtest_import import import_scenario, import_upload
 from planner.validate.loadtest_store import load_loadtest, loadtests, save_loadtest
 from planner.validate.options import LoadTestOptions, command_for
 from planner.validate.runs import LoadTest
 from planner.validate.runs import Progress as LoadTestProgress
+from planner.validate.worker.bundle import FRAMES, MANIFEST
 
 PAGE_SESSIONS = (1, 2, 3)
 """The session counts a load test started from this page may have."""
@@ -180,6 +184,88 @@ def elsewhere() -> None:
     )
 
 
+def import_here() -> None:
+    """Upload a load test another worker ran: its records or summaries, or a bundle."""
+    st.markdown(
+        "Bring a load test run elsewhere: a reference worker's **bundle** (its "
+        f"`{MANIFEST}` and `{FRAMES}` together, as `scripts/accuracy_gpu.py` writes them), "
+        "or one CSV from any worker: **per-frame records** (`session, capture_ms, done_ms, "
+        "status`) or **per-session summaries** (`session` and any of `fps, p50_ms, p99_ms, "
+        "overwritten`). A bundle carries its scenario; a CSV needs the scenario it ran "
+        "below. The planner predicts the same scenario and stores both, as "
+        "`planner loadtest import` does."
+    )
+    files = st.file_uploader(
+        "Load test files",
+        accept_multiple_files=True,
+        type=["csv", "json"],
+        key="validate_upload",
+        help=f"A bundle's {MANIFEST} and {FRAMES}, or one CSV.",
+    )
+    chosen = [(f.name, f.getvalue()) for f in files or []]
+    names = {name for name, _ in chosen}
+    bundle = bool(names & {MANIFEST, FRAMES})
+    db = store()
+    scenario = curve = None
+    seeds = 8
+    if chosen and not bundle:
+        st.markdown("**The scenario the file's run served**")
+        stored = db.curves()
+        if not stored:
+            st.info("Store the run's curve first (Batch curves, Upload), then import here.")
+            return
+        by_id = {c.id: c for c in stored}
+        cols = st.columns(3)
+        chosen_curve = cols[0].selectbox(
+            "Curve", list(by_id), key="validate_upload_curve",
+            format_func=lambda i: f"{by_id[i].label} ({i})",
+        )  # fmt: skip
+        sessions = cols[1].number_input(
+            "Sessions", int(limits.SESSIONS.low), int(limits.SESSIONS.high), 4,
+            key="validate_upload_sessions",
+        )  # fmt: skip
+        policy = cols[2].selectbox("Policy", list(POLICIES), key="validate_upload_policy")
+        cols = st.columns(3)
+        fps = cols[0].number_input(
+            "Frames per second per session", 1.0, float(limits.FPS.high), 30.0,
+            key="validate_upload_fps",
+        )  # fmt: skip
+        duration = cols[1].number_input(
+            "Seconds the run lasted", 1.0, float(limits.DURATION_S.high), 30.0,
+            key="validate_upload_duration",
+        )  # fmt: skip
+        draws = cols[2].number_input(
+            "Phase draws to predict over", 1, 16, 8, key="validate_upload_seeds",
+            help="The file does not say when each session started; the prediction pools "
+            "this many draws of the phases.",
+        )  # fmt: skip
+        seeds = int(draws)
+        curve = by_id[chosen_curve]
+        try:
+            scenario = import_scenario(curve, int(sessions), policy, fps, duration)
+        except PlannerError as exc:
+            show_problems("The scenario is not valid; nothing was stored:", exc.problems)
+            return
+    if not chosen:
+        st.info("Choose a load test's files to import them.")
+        return
+    if not st.button(
+        "Import and compare", key="validate_import", type="primary", icon=":material/upload:"
+    ):
+        return
+    try:
+        with cache.working("Predicting the imported runs") as account:
+            test = import_upload(chosen, scenario, curve, seeds, account)
+    except PlannerError as exc:
+        show_problems("The load test was not imported; nothing was stored:", exc.problems)
+        return
+    db.add_curves([test.curve])
+    saved = save_loadtest(db, test)
+    flash("success", f"Imported and stored load test {saved.id} ({len(saved.runs)} runs).")
+    st.session_state["validate_loadtest"] = saved.id
+    st.rerun()
+
+
 show_flash()
 st.title("Validate the planner against a real worker")
 st.caption(
@@ -188,12 +274,14 @@ st.caption(
 )
 db = store()
 stored = loadtests(db)
-tab_show, tab_run = st.tabs(["Stored load tests", "Run a load test"])
+tab_show, tab_run, tab_import = st.tabs(
+    ["Stored load tests", "Run a load test", "Import a load test"]
+)
 with tab_show:
     if not stored:
         st.info(
-            "No load test is stored yet. Run one in the next tab, or with `planner loadtest` "
-            "on the machine that has the device."
+            "No load test is stored yet. Run one in the next tab, import one another "
+            "worker ran, or run `planner loadtest` on the machine that has the device."
         )
     else:
         ids = [row["id"] for row in stored]
@@ -212,3 +300,5 @@ with tab_run:
         run_here()
     else:
         elsewhere()
+with tab_import:
+    import_here()

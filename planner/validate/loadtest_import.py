@@ -35,6 +35,7 @@ import csv
 import json
 import math
 import re
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -49,14 +50,16 @@ from planner.curves.imports import read_files
 from planner.curves.imports.base import ImportOptions, Problems
 from planner.errors import BadInput
 from planner.sim.policies import POLICIES
-from planner.sim.results import e2e_latencies
+from planner.sim.results import Results, e2e_latencies
 from planner.sim.scenario import Scenario
 from planner.sim.simulate import simulate
+from planner.sim.work import Work, frames_of
 from planner.validate.loadtest import calibrate
 from planner.validate.measured_vs_predicted import Interval, Summary
 from planner.validate.options import LOADTEST_STAGES, LoadTestOptions
 from planner.validate.runs import LoadTest, Run
 from planner.validate.worker.bundle import (
+    FRAMES,
     MANIFEST,
     read_bounded_text,
     read_frames_file,
@@ -84,13 +87,18 @@ def detect(path: Path, text: str | None = None) -> str:
     """The kind of file at ``path``: ``bundle``, ``frames`` or ``summary``."""
     if path.is_dir() or path.suffix.lower() == ".json":
         return "bundle"
-    header = [h.strip().lower() for h in next(csv.reader([(text or "").split("\n", 1)[0]]), [])]
+    return _table_kind(path.name, text or "")
+
+
+def _table_kind(name: str, text: str) -> str:
+    """``frames`` or ``summary``: the kind of CSV, from its header."""
+    header = [h.strip().lower() for h in next(csv.reader([text.split("\n", 1)[0]]), [])]
     if "capture_ms" in header:
         return "frames"
     if "session" in header and any(c in header for c in SUMMARY_COLUMNS):
         return "summary"
     raise BadInput(
-        f"{path.name}: not a load test file: a bundle folder (loadtest.json and frames.csv), "
+        f"{name}: not a load test file: a bundle folder (loadtest.json and frames.csv), "
         f"per-frame records ({', '.join(FRAME_COLUMNS)}) or per-session summaries (session "
         f"and some of {', '.join(SUMMARY_COLUMNS)})"
     )
@@ -254,12 +262,17 @@ def _entries(runs: Any, found: Problems) -> tuple[_Entry, ...]:
     return tuple(entries)
 
 
-def import_bundle(path: Path, *, seeds_note: str = "") -> LoadTest:
+def import_bundle(
+    path: Path, *, seeds_note: str = "", work: Work | None = None, name: str | None = None
+) -> LoadTest:
     """A load test from a reference worker's bundle: its runs summarised and predicted
     here on the bundle's curve, a calibration fitted from them. BadInput when the bundle
     is unreadable, a value of its manifest is missing or out of range (``check_manifest``,
     before anything is sized from one), or its records are inconsistent; each problem is
-    named, the first ``MAX_PROBLEMS_PER_FILE`` word for word and the rest counted."""
+    named, the first ``MAX_PROBLEMS_PER_FILE`` word for word and the rest counted.
+    ``work`` (a page's budget) is charged for each run's prediction; ``name`` is the
+    bundle's name in messages (the folder's own by default)."""
+    name = name or path.name
     raw = read_manifest(path)
     manifest = check_manifest(raw)
     curve = bundle_curve(raw)
@@ -269,7 +282,7 @@ def import_bundle(path: Path, *, seeds_note: str = "") -> LoadTest:
     largest = max(e.sessions for e in manifest.entries)
     table = tuple(float(v) for v in fitted.table(max(64, largest)))
     runs: list[Run] = []
-    problems = Problems(path.name)
+    problems = Problems(name)
     for entry in manifest.entries:
         number = entry.run
         if number not in frames:
@@ -286,7 +299,7 @@ def import_bundle(path: Path, *, seeds_note: str = "") -> LoadTest:
         if found:
             problems.extend(f"run {number}: {p}" for p in found)
             continue
-        predicted = simulate(scenario)
+        predicted = _simulate(scenario, work)
         runs.append(
             Run(
                 scenario=scenario,
@@ -306,7 +319,7 @@ def import_bundle(path: Path, *, seeds_note: str = "") -> LoadTest:
         environment=manifest.environment,
         calibration=calibrate(runs, curve.id) if runs else None,
         source="imported bundle",
-        description=f"reference worker bundle {path.name}{seeds_note}",
+        description=f"reference worker bundle {name}{seeds_note}",
     )
 
 
@@ -314,10 +327,23 @@ def import_bundle(path: Path, *, seeds_note: str = "") -> LoadTest:
 # Per-frame records and per-session summaries from any worker
 
 
-def predict(scenario: Scenario, seeds: int) -> Summary:
+def _simulate(scenario: Scenario, work: Work | None) -> Results:
+    """One prediction, charged to ``work`` when given (OverBudget before it would cross
+    the budget) and taking one of the process's turns."""
+    if work is None:
+        return simulate(scenario)
+    frames = frames_of(sum(scenario.session_fps), scenario.duration_s)
+    work.admit(frames)
+    with work.turn():
+        results = simulate(scenario)
+    work.finished(frames)
+    return results
+
+
+def predict(scenario: Scenario, seeds: int, work: Work | None = None) -> Summary:
     """The simulation of a run whose phases are unknown: ``seeds`` draws pooled (module
-    docstring)."""
-    runs = [simulate(scenario.with_(seed=scenario.seed + k)) for k in range(seeds)]
+    docstring), each charged to ``work`` when given."""
+    runs = [_simulate(scenario.with_(seed=scenario.seed + k), work) for k in range(seeds)]
     e2e = np.concatenate([e2e_latencies(r.scenario, r.records) for r in runs])
     gpu = np.concatenate([r.records.frame_latency for r in runs])
     arrived = max(sum(int(r.records.arrived.sum()) for r in runs), 1)
@@ -360,7 +386,9 @@ def _sessions(labels: Sequence[str], scenario: Scenario, name: str) -> dict[str,
     return {label: i for i, label in enumerate(distinct)}
 
 
-def import_frames(name: str, text: str, scenario: Scenario, seeds: int) -> Run:
+def import_frames(
+    name: str, text: str, scenario: Scenario, seeds: int, work: Work | None = None
+) -> Run:
     """One run from per-frame records (module docstring), against ``scenario`` predicted
     over ``seeds`` phase draws. BadInput lists the bad rows with their lines."""
     header, records = _table(name, text)
@@ -425,7 +453,7 @@ def import_frames(name: str, text: str, scenario: Scenario, seeds: int) -> Run:
         frames=int(delivered.sum()),
         per_session_fps=tuple(float(v) for v in fps),
     )
-    return Run(scenario=scenario, measured=measured, predicted=predict(scenario, seeds))
+    return Run(scenario=scenario, measured=measured, predicted=predict(scenario, seeds, work))
 
 
 _RANGE = re.compile(
@@ -469,7 +497,9 @@ def parse_range(
     return (low, high)
 
 
-def import_summary(name: str, text: str, scenario: Scenario, seeds: int) -> Run:
+def import_summary(
+    name: str, text: str, scenario: Scenario, seeds: int, work: Work | None = None
+) -> Run:
     """One run from per-session summaries (module docstring), against ``scenario``
     predicted over ``seeds`` phase draws."""
     header, records = _table(name, text)
@@ -512,7 +542,7 @@ def import_summary(name: str, text: str, scenario: Scenario, seeds: int) -> Run:
     return Run(
         scenario=scenario,
         measured=measured,
-        predicted=predict(scenario, seeds),
+        predicted=predict(scenario, seeds, work),
         ranges=tuple((k, v) for k, v in ranges.items() if v is not None),
     )
 
@@ -597,3 +627,68 @@ def import_file(
     run = reader(path.name, text, scenario, seeds)
     return imported_test(curve, run, "per-frame records" if kind == "frames" else
                          "per-session summary", path.name, seeds)  # fmt: skip
+
+
+def import_upload(
+    files: Sequence[tuple[str, bytes]],
+    scenario: Scenario | None,
+    curve: Curve | None,
+    seeds: int,
+    work: Work | None = None,
+) -> LoadTest:
+    """A load test from uploaded files (the dashboard's Validate page), as ``import_file``
+    reads them from disk: a bundle's two files (``loadtest.json`` and ``frames.csv``), or
+    one CSV of per-frame records or per-session summaries, which need ``scenario`` and
+    its ``curve``. ``work`` is charged for the predictions. BadInput, naming the files as
+    uploaded, for any other set of files or anything the importers refuse."""
+    if not files:
+        raise BadInput("choose the load test's files")
+    names = [name for name, _ in files]
+    if MANIFEST in names or FRAMES in names:
+        if sorted(names) != sorted([MANIFEST, FRAMES]):
+            raise BadInput(
+                f"a bundle is the two files {MANIFEST} and {FRAMES} together; chosen: "
+                + ", ".join(repr(n[:80]) for n in names[:10])
+            )
+        parts = dict(files)
+        with tempfile.TemporaryDirectory(prefix="planner-bundle-") as folder:
+            root = Path(folder)
+            for fixed in (MANIFEST, FRAMES):  # fixed names: nothing of the user's in a path
+                (root / fixed).write_bytes(parts[fixed])
+            try:
+                return import_bundle(root, work=work, name="the uploaded bundle")
+            except BadInput as exc:  # the bundle's files by their names, not the folder's
+                raise BadInput([p.replace(f"{root}/", "") for p in exc.problems]) from None
+    if len(files) > 1:
+        raise BadInput(
+            "choose one CSV of per-frame records or per-session summaries, or a bundle's "
+            f"{MANIFEST} and {FRAMES}; chosen: {len(files)} files"
+        )
+    name, data = files[0]
+    if len(data) > MAX_TABLE_BYTES:
+        raise BadInput(f"{name}: larger than the {MAX_TABLE_BYTES // 2**20} MiB limit")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise BadInput(f"{name}: not UTF-8 text") from None
+    kind = _table_kind(name, text)
+    what = "per-frame records" if kind == "frames" else "per-session summary"
+    if scenario is None or curve is None:
+        raise BadInput(f"{name}: a {what} needs the scenario: its curve, sessions and policy")
+    reader = import_frames if kind == "frames" else import_summary
+    run = reader(name, text, scenario, seeds, work)
+    return imported_test(curve, run, what, name, seeds)
+
+
+def import_scenario(
+    curve: Curve, sessions: int, policy: str, fps: float, duration_s: float
+) -> Scenario:
+    """The scenario of an imported run given as a form gives it (the Validate page): its
+    curve's fitted table, the session count, policy, frame rate and duration, the rest
+    the scenario's defaults. BadInput for a value out of its range (checked before the
+    table is sized from the session count)."""
+    if not limits.SESSIONS.holds(sessions):
+        raise BadInput(f"sessions must be {limits.SESSIONS.words()}, not {sessions!r}")
+    table = tuple(float(v) for v in fit_curve(curve.points).table(max(64, int(sessions))))
+    return Scenario(latency_ms=table, sessions=int(sessions), policy=policy, fps=(float(fps),),
+                    duration_s=float(duration_s))  # fmt: skip
