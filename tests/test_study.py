@@ -689,3 +689,90 @@ def test_the_pool_workers_end_when_the_command_is_killed(
         with contextlib.suppress(ProcessLookupError):
             os.killpg(running.pid, signal.SIGKILL)  # anything else it started
         running.wait(timeout=30)
+
+
+def test_each_card_takes_its_own_price_from_the_studys_prices(store: Store) -> None:
+    """``[prices]`` prices each cell by its curve's card, so cards compare at their own
+    prices rather than one price for all."""
+    raw = {
+        "name": "two cards",
+        "curves": {"filters": [{"model": "ball-detector", "precision": "fp16"}]},
+        "fixed": {"seeds": 1, "duration_s": 2, "max_sessions": 8, "policies": "batch-all"},
+        "axes": {"budget_ms": [40, 60]},
+        "prices": {"laptop-8gb": 0.6, "server-24gb": 1.8},
+    }
+    study = study_from_dict(raw)
+    assert study.prices == (("laptop-8gb", 0.6), ("server-24gb", 1.8))
+    assert study_from_dict(study.as_dict()) == study  # stored and read back the same
+    found = cells(store, study)
+    by_card = {store.curve(c.curve_id).card: c.params.price_per_hour for c in found}
+    assert by_card == {"laptop-8gb": 0.6, "server-24gb": 1.8}
+    run_study(store, study, workers=1)
+    _study, members = load_study(store, "two cards")
+    for member in members:
+        assert member.result is not None and member.result.status == "ok"
+        outputs = member.result.outputs
+        price = by_card[store.curve(member.curve_id).card]
+        assert outputs["cost_per_seat_hour"] == pytest.approx(price / outputs["seats_per_card"])
+
+
+@pytest.mark.parametrize(
+    ("prices", "fixed", "message"),
+    [
+        ({"server-24gb": "cheap"}, {}, "prices.server-24gb: price 'cheap' is not a number"),
+        ({"server-24gb": -1.0}, {}, "prices.server-24gb: "),
+        ({"server-24gb": 1.0}, {"price_per_hour": 2.0}, "not both"),
+        ([1, 2], {}, "prices: a table of cards and hourly prices"),
+    ],
+)
+def test_bad_prices_are_named(prices: Any, fixed: dict[str, Any], message: str) -> None:
+    raw = {**SMALL, "fixed": {"seeds": 2, **fixed}, "prices": prices}
+    with pytest.raises(BadInput) as caught:
+        study_from_dict(raw)
+    assert any(message in p for p in caught.value.problems), caught.value.problems
+
+
+def test_a_price_for_a_card_no_curve_is_on_is_refused(store: Store) -> None:
+    raw = {**SMALL, "fixed": {"seeds": 2}, "prices": {"server-24gb": 1.0, "h100": 3.0}}
+    with pytest.raises(BadInput, match="no curve of the study is on 'h100'"):
+        cells(store, study_from_dict(raw))
+
+
+def test_the_study_page_names_its_axes_in_words_and_its_curves_by_model_and_card(
+    app: AppTest,
+) -> None:
+    raw = {**SMALL, "curves": {"filters": [{"model": "ball-detector", "precision": "fp16"}]},
+           "axes": {"budget_ms": [30, 50]}}  # fmt: skip
+    with Store(os.environ["PLANNER_DB"]) as store:
+        run_study(store, study_from_dict(raw), workers=1)
+        labels = {c.id: c.label for c in store.curves()}
+    app.switch_page("dashboard/pages/studies.py")
+    app.run()
+    assert not app.exception, app.exception
+    app.selectbox(key="study_x").set_value("budget_ms")
+    app.run()
+    app.selectbox(key="study_y").set_value("curve")
+    app.run()
+    assert not app.exception, app.exception
+    layout = json.loads(app.get_by_key("study_heatmap").proto.spec)["layout"]
+    heat = json.loads(app.get_by_key("study_heatmap").proto.spec)["data"][0]
+    assert layout["xaxis"]["title"]["text"] == "latency budget (ms)"
+    assert layout["yaxis"]["title"]["text"] == "model and card"
+    assert "budget_ms" not in layout["title"]["text"]
+    assert set(heat["y"]) == {
+        labels[i] for i in labels if "fp16" in labels[i].lower() and "ball" in labels[i]
+    }
+    assert not any(i in " ".join(heat["y"]) for i in labels)  # no curve id on the axis
+    rows = app.get_by_key("study_cells").dataframe[0].value.to_dict("records")
+    assert {"latency budget (ms)", "model and card"} <= set(rows[0])
+
+
+def test_a_link_to_a_study_that_is_not_stored_says_it_was_ignored(app: AppTest) -> None:
+    with Store(os.environ["PLANNER_DB"]) as store:
+        run_study(store, study_from_dict({**SMALL, "axes": {"budget_ms": [30, 50]}}), workers=1)
+    app.switch_page("dashboard/pages/studies.py")
+    app.query_params["study"] = "nope"
+    app.run()
+    assert not app.exception, app.exception
+    assert any("nope" in w.value and "ignored" in w.value for w in app.warning)
+    assert app.selectbox(key="study_name").value == "small"

@@ -22,7 +22,15 @@ from planner.studies.params import StudyParams
 from planner.studies.run import StudyInterrupted, run_study
 from planner.studies.store import Member, load_study, studies
 from planner.studies.study import read_study
-from planner.studies.view import CURVE_AXIS, METRICS, axes, coordinates, front, grid, value
+from planner.studies.view import (
+    METRICS,
+    axes,
+    axis_words,
+    coordinates,
+    front,
+    grid,
+    value,
+)
 
 PAGE_MAX_CELLS = 200
 """The largest study started from this page; larger ones run from the command line."""
@@ -68,7 +76,7 @@ def controls(names: list[str], params: StudyParams) -> StudyParams:
     return StudyParams(study=chosen, metric=metric)
 
 
-def views(members: list[Member], params: StudyParams) -> StudyParams:
+def views(members: list[Member], params: StudyParams, curve_names: dict[str, str]) -> StudyParams:
     """The two axes shown and the values the others are held at; returns the params."""
     every = axes(members)
     names = list(every)
@@ -77,10 +85,14 @@ def views(members: list[Member], params: StudyParams) -> StudyParams:
         return params
     x_default = params.x_axis if params.x_axis in every else names[0]
     left, right = st.columns(2)
-    x_axis = left.selectbox("Across", names, index=names.index(x_default), key="study_x")
+    x_axis = left.selectbox(
+        "Across", names, index=names.index(x_default), key="study_x", format_func=axis_words
+    )
     others = [n for n in names if n != x_axis] or [x_axis]
     y_default = params.y_axis if params.y_axis in others else others[0]
-    y_axis = right.selectbox("Down", others, index=others.index(y_default), key="study_y")
+    y_axis = right.selectbox(
+        "Down", others, index=others.index(y_default), key="study_y", format_func=axis_words
+    )
     held = dict(item.split("=", 1) for item in params.hold if "=" in item)
     rest = [n for n in names if n not in (x_axis, y_axis)]
     hold: dict[str, str] = {}
@@ -90,10 +102,11 @@ def views(members: list[Member], params: StudyParams) -> StudyParams:
             values = every[name]
             start = held.get(name, values[0])
             hold[name] = columns[index % len(columns)].selectbox(
-                f"{name} held at",
+                f"{axis_words(name)} held at",
                 values,
                 index=values.index(start) if start in values else 0,
                 key=f"study_hold_{name}",
+                format_func=lambda v: curve_names.get(v, v),
             )
     return StudyParams(
         study=params.study,
@@ -104,7 +117,9 @@ def views(members: list[Member], params: StudyParams) -> StudyParams:
     )
 
 
-def cell_rows(members: list[Member], params: StudyParams) -> list[dict[str, Any]]:
+def cell_rows(
+    members: list[Member], params: StudyParams, curve_names: dict[str, str]
+) -> list[dict[str, Any]]:
     held = dict(item.split("=", 1) for item in params.hold if "=" in item)
     rows = []
     for member in members:
@@ -115,7 +130,11 @@ def cell_rows(members: list[Member], params: StudyParams) -> list[dict[str, Any]
         outputs = result.outputs if result is not None else {}
         rows.append(
             {
-                **{k: v for k, v in where.items() if k in (params.x_axis, params.y_axis)},
+                **{
+                    axis_words(k): curve_names.get(v, v)
+                    for k, v in where.items()
+                    if k in (params.x_axis, params.y_axis)
+                },
                 "seats per card": outputs.get("seats"),
                 "with": outputs.get("option"),
                 "USD per seat-hour": outputs.get("cost_per_seat_hour"),
@@ -128,10 +147,15 @@ def cell_rows(members: list[Member], params: StudyParams) -> list[dict[str, Any]
     return rows
 
 
-def open_cell(members: list[Member]) -> None:
+def open_cell(members: list[Member], curve_names: dict[str, str]) -> None:
     """Any cell's Plan, picked by where it sits on the axes."""
     left, right = st.columns([3, 1], vertical_alignment="bottom")
-    labels = {m.key: ", ".join(f"{k} {v}" for k, v in coordinates(m).items()) for m in members}
+    labels = {
+        m.key: ", ".join(
+            f"{axis_words(k)} {curve_names.get(v, v)}" for k, v in coordinates(m).items()
+        )
+        for m in members
+    }
     chosen = left.selectbox(
         "Open the Plan of a cell",
         list(labels),
@@ -200,6 +224,14 @@ def run_here(text: str) -> None:
     st.rerun()
 
 
+def _curve_names(db: Any, ids: set[str]) -> dict[str, str]:
+    """Each curve of the study by its model, card, input and precision (its id added
+    where two read the same, or the id alone for a curve no longer stored)."""
+    found = {c.id: c.label for c in db.curves() if c.id in ids}
+    repeated = {n for n in found.values() if list(found.values()).count(n) > 1}
+    return {i: f"{n} ({i})" if n in repeated else n for i, n in found.items()}
+
+
 # ---------------------------------------------------------------------------------------
 
 show_flash()
@@ -219,12 +251,19 @@ if not names:
     start_form()
     st.stop()
 
+if params.study is not None and params.study not in names:
+    st.warning(
+        f"The link's study {md(params.study[:80])!s} is not stored here: it was ignored, "
+        "and the newest study is shown."
+    )
+    params = StudyParams(metric=params.metric)
 params = controls(names, params)
 try:
     study, members = load_study(db, params.study or names[0])
 except NotFound as exc:
     show_problems("This study cannot be shown:", exc.problems)
     st.stop()
+curve_names = _curve_names(db, {m.curve_id for m in members})
 done = [m for m in members if m.result is not None]
 failed = [m for m in done if m.result is not None and m.result.status != "ok"]
 st.caption(
@@ -232,7 +271,7 @@ st.caption(
     + (f", {len(failed)} failed" if failed else "")
     + (f" · {md(study.description)}" if study.description else "")
 )
-params = views(members, params)
+params = views(members, params, curve_names)
 url_state.publish(params)
 if params.x_axis and params.y_axis:
     held = dict(item.split("=", 1) for item in params.hold if "=" in item)
@@ -247,16 +286,22 @@ if params.x_axis and params.y_axis:
                 else "."
             )
         )
-    st.plotly_chart(heatmap_figure(view, params.metric), width="stretch", key="study_heatmap")
+    st.plotly_chart(
+        heatmap_figure(view, params.metric, names=curve_names),
+        width="stretch",
+        key="study_heatmap",
+    )
     cheapest = front(members, held)
     if len(cheapest) > 1:
-        st.plotly_chart(front_figure(cheapest), width="stretch", key="study_front")
+        st.plotly_chart(
+            front_figure(cheapest, names=curve_names), width="stretch", key="study_front"
+        )
     st.caption(
-        f"One cell per combination; the other axes held as chosen above. "
-        f"{CURVE_AXIS!r} is the curve's id. Open a cell's Plan from the table."
+        "One cell per combination; the other axes held as chosen above. Open a cell's Plan "
+        "from the table."
     )
 table(
-    cell_rows(members, params),
+    cell_rows(members, params, curve_names),
     key="study_cells",
     column_config={
         "plan": st.column_config.LinkColumn("plan", display_text="open the plan"),
@@ -264,5 +309,5 @@ table(
         "USD per day": st.column_config.NumberColumn(format="$%.2f"),
     },
 )
-open_cell(members)
+open_cell(members, curve_names)
 start_form()

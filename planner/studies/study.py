@@ -14,11 +14,17 @@ parameters every cell shares, and the axes whose every combination is a cell::
     budget_ms = [30, 50, 80]
     modes = ["exclusive", "mps"]
     policies = ["all", "batch-all"]
+    [prices]                                # USD per hour, by the curves' card
+    l4 = 0.80
+    h100-80gb = 3.50
 
 Fixed values and axes are plan parameters by their link names (``planner.links.urls``), read
 by the same codecs as links and the command line, so a study accepts exactly what a plan
 does; ``modes`` and ``policies`` take one name per cell (``policies = "all"`` plans every
-policy). A cell is keyed by a hash of its plan parameters, the planner's version and the
+policy). ``[prices]`` gives each card its hourly price, so that cards compare at their
+own prices: a cell takes its curve's card's price unless ``price_per_hour`` is fixed or an
+axis (then that one); without either, the card's stored price (``planner cards``), if
+any. A cell is keyed by a hash of its plan parameters, the planner's version and the
 calibration used, so a cell is computed once however many studies contain it.
 
 Each curve's cells use its newest calibration from a load test (SPEC §5.2), as a plan on
@@ -42,6 +48,7 @@ from typing import Any
 
 from planner import __version__
 from planner.curves.batch_cost import has_spread
+from planner.curves.cards import clean_price
 from planner.curves.curve import MAX_TEXT, Curve, clean_text
 from planner.demand.fleet import DemandFleet
 from planner.demand.profiles import SHAPES
@@ -61,7 +68,7 @@ MAX_FILE_BYTES = 1 << 20
 MAX_DESCRIPTION = 2000
 """The longest description of a study: a few lines of why, shown under its name."""
 
-_TOP_KEYS = {"name", "description", "curves", "fixed", "axes"}
+_TOP_KEYS = {"name", "description", "curves", "fixed", "axes", "prices"}
 _CURVE_KEYS = {"ids", "filters"}
 _FILTER_KEYS = ("model", "card", "precision", "resolution")
 _CURVE_PARAMS = {"curve", "points", "model", "card", "precision", "resolution"}
@@ -78,9 +85,13 @@ class Study:
     curve_filters: tuple[tuple[tuple[str, str], ...], ...]
     fixed: tuple[tuple[str, Any], ...]
     axes: tuple[tuple[str, tuple[Any, ...]], ...]
+    prices: tuple[tuple[str, float], ...] = ()
+    """USD per hour by card name (``[prices]``), sorted by card."""
 
     def as_dict(self) -> dict[str, Any]:
-        """The definition as the study file would write it (stored with the study)."""
+        """The definition as the study file would write it (stored with the study; a
+        study without prices reads back exactly as one stored before they existed)."""
+        prices = {"prices": dict(self.prices)} if self.prices else {}
         return {
             "name": self.name,
             "description": self.description,
@@ -90,6 +101,7 @@ class Study:
             },
             "fixed": {k: _plain(v) for k, v in self.fixed},
             "axes": {k: [_plain(v) for v in values] for k, values in self.axes},
+            **prices,
         }
 
     @property
@@ -194,9 +206,32 @@ def study_from_dict(raw: object) -> Study:
     axes = _axes(raw.get("axes", {}), problems)
     for key in dict(fixed).keys() & dict(axes).keys():
         problems.append(f"{key}: is both fixed and an axis; give it in one place")
+    prices = _prices(raw.get("prices", {}), problems)
+    if prices and "price_per_hour" in dict(fixed).keys() | dict(axes).keys():
+        problems.append(
+            "prices: price_per_hour is given too; give one price for every card "
+            "(price_per_hour) or a price per card ([prices]), not both"
+        )
     if problems:
         raise BadInput(problems)
-    return Study(name.strip(), description, ids, filters, fixed, axes)
+    return Study(name.strip(), description, ids, filters, fixed, axes, prices)
+
+
+def _prices(raw: object, problems: list[str]) -> tuple[tuple[str, float], ...]:
+    """``[prices]``: card name = USD per hour, each read as a card's price is."""
+    if not isinstance(raw, Mapping):
+        problems.append("prices: a table of cards and hourly prices, such as l4 = 0.80")
+        return ()
+    out = []
+    for card, price in raw.items():
+        try:
+            name = clean_text(card, "card") or ""
+            if isinstance(price, bool) or not isinstance(price, int | float):
+                raise BadInput(f"price {price!r} is not a number")
+            out.append((name, clean_price(price)))
+        except BadInput as exc:
+            problems.extend(f"prices.{str(card)[:40]}: {p}" for p in exc.problems)
+    return tuple(sorted(out))
 
 
 def _curves(
@@ -349,6 +384,13 @@ def cells(store: Store, study: Study) -> list[Cell]:
     fixed = dict(study.fixed)
     names = study.axis_names
     explicit = "calibration" in fixed or "calibration" in names
+    prices = dict(study.prices)
+    unused = sorted(set(prices) - {c.card for c in curves})
+    if unused:  # a price for no curve's card is a misspelt card, most likely
+        raise BadInput(
+            f"prices: no curve of the study is on {', '.join(repr(c) for c in unused[:10])} "
+            f"(its cards: {', '.join(sorted({c.card for c in curves})[:20])})"
+        )
     demands: dict[str, tuple[float, ...] | None] = {}
     out = []
     for curve in curves:
@@ -356,6 +398,8 @@ def cells(store: Store, study: Study) -> list[Cell]:
         for combination in itertools.product(*(values for _, values in study.axes)):
             coordinates = tuple(zip(names, combination, strict=True))
             values = {**fixed, **dict(coordinates), "curve": curve.id}
+            if curve.card in prices:  # (never with price_per_hour: study_from_dict)
+                values["price_per_hour"] = prices[curve.card]
             if latest is not None:
                 values["calibration"] = latest.id
             try:

@@ -22,6 +22,48 @@ CURVE_AXIS = "curve"
 """The study's curves are an axis too, named by curve id."""
 
 
+_AXIS_WORDS = {
+    CURVE_AXIS: "model and card",
+    "budget_ms": "latency budget (ms)",
+    "min_fps": "frame-rate floor (fps)",
+    "modes": "sharing mode",
+    "policies": "policy",
+    "percentile": "latency percentile",
+    "price_per_hour": "price per card-hour (USD)",
+    "mps_share": "MPS compute share (%)",
+    "queue": "server queue",
+    "spread": "batch-time spread",
+    "cotenants": "co-tenants' duty cycles",
+    "cotenant_memory_mb": "co-tenants' memory (MB)",
+    "cpu_workers": "CPU threads for pre and post work",
+    "max_queue_size": "server queue bound (requests)",
+    "queue_timeout_us": "server queue timeout (µs)",
+    "timeout_action": "server queue timeout action",
+    "max_queue_delay_us": "batcher's longest wait (µs)",
+    "max_batch": "largest batch",
+    "search": "cap search",
+    "other_jobs": "rest of the card to other jobs",
+    "jitter_ms": "arrival jitter (ms)",
+}
+
+
+def axis_words(name: str) -> str:
+    """An axis as people read it (``latency budget (ms)``, not ``budget_ms``): its own
+    words where the study page names it, else the plan parameter's description with its
+    unit in brackets (``per-frame overhead outside the GPU (ms)``)."""
+    if name in _AXIS_WORDS:
+        return _AXIS_WORDS[name]
+    from planner.links.parameters import PARAMETERS
+
+    found = PARAMETERS.get(name)
+    if found is None:
+        return name
+    short = found.doc.split(" (")[0].split(";")[0].split(": ")[-1]
+    words, _, unit = short.rpartition(", ")
+    unit = {"us": "µs"}.get(unit, unit)
+    return f"{words} ({unit})" if words and unit in ("ms", "µs", "fps", "MB", "USD") else short
+
+
 def label(value: Any) -> str:
     """An axis value as people read it (``all`` for every policy)."""
     if isinstance(value, list | tuple):
