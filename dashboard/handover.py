@@ -21,6 +21,7 @@ import streamlit as st
 
 from dashboard import cache, url_state
 from dashboard.controls import Controls
+from dashboard.state import store
 from dashboard.text import md, md_list
 from dashboard.ui import show_over_budget, show_problems, table
 from planner.demand.fleet import DemandFleet
@@ -392,14 +393,18 @@ def report_section(
     """Download the plan as a report: HTML that works offline, and Markdown."""
     st.subheader("Report")
     saved = url_state.saved_plan(PlanParams)
+    plan_id = saved[0] if saved is not None and saved[1] == params else None
     ctx = ReportContext(
         params=params,
         inputs=inputs,
         result=result,
         fleet=fleet,
         base=url_state.base_url(),
-        plan_id=saved[0] if saved is not None and saved[1] == params else None,
+        plan_id=plan_id,
         profile_problem=problem,
+        plan_name=next((p.name for p in store().plans() if p.id == plan_id), None)
+        if plan_id
+        else None,
     )
     left, right = st.columns(2)
     # Written when a button is pressed, not on every run: the HTML embeds Plotly (~5 MB).

@@ -17,12 +17,18 @@ from collections.abc import Iterable
 # Every ASCII punctuation character may be backslash-escaped in CommonMark; escaping all
 # of them also disarms Streamlit's own directives (``:red[...]``, ``:material/x:``, ``$``).
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
-# For a file people also read as text, only the characters that start Markdown syntax
-# anywhere in a line (emphasis, code, links, images, HTML, tables, entities, maths); list
-# and heading markers matter only at the start of a line (``_LINE_START``).
-_SYNTAX = re.compile(r"([\\`*_{}\[\]()<>#!|~&$])")
-_NUMBERED = re.compile(r"^([0-9]+)([.)])")
-_LINE_START = ("-", "+", "=")  # a list item, or a heading's underline
+# For a file people also read as text, only what would start Markdown syntax where it
+# stands: emphasis (``*`` anywhere, ``_`` only beside a non-word character, since
+# ``budget_ms`` is no emphasis), code, links and images (``[`` and ``]``: a ``(`` or ``!``
+# without them is text), HTML and autolinks (``<``), tables, strikethrough, an entity
+# (``&`` before ``name;``), and ``$`` only where GitHub could read maths between two of them
+# (a ``$`` right after a non-space could close one: ``$0.24 a seat, $1.60 a card`` has
+# none). List, heading, quote and rule markers matter only at the start of a line.
+_SYNTAX = re.compile(r"([\\`*\[\]<|~])|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|&(?=#?\w+;)")
+_CLOSING_DOLLAR = re.compile(r"(?<=\S)\$")
+_NUMBERED = re.compile(r"^([0-9]{1,9})([.)])(?=\s|$)")
+_LINE_START = re.compile(r"^(?:[-+*](?=\s|$)|#(?=[#\s]|$)|>|[-=\s]+$)")
+"""A list item, a heading, a quote, or a rule or heading underline, at a line's start."""
 # Escapes do not stop GitHub's "autolink literals": the renderer links ``http://…``,
 # ``www.…``, ``mailto:…`` and ``name@host`` after escapes are resolved. A word joiner
 # (U+2060: no width, no line break) before the ``:`` of such a scheme, the ``@`` of an
@@ -49,8 +55,10 @@ def md(text: object, *, readable: bool = False) -> str:
     flat = _AUTOLINK.sub(JOINER, " ".join(str(text).split()))
     if not readable:
         return _PUNCTUATION.sub(r"\\\1", flat)
-    escaped = _SYNTAX.sub(r"\\\1", flat)
-    if escaped.startswith(_LINE_START):
+    escaped = _SYNTAX.sub(lambda m: "\\" + m.group(0), flat)
+    if _CLOSING_DOLLAR.search(flat):
+        escaped = escaped.replace("$", "\\$")
+    if _LINE_START.match(escaped):
         return "\\" + escaped
     return _NUMBERED.sub(r"\1\\\2", escaped)
 

@@ -16,7 +16,14 @@ from planner.plan.fleet import plan_fleet, plan_profile
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
-from planner.report.document import Chart, ReportContext, _calibration, _worker, report_sections
+from planner.report.document import (
+    Chart,
+    ReportContext,
+    Table,
+    _calibration,
+    _worker,
+    report_sections,
+)
 from planner.report.html import html_report
 from planner.report.markdown import markdown_report
 from planner.sim.stages import WorkerStages
@@ -57,9 +64,14 @@ def test_the_html_embeds_plotly_once_and_fetches_nothing(ctx: ReportContext) -> 
 
 def test_user_text_is_escaped_everywhere(ctx: ReportContext) -> None:
     page, markdown = html_report(ctx), markdown_report(ctx)
-    assert XSS not in page and XSS not in markdown
+    assert XSS not in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page  # the headline's label, as text
-    assert "\\<img src=x onerror=alert\\(1\\)\\>" in markdown
+    # In the Markdown the "<" is escaped, so no renderer reads a tag: rendered, it is text.
+    assert "\\" + XSS in markdown and ("\n" + XSS) not in markdown
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(markdown)
+    assert "<img" not in rendered and "&lt;img src=x onerror=alert(1)&gt;" in rendered
     # In the charts' JSON the name is pseudo-HTML-escaped, then "<" is written \u003c.
     charts = page[page.index('id="chart-curve"') :]
     assert "The batch curve: &lt;img src=x onerror=alert(1)&gt;" in charts
@@ -79,7 +91,7 @@ def test_both_versions_have_the_same_sections_and_the_plans_figures(ctx: ReportC
     assert f'<h1 id="headline">{best.seats} seat' in page
     assert ctx.fleet is not None
     day = f"${ctx.fleet.autoscaled.cost_per_day:,.2f}"
-    assert day in page and day.replace("$", "\\$") in markdown
+    assert day in page and day in markdown  # a price reads as itself: no escape needed
     assert "https://planner.example.com/?points=" in page
     assert "_Chart in the HTML version: The batch curve" in markdown
 
@@ -119,5 +131,38 @@ def test_a_plan_whose_profile_could_not_be_used_says_why(ctx: ReportContext) -> 
 
 
 def test_the_report_file_name_is_safe(ctx: ReportContext, tmp_path: Path) -> None:
-    assert ctx.file_stem == "seat-plan-img-src-x-onerror-alert-1-laptop-8gb"
+    assert ctx.file_stem == f"seat-plan-img-src-x-onerror-alert-1-laptop-8gb-{ctx.key}"
+    assert re.fullmatch(r"[0-9a-f]{10}", ctx.key)
     (tmp_path / f"{ctx.file_stem}.html").write_text(html_report(ctx))
+
+
+def test_reports_of_two_plans_do_not_share_a_file_name_and_a_name_titles_one(
+    ctx: ReportContext,
+) -> None:
+    """Two plans on one card (50 and 80 ms) downloaded one after the other must not
+    overwrite each other; a saved plan's name is in its title and its file name."""
+    looser = replace(ctx, params=replace(ctx.params, budget_ms=80.0))
+    assert looser.file_stem != ctx.file_stem
+    from planner.links.urls import saved_params
+    from planner.store.repository import plan_key
+
+    assert ctx.key == plan_key(saved_params(ctx.params))  # the id it is saved under
+    named = replace(ctx, plan_name="Store cameras, phase 2", plan_id="abc123def0")
+    assert named.file_stem == "seat-plan-store-cameras-phase-2-abc123def0"
+    assert named.title.startswith("Seat plan “Store cameras, phase 2”: ")
+    assert "<title>Seat plan “Store cameras, phase 2”: " in html_report(named)
+    assert "\nSeat plan “Store cameras, phase 2”: " in markdown_report(named)
+
+
+def test_the_inputs_list_what_was_set_in_words(ctx: ReportContext) -> None:
+    """The inputs table names each input in words and lists the criteria and what was
+    set, not every parameter the planner has, most of them "not set"."""
+    from planner.report.document import _inputs
+
+    table = _inputs(ctx).blocks[0]
+    assert isinstance(table, Table) and table.header == ("input", "value")
+    names = [name for name, _ in table.rows]
+    assert "latency budget, ms end-to-end" in names and "budget_ms" not in names
+    assert "peak concurrent sessions" in names  # set by the plan
+    assert "cotenants" not in " ".join(names) and "not set" not in str(table.rows)
+    assert dict(table.rows)["latency budget, ms end-to-end"] == "50 (the default)"

@@ -216,9 +216,7 @@ def _import(app: AppTest, files: list[tuple[str, bytes, str]]) -> AppTest:
     return run(app)
 
 
-def test_a_bundle_uploaded_on_the_page_is_imported_and_shown(
-    app: AppTest, tmp_path: Path
-) -> None:
+def test_a_bundle_uploaded_on_the_page_is_imported_and_shown(app: AppTest, tmp_path: Path) -> None:
     files = _bundle_files(tmp_path)
     _import(app, files)
     assert not app.number_input  # a bundle carries its scenario: no form to fill in

@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         params, plan_id = plan_from_args(args, store)
         inputs = plan_inputs(params, store)
         profile = plan_profile(args, params, store)
+        plan_name = next((p.name for p in store.plans() if p.id == plan_id), None)
     if not args.json:
         note(f"planning {inputs.curve.label} ({inputs.curve.id}) ...")
     result = recommend(inputs.request)
@@ -63,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         fleet=plan_fleet(result, profile, params.lead_time_min),
         base=base,
         plan_id=plan_id,
+        plan_name=plan_name,
     )
     stem = Path(args.out) if args.out else Path(ctx.file_stem)
     if stem.suffix.lower() in (".html", ".md"):  # --out plan.html: the user named a file

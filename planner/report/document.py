@@ -29,13 +29,14 @@ import plotly.graph_objects as go
 from planner.demand.fleet import DemandFleet
 from planner.errors import BadInput
 from planner.links.parameters import PARAMETERS, schema
-from planner.links.urls import encode, saved_plan_url, self_contained, url
+from planner.links.urls import encode, saved_params, saved_plan_url, self_contained, url
 from planner.plan.answer import Answer, Paragraph, plan_answer
 from planner.plan.fleet import option_fleets
 from planner.plan.options import Option, Recommendation, fleet
 from planner.plan.params import PlanParams
 from planner.plan.resolve import PlanInputs, command_line
 from planner.report.figures import curve_figure, demand_figure, options_figure
+from planner.store.repository import plan_key
 
 # ---------------------------------------------------------------------------------------
 # Blocks: what a section is made of, rendered by each format.
@@ -102,6 +103,7 @@ class ReportContext:
     base: str = "http://localhost:8501"
     plan_id: str | None = None
     profile_problem: str | None = None  # why the plan's profile could not be used
+    plan_name: str | None = None  # the name it was saved under, if any
     generated_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
@@ -115,14 +117,23 @@ class ReportContext:
 
     @property
     def title(self) -> str:
-        return f"Seat plan: {self.inputs.curve.label}"
+        named = f" “{self.plan_name}”" if self.plan_name else ""
+        return f"Seat plan{named}: {self.inputs.curve.label}"
+
+    @property
+    def key(self) -> str:
+        """The plan's id: the one it is saved under, or would be (``plan_key``)."""
+        return self.plan_id or plan_key(saved_params(self.params))
 
     @property
     def file_stem(self) -> str:
-        """A file name for the report: ``seat-plan-MODEL-CARD`` in safe characters."""
+        """A file name for the report, in safe characters: ``seat-plan-NAME-KEY``, or
+        ``seat-plan-MODEL-CARD-KEY`` for a plan without a name; the plan's key keeps the
+        reports of two plans (say, 50 and 80 ms on one card) from overwriting each other."""
         curve = self.inputs.curve
-        slug = re.sub(r"[^a-z0-9]+", "-", f"{curve.model}-{curve.card}".lower()).strip("-")
-        return f"seat-plan-{slug[:60] or 'plan'}"
+        words = self.plan_name or f"{curve.model}-{curve.card}"
+        slug = re.sub(r"[^a-z0-9]+", "-", words.lower()).strip("-")[:60].strip("-")
+        return f"seat-plan-{slug or 'plan'}-{self.key}"
 
 
 def report_sections(ctx: ReportContext) -> list[Section]:
@@ -200,9 +211,17 @@ def _figures(ctx: ReportContext, best: Option) -> tuple[tuple[str, str], ...]:
     return tuple(metrics)
 
 
+_CRITERIA = ("budget_ms", "percentile", "min_fps", "max_overwritten", "policies", "modes")
+"""Inputs the report always lists, set or not: what the answer is judged by."""
+
+
 def _inputs(ctx: ReportContext) -> Section:
+    """What the plan was asked, in words: its curve, its criteria, and every other input
+    that was set (the rest are the planner's defaults, which the link and the command
+    under "Share this plan" carry exactly)."""
+    given = encode(ctx.params)
     written = encode(ctx.params, include_defaults=True)
-    rows = [("curve", ctx.inputs.curve.label, "the batch curve the plan runs on")]
+    rows = [("the batch curve", ctx.inputs.curve.label)]
     for name in schema(PlanParams):
         if name in ("curve", "points", "model", "card", "precision", "resolution"):
             continue
@@ -214,8 +233,17 @@ def _inputs(ctx: ReportContext) -> Section:
                 ",".join(s.mode for s in ctx.result.request.sharings)
                 + " (from the modes' settings)"
             )
-        rows.append((name, "not set" if value is None else value, PARAMETERS[name].doc))
-    return Section("inputs", "Inputs", (Table(("parameter", "value", "what it is"), tuple(rows)),))
+        if value is None or (name not in _CRITERIA and name not in given):
+            continue
+        shown = value.replace(",", ", ") if name in ("policies", "modes") else value
+        if name not in given and "(" not in shown:
+            shown += " (the default)"
+        rows.append((PARAMETERS[name].doc, shown))
+    note = Text(
+        "Inputs not listed are the planner's defaults; the link and the command under "
+        '"Share this plan" reopen the plan with every input exactly.'
+    )
+    return Section("inputs", "Inputs", (Table(("input", "value"), tuple(rows)), note))
 
 
 def _curve(ctx: ReportContext) -> Section:

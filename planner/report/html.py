@@ -28,7 +28,9 @@ h1 { font-size: 1.9rem; margin: 0.2rem 0 0.6rem; }
 h2 { font-size: 1.3rem; margin-top: 2.2rem; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
 .kicker { color: #57606a; margin: 0; text-transform: uppercase; letter-spacing: 0.06em;
           font-size: 0.8rem; }
+.table { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.9rem; }
+@media (max-width: 600px) { main { padding: 16px 12px 48px; } }
 th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #f6f8fa; }
 .metrics { display: flex; flex-wrap: wrap; gap: 12px; margin: 1rem 0; }
@@ -53,7 +55,7 @@ def html_report(ctx: ReportContext) -> str:
         f"<style>{_CSS}</style></head><body><main>",
         '<p class="kicker">GPU Seat Planner · plan report</p>',
         f'<h1 id="headline">{e(ctx.headline)}</h1>',
-        f"<p>{e(ctx.inputs.curve.label)}</p>",
+        f"<p>{e(ctx.title)}</p>",
     ]
     script_written = False
     for section in report_sections(ctx):
@@ -94,7 +96,8 @@ def _html_block(block: Block) -> str:
             "<tr>" + "".join(f"<td>{e(cell)}</td>" for cell in row) + "</tr>" for row in block.rows
         )
         thead = f"<thead><tr>{head}</tr></thead>" if any(block.header) else ""
-        return f"<table>{thead}<tbody>{body}</tbody></table>"
+        # In a box of its own that scrolls sideways: a wide table never widens the page.
+        return f'<div class="table"><table>{thead}<tbody>{body}</tbody></table></div>'
     if isinstance(block, Bullets):
         return "<ul>" + "".join(f"<li>{e(item)}</li>" for item in block.items) + "</ul>"
     if isinstance(block, Metrics):

@@ -25,7 +25,7 @@ def md(text: object) -> str:
 
 def markdown_report(ctx: ReportContext) -> str:
     """The report in Markdown: the same sections and tables; charts are in the HTML."""
-    lines = [f"# {md(ctx.headline)}", "", md(ctx.inputs.curve.label), ""]
+    lines = [f"# {md(ctx.headline)}", "", md(ctx.title), ""]
     for section in report_sections(ctx):
         lines += [f"## {md(section.title)}", ""]
         for block in section.blocks:

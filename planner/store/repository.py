@@ -27,6 +27,16 @@ from planner.paths import measurements_dir
 from planner.store.connection import StoreFile, timestamp
 
 
+def _plan_text(params: Mapping[str, Any]) -> str:
+    return json.dumps(dict(params), sort_keys=True, separators=(",", ":"))
+
+
+def plan_key(params: Mapping[str, Any]) -> str:
+    """The short id a plan with these stored parameters (``saved_params``) is saved
+    under: the same plan, saved or not, has the same one."""
+    return hashlib.sha256(_plan_text(params).encode("utf-8")).hexdigest()[:10]
+
+
 @dataclass(frozen=True)
 class SavedPlan:
     """A saved plan: its short id, the name it was saved under (if any), when, the
@@ -390,8 +400,8 @@ class Store(StoreFile):
         """Store plan parameters under a short id derived from them (saving twice is one
         plan), with an optional ``name`` and the ``headline`` the plan had; saving again
         with a name or headline sets them."""
-        text = json.dumps(dict(params), sort_keys=True, separators=(",", ":"))
-        plan_id = hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
+        text = _plan_text(params)
+        plan_id = plan_key(params)
         label = clean_text(name, "plan name", required=False)
         said = clean_text(headline[:MAX_TEXT] if headline else None, "headline", required=False)
         with self.write() as cur:
