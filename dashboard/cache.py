@@ -34,9 +34,9 @@ from planner.plan.recommend import option_sweep, recommend
 from planner.plan.request import Request
 from planner.sim.results import Results
 from planner.sim.scenario import Scenario, Sharing
-from planner.sim.simulate import simulate
+from planner.sim.simulate import simulate_charged
 from planner.sim.sweep import PoolCache, Pooled
-from planner.sim.work import Work, frames_of
+from planner.sim.work import Work
 
 V = TypeVar("V")
 
@@ -147,13 +147,7 @@ def simulation(scenario: Scenario, account: Work | None = None) -> Results:
     every frame), admitted against ``account``'s budget (one run is one chunk)."""
 
     def run() -> Results:
-        budget = account or Work()
-        frames = frames_of(sum(scenario.session_fps), scenario.duration_s)
-        budget.admit(frames)
-        with budget.turn():
-            results = simulate(scenario)
-        budget.finished(frames)
-        return results
+        return simulate_charged(scenario, account or Work())
 
     found: Results = _tables()["simulation"].get_or_make(repr(scenario), run)  # type: ignore[assignment]
     return found

@@ -50,10 +50,10 @@ from planner.curves.imports import read_files
 from planner.curves.imports.base import ImportOptions, Problems
 from planner.errors import BadInput
 from planner.sim.policies import POLICIES
-from planner.sim.results import Results, e2e_latencies
+from planner.sim.results import e2e_latencies
 from planner.sim.scenario import Scenario
-from planner.sim.simulate import simulate
-from planner.sim.work import Work, frames_of
+from planner.sim.simulate import simulate_charged
+from planner.sim.work import Work
 from planner.validate.loadtest import calibrate
 from planner.validate.measured_vs_predicted import Interval, Summary
 from planner.validate.options import LOADTEST_STAGES, LoadTestOptions
@@ -299,7 +299,7 @@ def import_bundle(
         if found:
             problems.extend(f"run {number}: {p}" for p in found)
             continue
-        predicted = _simulate(scenario, work)
+        predicted = simulate_charged(scenario, work)
         runs.append(
             Run(
                 scenario=scenario,
@@ -327,23 +327,10 @@ def import_bundle(
 # Per-frame records and per-session summaries from any worker
 
 
-def _simulate(scenario: Scenario, work: Work | None) -> Results:
-    """One prediction, charged to ``work`` when given (OverBudget before it would cross
-    the budget) and taking one of the process's turns."""
-    if work is None:
-        return simulate(scenario)
-    frames = frames_of(sum(scenario.session_fps), scenario.duration_s)
-    work.admit(frames)
-    with work.turn():
-        results = simulate(scenario)
-    work.finished(frames)
-    return results
-
-
 def predict(scenario: Scenario, seeds: int, work: Work | None = None) -> Summary:
     """The simulation of a run whose phases are unknown: ``seeds`` draws pooled (module
     docstring), each charged to ``work`` when given."""
-    runs = [_simulate(scenario.with_(seed=scenario.seed + k), work) for k in range(seeds)]
+    runs = [simulate_charged(scenario.with_(seed=scenario.seed + k), work) for k in range(seeds)]
     e2e = np.concatenate([e2e_latencies(r.scenario, r.records) for r in runs])
     gpu = np.concatenate([r.records.frame_latency for r in runs])
     arrived = max(sum(int(r.records.arrived.sum()) for r in runs), 1)
