@@ -31,7 +31,8 @@ from planner.plan.resolve import default_curve, plan_inputs, simulation_inputs
 from planner.sim.ensemble import Outcome, run_many
 from planner.sim.results import Results
 from planner.sim.scenario import Scenario
-from planner.sim.simulate import simulate
+from planner.sim.simulate import simulate, simulate_charged
+from planner.sim.work import Work
 from planner.store.repository import Store
 from tests.conftest import run
 
@@ -100,12 +101,12 @@ def count_simulations(monkeypatch: pytest.MonkeyPatch) -> list[Scenario]:
         simulated.extend(scenarios)
         return run_many(scenarios, detail=detail)
 
-    def single(scenario: Scenario) -> Results:
+    def single(scenario: Scenario, work: Work | None) -> Results:
         simulated.append(scenario)
-        return simulate(scenario)
+        return simulate_charged(scenario, work)
 
     monkeypatch.setattr(planner.sim.sweep, "run_many", pooled)
-    monkeypatch.setattr(dashboard.cache, "simulate", single)
+    monkeypatch.setattr(dashboard.cache, "simulate_charged", single)
     return simulated
 
 
