@@ -26,6 +26,7 @@ import numpy as np
 
 from planner.sim.arrivals import Arrivals, arrivals
 from planner.sim.batch_time import spread_arrays, stretch
+from planner.sim.delivered import delivered_fps
 from planner.sim.engine_fast import (
     Order,
     arrival_order,
@@ -49,7 +50,8 @@ class Outcome:
     ``latency_ms`` holds the GPU-side latency of every delivered frame and ``worker_ms``
     its time at the worker (post completion minus arrival: end-to-end latency less the
     network and the overhead; the same array when the scenario has no stages); ``fps``
-    each session's delivered frame rate; counts are totals over sessions. With a finite
+    each session's delivered frame rate (``planner.sim.delivered``); counts are totals
+    over sessions. With a finite
     pool of CPU threads, ``cpu_sums`` has the thread-time inside the run on pre and on
     post jobs, their total waits and their counts (``planner.sim.pipeline.job_sums``). Only
     when the runs were asked for in detail: ``parts`` (the pre, GPU wait, GPU and post
@@ -279,7 +281,7 @@ def _run(job: _Job, detail: bool = False) -> Outcome:
         parts = frame_parts(r.frame_arrival, r.frame_ready, start, end, r.frame_done)
     return Outcome(
         scenario=s,
-        fps=delivered / s.duration_s,
+        fps=delivered_fps(s, job.arrivals, delivered, r.pending),
         arrived=int(arrived.sum()),
         delivered=int(delivered.sum()),
         overwritten=int(overwritten.sum()),

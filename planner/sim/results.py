@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from planner.sim.arrivals import arrivals
+from planner.sim.delivered import delivered_fps
 from planner.sim.pipeline import CpuPool, Stages, cpu_pool, frame_parts, job_sums, stages
 from planner.sim.records import Records
 from planner.sim.scenario import Scenario
@@ -214,8 +216,7 @@ def jain_index(fps: np.ndarray) -> float:
 def summarise(scenario: Scenario, records: Records, percentile: float = 99.0) -> Results:
     """Results of a run from its records; the stage breakdown's tail is the frames at or
     beyond the ``percentile``-th end-to-end latency."""
-    duration_s = scenario.duration_s
-    fps = records.delivered / duration_s
+    fps = delivered_fps(scenario, arrivals(scenario), records.delivered, records.pending)
     mean = float(fps.mean())
     sessions = tuple(
         SessionResult(
