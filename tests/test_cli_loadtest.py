@@ -129,7 +129,7 @@ def test_an_imported_summary_shows_the_comparison_and_is_stored(
     scenario = ("--sessions", "3", "--policy", "round-robin", "--fps", "22", "--duration-s", "10")
     run = cli("loadtest", "import", path, "--points", "1:19.6,2:39.2", *scenario, "--seeds", "2")
     assert run.status == 0, run.err
-    assert "15.0–19.0 / 17.0 (inside)" in run.out
+    assert "15.0–19.0 / 17.1 (inside)" in run.out
     assert "0.20–0.25 / 0.22 (inside)" in run.out
     assert loadtests(store)[0]["source"] == "imported per-session summary"
     missing = cli("loadtest", "import", path, "--points", "1:19.6")

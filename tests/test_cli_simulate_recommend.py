@@ -174,3 +174,24 @@ def test_recommend_searches_exhaustively_when_asked(cli) -> None:
     assert max(cap for _, cap, _, _ in caps["exhaustive"]) > 16  # beyond the exhaustive start
     bad = cli("recommend", "--points", LAPTOP, "--search", "quick")
     assert bad.status == 2 and "--search" in bad.err
+
+
+def test_a_floor_equal_to_the_source_rate_keeps_the_seats_of_the_default_floor(cli) -> None:
+    base = ("recommend", "--points", LAPTOP, "--policies", "oldest-first", "--seeds", "2",
+            "--duration-s", "30", "--json")  # fmt: skip
+    default = cli(*base)
+    every_frame = cli(*base, "--min-fps", "30")
+    assert default.status == every_frame.status == 0
+    assert every_frame.json["recommended"]["cap"] == default.json["recommended"]["cap"] == 3
+    assert "above the source frame rate" not in every_frame.err
+
+
+def test_a_floor_above_the_source_rate_is_warned_about(cli) -> None:
+    run = cli("recommend", "--points", LAPTOP, "--policies", "oldest-first", "--source-fps",
+              "25", "--min-fps", "28.5")  # fmt: skip
+    assert run.status == 0, run.err
+    assert (
+        "warning: the frame-rate floor (28.5 fps) is above the source frame rate (25 fps)"
+        in run.err
+    )
+    assert run.out.startswith("No seat fits these criteria")

@@ -47,7 +47,7 @@ from planner.sim.sharing import offered_modes, parameters_of, sharing_mode
 from planner.sim.work import OverBudget
 
 c = Controls("plan_")
-CRITERIA = ("budget_ms", "percentile", "min_fps", "overhead_ms", "max_overwritten")
+CRITERIA = ("budget_ms", "percentile", "min_fps", "source_fps", "overhead_ms", "max_overwritten")
 EFFORT = ("seeds", "duration_s", "max_sessions", "search")
 FLEET = ("peak_sessions", "headroom", "price_per_hour", "other_jobs")
 WORKER = ("network_ms", "pre_ms", "post_ms", "cpu_workers")
@@ -92,7 +92,10 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
         "min_fps",
         "Frame-rate floor (fps)",
         step=0.5,
-        help="The slowest session must get at least this many frames per second (sources send 30).",
+        help="The slowest session must get at least this many frames per second. A "
+        "session's delivered frame rate is its source rate times the share of its frames "
+        "delivered; frames still in flight when a run ends do not count against it, so a "
+        "floor equal to the source rate means every frame, no drops.",
     )
     c.number(
         right,
@@ -100,6 +103,13 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
         "Overhead per frame (ms)",
         step=1.0,
         help="Network, decode and post-processing outside the GPU.",
+    )
+    c.number(
+        bar,
+        "source_fps",
+        "Source frame rate (fps)",
+        step=1.0,
+        help="Frames per second every source (camera) sends.",
     )
     c.number(
         bar,
@@ -710,6 +720,8 @@ except OverBudget as exc:
     show_over_budget(exc, "plan", command_line("recommend", params))
     st.stop()
 
+if inputs.request.floor_warning is not None:
+    st.warning(f"Warning: {inputs.request.floor_warning}.")
 headline(result, inputs, simulated=account.done > 0)
 calibration_control.note(inputs)
 stages_view(result)

@@ -204,7 +204,9 @@ def run_view(results: Results, index: int, wide: bool, params: SimulateParams) -
         display.fps(results.min_fps),
         delta="below the floor" if below else "meets the floor",
         help=f"The plan's frame-rate floor: {display.fps(params.min_fps)} for the slowest "
-        "session (Criteria to judge the run by).",
+        "session (Criteria to judge the run by). A session's delivered frame rate is its "
+        "source rate times the share of its frames delivered; frames still in flight when "
+        "the run ends do not count against it.",
         delta_color="inverse" if below else "normal",
         delta_arrow="off",
     )

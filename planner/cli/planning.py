@@ -179,6 +179,7 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
     option(parser, "budget_ms", "latency budget, ms end to end")
     option(parser, "percentile", "percentile of the budget")
     option(parser, "min_fps", "slowest session's fps floor")
+    option(parser, "source_fps", "frames per second every source sends")
     parser.add_argument("--max-overwritten", help="largest overwritten fraction, e.g. 0.05")
     option(parser, "overhead_ms", "per-frame time outside the GPU, ms")
     parser.add_argument(
@@ -232,8 +233,8 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
 
 
 PLAN_OPTIONS = (
-    "budget_ms", "percentile", "min_fps", "max_overwritten", "overhead_ms", "policies",
-    "modes", "cotenants", "busy_period_ms", "mps_share", "mig_profile", "seeds",
+    "budget_ms", "percentile", "min_fps", "source_fps", "max_overwritten", "overhead_ms",
+    "policies", "modes", "cotenants", "busy_period_ms", "mps_share", "mig_profile", "seeds",
     "duration_s", "max_sessions", "search", "peak_sessions", "headroom", "price_per_hour",
     "profile", "lead_time_min", "network_ms", "pre_ms", "post_ms", "cpu_workers",
     "cotenant_memory_mb", "mps_memory_mb", "spread", "queue", "max_queue_size",

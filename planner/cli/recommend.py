@@ -63,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.json:
         note(f"curve: {inputs.curve.label} ({inputs.curve.id}); {inputs.fitted.description}")
         note(calibration_note(inputs))
+    if inputs.request.floor_warning is not None:
+        note(f"warning: {inputs.request.floor_warning}")
     result = recommend(inputs.request)
     demand = plan_fleet(result, profile, params.lead_time_min)
     if args.json:

@@ -89,6 +89,11 @@ PARAMETERS: dict[str, Parameter] = {
         Float.of(limits.MIN_FPS),
         "frame-rate floor of the slowest session, fps",
     ),
+    "source_fps": Parameter(
+        limits.DEFAULT_FPS,
+        Float.of(limits.FPS),
+        "frames per second every source sends",
+    ),
     "max_overwritten": Parameter(
         None,
         Maybe(Float.of(limits.MAX_OVERWRITTEN)),

@@ -131,7 +131,9 @@ class PlanParams(ParameterSet):
         out += _memory_conflicts(values) + _queue_conflicts(values)
         duration = values.get("duration_s", 30.0)
         sessions = values.get("max_sessions")
-        too_long = sessions is not None and frames_problem(sessions * Request.fps, duration)
+        too_long = sessions is not None and frames_problem(
+            sessions * values.get("source_fps", Request.fps), duration
+        )
         if too_long:
             out.append((("duration_s",), f"at {sessions} sessions {too_long}"))
         return out
@@ -145,6 +147,7 @@ class PlanParams(ParameterSet):
     budget_ms: Milliseconds = param("budget_ms")
     percentile: float = param("percentile")
     min_fps: FramesPerSecond = param("min_fps")
+    source_fps: FramesPerSecond = param("source_fps")
     max_overwritten: float | None = param("max_overwritten")
     overhead_ms: Milliseconds = param("overhead_ms")
     policies: tuple[str, ...] = param("policies")

@@ -182,6 +182,20 @@ class Request:
             self.scenario("oldest-first", sharing, "central", self.largest, 0, memory=False)
 
     @property
+    def floor_warning(self) -> str | None:
+        """A warning when the frame-rate floor asks more than the sources send (None when
+        it does not): a session never gets more frames than its source sends, so no
+        session count holds."""
+        floor = self.criteria.min_fps
+        if floor <= self.fps:
+            return None
+        return (
+            f"the frame-rate floor ({floor:g} fps) is above the source frame rate "
+            f"({self.fps:g} fps): no session gets more frames than its source sends, so no "
+            "session count holds; lower the floor or raise the source frame rate"
+        )
+
+    @property
     def largest(self) -> int:
         """The largest session count the search considers: ``max_sessions``, or by default
         up to 4,096 (``planner.limits.MAX_SESSIONS``) as long as a run of that many

@@ -150,6 +150,7 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         seeds=params.seeds,
         duration_s=params.duration_s,
         max_sessions=params.max_sessions,
+        fps=params.source_fps,
         search=params.search,
         profile_curves=tuple(profile_curves),
         peak_sessions=params.peak_sessions,
