@@ -222,10 +222,20 @@ def test_a_link_cannot_carry_a_profile_file(cli, tmp_path: Path) -> None:
     assert named.json["params"] == {"profile": "office-hours", "lead_time_min": "30"}
 
 
-@pytest.mark.parametrize("given", ["plan.html", "plan.md", "plan"])
-def test_a_report_takes_the_name_the_user_gave(cli, tmp_path: Path, given: str) -> None:
+@pytest.mark.parametrize(
+    ("given", "written"),
+    [("plan.html", ["plan.html"]), ("plan.md", ["plan.md"]), ("plan", ["plan.html", "plan.md"]),
+     ("Plan.HTML", ["Plan.html"])],
+)  # fmt: skip
+def test_a_report_takes_the_name_the_user_gave(
+    cli, tmp_path: Path, given: str, written: list[str]
+) -> None:
     out = tmp_path / "reports"
     out.mkdir()
-    run = cli("report", *QUICK, "--out", out / given)
+    run = cli("report", *QUICK, "--out", out / given, "--json")
     assert run.status == 0, run.err
-    assert sorted(p.name for p in out.iterdir()) == ["plan.html", "plan.md"]
+    assert sorted(p.name for p in out.iterdir()) == written
+    by_kind = {Path(name).suffix: str(out / name) for name in written}
+    assert (run.json["html"], run.json["markdown"]) == (by_kind.get(".html"), by_kind.get(".md"))
+    if given == "plan.md":
+        assert (out / "plan.md").read_text().startswith("#")

@@ -34,8 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--out",
         metavar="PATH",
-        help="where to write: PATH.html and PATH.md, with or without one of those "
-        "extensions (default: seat-plan-MODEL-CARD in the current folder)",
+        help="where to write: PATH.html writes only the HTML, PATH.md only the Markdown, "
+        "PATH without either extension both (default: seat-plan-MODEL-CARD, both, in the "
+        "current folder)",
     )
     parser.add_argument(
         "--base",
@@ -45,6 +46,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(handler=run)
+
+
+def report_paths(out: Path) -> tuple[Path, ...]:
+    """The files ``--out`` names: PATH.html writes only the HTML, PATH.md only the
+    Markdown (either extension in any case), and a path without one of them both, as
+    PATH.html and PATH.md."""
+    suffix = out.suffix.lower()
+    if suffix == ".html":
+        return (out.with_suffix(".html"),)
+    if suffix == ".md":
+        return (out.with_suffix(".md"),)
+    return (out.with_name(out.name + ".html"), out.with_name(out.name + ".md"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,17 +80,19 @@ def run(args: argparse.Namespace) -> int:
         plan_name=plan_name,
     )
     stem = Path(args.out) if args.out else Path(ctx.file_stem)
-    if stem.suffix.lower() in (".html", ".md"):  # --out plan.html: the user named a file
-        stem = stem.with_suffix("")
-    html_path, md_path = stem.with_name(stem.name + ".html"), stem.with_name(stem.name + ".md")
+    paths = report_paths(stem)
     try:
-        html_path.write_text(html_report(ctx), encoding="utf-8")
-        md_path.write_text(markdown_report(ctx), encoding="utf-8")
+        for path in paths:
+            text = html_report(ctx) if path.suffix == ".html" else markdown_report(ctx)
+            path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise BadInput(f"cannot write the report to {stem}: {exc.strerror or exc}") from None
+    written = {p.suffix: str(p) for p in paths}
     if args.json:
-        print_json({"headline": ctx.headline, "html": str(html_path), "markdown": str(md_path)})
+        print_json(
+            {"headline": ctx.headline, "html": written.get(".html"), "markdown": written.get(".md")}
+        )
     else:
-        print(html_path)
-        print(md_path)
+        for path in paths:
+            print(path)
     return 0
