@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import io
 import subprocess
+import sys
 from typing import Any
 
 import pytest
 
-from planner.cli.measure import ProgressBar
+from planner.cli.measure import DESCRIPTION, ProgressBar
 from planner.curves.cards import builtin_catalogue
 from planner.curves.curve import Point
+from planner.errors import BadInput
 from planner.measure import devices
 from planner.measure.harness import MeasureProgress
 
@@ -125,3 +127,19 @@ def test_progress_bar_on_a_terminal_and_in_a_log() -> None:
     assert "fp16 batch 1: 9.82 ms (p10 9.70, p90 10.10, n 90)\n" in drawn
     assert "100%  fp16 batch 2: round 3 of 3" in drawn
     assert drawn.endswith("\r\x1b[K")  # the bar is wiped at the end
+
+
+def test_without_pytorch_the_hint_is_a_command_that_works_from_the_checkout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # import fails
+    with pytest.raises(BadInput) as caught:
+        devices.require_torch()
+    (line,) = caught.value.problems
+    assert "pip install -e '.[measure]'" in line
+    assert "gpu-seat-planner[" not in line  # no index has the package under that name
+
+
+def test_the_measure_help_names_the_checkout_install() -> None:
+    text = " ".join(DESCRIPTION.split())
+    assert "pip install -e '.[measure]'" in text and "gpu-seat-planner[" not in text

@@ -50,7 +50,8 @@ _PARAGRAPHS = (
     "file runs code from it. Measure only files you trust.",
     "Running out of memory at a large batch ends that precision's sweep and keeps the "
     "points measured so far. Ctrl-C keeps them too (and writes/stores them if asked), then "
-    "exits 130. Needs PyTorch: pip install 'gpu-seat-planner[measure]'.",
+    "exits 130. Needs PyTorch, then the measure extra: pip install -e '.[measure]' in the "
+    "planner's checkout.",
 )
 DESCRIPTION = "\n\n".join(textwrap.fill(p, 88) for p in _PARAGRAPHS)
 

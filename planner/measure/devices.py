@@ -28,7 +28,7 @@ DEVICES = ("cuda", "cpu", "mps")
 
 INSTALL_HINT = (
     "install PyTorch for your platform (https://pytorch.org/get-started/locally/), then "
-    "the planner's measure extra: pip install 'gpu-seat-planner[measure]'"
+    "the planner's measure extra from its checkout: pip install -e '.[measure]'"
 )
 MEMORY_TOLERANCE = 0.15
 """How far a device's reported memory may be from a catalogue card's and still be it
