@@ -228,3 +228,16 @@ def test_rename_stores_a_new_curve_that_records_the_old_one(cli) -> None:
     assert f"renamed from: {old['id']}" in shown
     nothing = cli("curves", "rename", old["id"])
     assert nothing.status == 2 and "give --model or --card" in nothing.err
+
+
+def test_reimporting_a_stored_curve_says_it_is_already_stored(cli, tmp_path: Path) -> None:
+    path = write(tmp_path, "again.csv", "batch,latency_ms\n1,5.5\n2,9.0\n")
+    labels = ("--model", "m", "--card", "t4", "--precision", "fp16", "--resolution", "640x360")
+    first = cli("curves", "import", path, *labels)
+    assert first.status == 0, first.err
+    assert first.out.startswith("stored ") and "already" not in first.out + first.err
+    again = cli("curves", "import", path, *labels)
+    assert again.status == 0, again.err
+    assert again.out.startswith("already stored ")
+    assert again.out.split()[2] == first.out.split()[1]  # the same curve id
+    assert "nothing new" in again.err

@@ -12,7 +12,8 @@ from planner.curves.curve import Curve, clean_batch
 from planner.curves.imports import FORMATS, MAX_FILE_BYTES, ImportOptions, read_files
 from planner.curves.imports.base import read_limited
 from planner.curves.imports.native import to_csv
-from planner.errors import BadInput
+from planner.errors import BadInput, NotFound
+from planner.store.repository import Store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -176,6 +177,7 @@ def import_curves(args: argparse.Namespace) -> int:
     )
     result = read_files(files, options, args.format)
     with open_store(args) as store:
+        already = {c.id for c in result.curves if _is_stored(store, c.id)}
         stored = store.add_curves(result.curves)
     for line in result.notes:
         note(line)
@@ -183,8 +185,20 @@ def import_curves(args: argparse.Namespace) -> int:
         print_json([c.as_dict() for c in stored])
         return 0
     for curve in stored:
-        print(f"stored {curve.id}  {curve.label}  ({len(curve.points)} points)")
+        verb = "already stored" if curve.id in already else "stored"
+        print(f"{verb} {curve.id}  {curve.label}  ({len(curve.points)} points)")
+    if already and len(already) == len({c.id for c in stored}):
+        note("nothing new: the store already holds every curve of this import")
     return 0
+
+
+def _is_stored(store: Store, curve_id: str) -> bool:
+    """Whether the store holds a curve with this id (an import of it adds nothing)."""
+    try:
+        store.curve(curve_id)
+    except NotFound:
+        return False
+    return True
 
 
 def rename_curve(args: argparse.Namespace) -> int:
