@@ -241,3 +241,14 @@ def test_reimporting_a_stored_curve_says_it_is_already_stored(cli, tmp_path: Pat
     assert again.out.startswith("already stored ")
     assert again.out.split()[2] == first.out.split()[1]  # the same curve id
     assert "nothing new" in again.err
+
+
+def test_a_csv_line_with_two_problems_reports_both(cli, tmp_path: Path) -> None:
+    path = write(tmp_path, "two.csv", "batch,latency_ms\n1,5.0\n,-1\n4,abc\n")
+    before = ids(cli)
+    run = cli("curves", "import", path, "--model", "m", "--card", "t4")
+    assert run.status == 2
+    assert "two.csv line 3: batch is empty" in run.err
+    assert "two.csv line 3: latency_ms '-1' must be above zero" in run.err
+    assert "two.csv line 4: latency_ms 'abc'" in run.err
+    assert ids(cli) == before  # nothing stored

@@ -135,7 +135,7 @@ class PlanParams(ParameterSet):
             sessions * values.get("source_fps", Request.fps), duration
         )
         if too_long:
-            out.append((("duration_s",), f"at {sessions} sessions {too_long}"))
+            out.append((("duration_s", "source_fps"), f"at {sessions} sessions {too_long}"))
         return out
 
     curve: str | None = param("curve")
@@ -262,7 +262,7 @@ class SimulateParams(ParameterSet):
             total = sum(fps) * (sessions if len(fps) == 1 else 1)
             too_long = frames_problem(total, values.get("duration_s", 30.0))
             if too_long:
-                out.append((("duration_s",), too_long))
+                out.append((("duration_s", "fps"), too_long))
         out += _mode_conflicts(values, (values.get("mode", Sharing.mode),), "mode")
         return out
 

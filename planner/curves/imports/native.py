@@ -97,6 +97,7 @@ def parse_csv(name: str, text: str, options: ImportOptions) -> ParsedFile:
                 point = _point(raw)
             except BadInput as exc:
                 problems.extend(f"{where}: {p}" for p in exc.problems)
+                checked.resolve_cells(stated, where)  # its labels' problems, reported too
                 continue
             resolved = checked.resolve_cells(stated, where)
             if resolved is not None:
@@ -151,11 +152,22 @@ def _cells(positions: list[int]) -> Callable[[list[str]], tuple[str, ...]]:
 
 
 def _point(raw: Mapping[str, Any]) -> Point:
-    for required in ("batch", "latency_ms"):
-        value = raw.get(required)
-        if value is None or (isinstance(value, str) and not value.strip()):
-            raise BadInput(f"{required} is empty")
-    return make_point(raw)
+    """The row's point; BadInput with every problem of the row's point cells at once (an
+    empty batch and a bad latency are two problems, not the first of them)."""
+    empty = [
+        name
+        for name in ("batch", "latency_ms")
+        if raw.get(name) is None or (isinstance(raw.get(name), str) and not raw[name].strip())
+    ]
+    problems = [f"{name} is empty" for name in empty]
+    filled = {**raw, **dict.fromkeys(empty, "1")}  # a stand-in, to check the other cells
+    try:
+        point = make_point(filled)
+    except BadInput as exc:
+        problems.extend(exc.problems)
+    if problems:
+        raise BadInput(problems)
+    return point
 
 
 def parse_json(name: str, text: str, options: ImportOptions) -> ParsedFile:
