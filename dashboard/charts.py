@@ -27,6 +27,9 @@ title on a narrow screen."""
 LEGEND = {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0}
 """Legends sit at the foot of the figure, below the axis title however many rows they
 wrap into on a narrow screen (the figure makes room for them)."""
+VALUE_TICKS = ",.3~r"
+"""Value axes in plain decimals, three significant digits, thousands separated: "2,000"
+frames/s, never Plotly's "2e+3" (which ``~g`` prints for round thousands)."""
 COLOURS = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#bf3989", "#0a3069")
 
 
@@ -112,7 +115,7 @@ def _points_figure(
         # ticks at 0.5 and print them rounded, "0 1 1 2 2", on a short axis).
         **({} if wide or not batches else {"dtick": batch_step(max(batches)), "tick0": 0}),
     )
-    figure.update_yaxes(title_text=y_title, rangemode="tozero", tickformat=".3~g")
+    figure.update_yaxes(title_text=y_title, rangemode="tozero", tickformat=VALUE_TICKS)
     if figure.data and any(len(c.points) == 1 for c in curves) and not wide:
         # One point alone would sit on an axis squeezed around it.
         figure.update_xaxes(range=[0, max(batches) + 1])
@@ -213,7 +216,7 @@ def fit_figure(
         # Extend the dotted part by one step so the two parts meet.
         touching = outside | np.roll(outside, 1) | np.roll(outside, -1)
         outside_line = np.where(touching, middle, np.nan)
-        hover = f"batch %{{x}}: %{{y:.3~g}} {unit}"
+        hover = f"batch %{{x}}: %{{y:,.3~r}} {unit}"
         data.append(
             dict(
                 type="scatter",
@@ -258,7 +261,7 @@ def fit_figure(
                 name="measured (a cross: reconciled)" if single else f"{label} (measured)",
                 legendgroup=label,
                 showlegend=single,
-                hovertemplate=f"batch %{{x}}: %{{y:.3~g}} {unit}<extra>measured</extra>",
+                hovertemplate=f"batch %{{x}}: %{{y:,.3~r}} {unit}<extra>measured</extra>",
             )
         )
         if straight and len(curves) == 1:
@@ -286,10 +289,14 @@ def fit_figure(
                      "y0": 0, "y1": 1, "fillcolor": "#f6f8fa", "line": {"width": 0},
                      "layer": "below"}
                 )  # fmt: skip
+                # Each label stands inside its region, away from the measured points: the
+                # region before them ends its label at its right edge, the one after starts
+                # it at its left edge, so the two never overlap (one point: either side).
+                before = start == 0.5
                 annotations.append(
-                    {"xref": "x", "yref": "paper", "x": start, "y": 1, "xanchor": "left",
-                     "yanchor": "top", "text": "extrapolated", "showarrow": False,
-                     "font": {"color": "#57606a"}}
+                    {"xref": "x", "yref": "paper", "x": end if before else start, "y": 1,
+                     "xanchor": "right" if before else "left", "yanchor": "top",
+                     "text": "extrapolated", "showarrow": False, "font": {"color": "#57606a"}}
                 )  # fmt: skip
     layout = {
         "title": {"text": title or name, "x": 0, "xanchor": "left"},
@@ -301,7 +308,7 @@ def fit_figure(
         "shapes": shapes,
         "annotations": annotations,
         "xaxis": {"title": {"text": BATCH_AXIS}, "range": [0.5, upto + 0.5], "tickformat": "d"},
-        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero", "tickformat": ".3~g"},
+        "yaxis": {"title": {"text": y_title}, "rangemode": "tozero", "tickformat": VALUE_TICKS},
     }
     return go.Figure(data=data, layout=layout)
 

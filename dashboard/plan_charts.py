@@ -113,7 +113,7 @@ def sessions_figure(
         "shapes": shapes,
         "annotations": annotations,
         "xaxis": {"title": {"text": SESSIONS_AXIS}, "tickformat": "d", "rangemode": "tozero"},
-        "yaxis": {"title": {"text": y_title}, "range": [0, top], "tickformat": ".3~g"},
+        "yaxis": {"title": {"text": y_title}, "range": [0, top], "tickformat": ",.3~r"},
     }
     return go.Figure(data=data, layout=layout)
 

@@ -310,3 +310,20 @@ def test_the_problem_box_shows_at_most_50_problems_and_counts_the_rest(
     counted = "… and 1,950 more of the same kinds (1,950 × batch … is not a number)"
     assert bullets[-1] == f"- {md(counted)}"
     assert few.split("\n\n", 1)[1] == "\n".join(f"- {md(p)}" for p in problems[:51])
+
+
+def test_a_one_point_curve_keeps_its_labels_apart_and_its_throughput_in_decimals() -> None:
+    points = [Point(4, 2.0)]  # 2,000 frames/s: "~g" would tick it "2e+3"
+    spec = _spec(fit_figure([Fitted("m", points, fit_curve(points))], view="throughput", upto=8))
+    before, after = spec["layout"]["annotations"]
+    # The label of the region before the point ends at its right edge, the one after
+    # starts at its left edge: the measured point lies between them.
+    assert (before["x"], before["xanchor"]) == (3.5, "right")
+    assert (after["x"], after["xanchor"]) == (4.5, "left")
+    tickformat = spec["layout"]["yaxis"]["tickformat"]
+    assert tickformat.endswith("~r") and "," in tickformat  # decimals, thousands separated
+    measured = next(t for t in spec["data"] if t["name"].startswith("measured"))
+    assert "e" not in measured["hovertemplate"].split(":")[2].split("}")[0]
+    assert _decoded(measured["y"]) == [pytest.approx(2000.0)]
+    preview = _spec(latency_figure([make_curve(points=points, model="m", card="t4")]))
+    assert preview["layout"]["yaxis"]["tickformat"] == tickformat
