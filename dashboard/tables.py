@@ -17,6 +17,7 @@ from typing import Any
 from planner import display
 from planner.curves.curve import OPTIONAL_POINT_FIELDS, Curve, Point, make_point, normalise_points
 from planner.curves.fit import FittedCurve
+from planner.curves.labels import config_label, distinct_labels
 from planner.errors import BadInput
 from planner.plan.options import Option, fleet
 from planner.sim.results import Results
@@ -72,25 +73,16 @@ def flag_text(curve: Curve) -> str:
 def curve_name(curve: Curve) -> str:
     """A curve's label with its flag, wherever a curve is named for choosing."""
     mark = flag_text(curve)
-    return f"{curve.label} — {mark}" if mark else curve.label
+    label = config_label(curve)
+    return f"{label} — {mark}" if mark else label
 
 
 def preview_labels(curves: Sequence[Curve]) -> dict[str, str]:
     """A label per curve id that tells curves of one import apart: the curve's label,
     with its model configuration where it has one (a Model Analyzer table gives one curve
-    per config, all of one model on one card), else its id where labels repeat."""
-    base = {c.id: c.label for c in curves}
-    repeated = {label for label in base.values() if list(base.values()).count(label) > 1}
-    out = {}
-    for curve in curves:
-        config = curve.environment.get("model_config")
-        if config:
-            out[curve.id] = f"{curve.label}, config {config}"
-        elif curve.label in repeated:
-            out[curve.id] = f"{curve.label} ({curve.id})"
-        else:
-            out[curve.id] = curve.label
-    return out
+    per config, all of one model on one card), and its id where labels still repeat
+    (``planner.curves.labels.distinct_labels``)."""
+    return distinct_labels(curves)
 
 
 def metadata_rows(curve: Curve, *, longest: int = LONG_TEXT) -> list[dict[str, str]]:

@@ -252,3 +252,17 @@ def test_a_csv_line_with_two_problems_reports_both(cli, tmp_path: Path) -> None:
     assert "two.csv line 3: latency_ms '-1' must be above zero" in run.err
     assert "two.csv line 4: latency_ms 'abc'" in run.err
     assert ids(cli) == before  # nothing stored
+
+
+def test_model_analyzer_configs_list_apart_with_their_config(cli, tmp_path: Path) -> None:
+    from tests.test_import_tools import ADD_SUB
+
+    path = write(tmp_path, "metrics-model-inference.csv", ADD_SUB)
+    run = cli("curves", "import", path, "--card", "t4")
+    assert run.status == 0, run.err
+    lines = [line for line in run.out.splitlines() if line.startswith("stored ")]
+    labels = [line.split("  ", 1)[1] for line in lines]
+    assert labels == [
+        "add_sub on t4, config add_sub_config_0  (2 points)",
+        "add_sub on t4, config add_sub_config_1  (1 point)",
+    ]

@@ -12,6 +12,7 @@ from planner.curves.curve import Curve, clean_batch
 from planner.curves.imports import FORMATS, MAX_FILE_BYTES, ImportOptions, read_files
 from planner.curves.imports.base import read_limited
 from planner.curves.imports.native import to_csv
+from planner.curves.labels import distinct_labels, points_text
 from planner.errors import BadInput, NotFound
 from planner.store.repository import Store
 
@@ -184,9 +185,10 @@ def import_curves(args: argparse.Namespace) -> int:
     if args.json:
         print_json([c.as_dict() for c in stored])
         return 0
+    labels = distinct_labels(stored)
     for curve in stored:
         verb = "already stored" if curve.id in already else "stored"
-        print(f"{verb} {curve.id}  {curve.label}  ({len(curve.points)} points)")
+        print(f"{verb} {curve.id}  {labels[curve.id]}  ({points_text(len(curve.points))})")
     if already and len(already) == len({c.id for c in stored}):
         note("nothing new: the store already holds every curve of this import")
     return 0
