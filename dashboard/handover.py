@@ -305,8 +305,8 @@ def _cards(params: PlanParams, profile: DemandProfile, db: Store) -> None:
         st.caption(md_list(problems))
     st.caption(
         "Each card's curve of this model at this input size, planned under the same criteria "
-        "(exclusive use, each card's stored price, set on Compare cards); cheapest per day "
-        "first."
+        "(exclusive use, each card's stored price, set on Compare cards, and this plan's own "
+        "price for its card); cheapest per day first."
     )
 
 
@@ -318,7 +318,7 @@ def _card_row(row: CardCost) -> dict[str, Any]:
         "precision": plan.curve.precision or "–",
         "seats per card": best.seats if best is not None else "0",
         "with": best.label if best is not None else "nothing fits",
-        "USD per card-hour": plan.card.price_per_hour if plan.card is not None else None,
+        "USD per card-hour": plan.price_per_hour,
         "GPUs, fixed": None if fleet is None else fleet.fixed.peak_gpus,
         "USD per day, fixed": None if fleet is None else fleet.fixed.cost_per_day,
         "USD per day, autoscaled": None if fleet is None else fleet.autoscaled.cost_per_day,

@@ -6,6 +6,7 @@ library, called directly on the same inputs."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -271,3 +272,20 @@ def test_a_store_that_cannot_be_written_says_so_when_saving_a_profile(
     run(app)
     errors = [e.replace("\\", "") for e in texts(app.error)]
     assert any("Nothing was stored" in e and "read-only for this user" in e for e in errors)
+
+
+def test_the_card_ranking_prices_the_planned_card_at_the_plans_own_price(app: AppTest) -> None:
+    # No stored price for the laptop card: the plan's own $3.50 is its price here.
+    params = PlanParams(profile="office-hours", peak_sessions=120, price_per_hour=3.5, **QUICK)
+    open_plan(app, encode(params))
+    fleet = plan_fleet(expected(params), plan_profile(params, db()), params.lead_time_min)
+    assert fleet is not None and fleet.autoscaled.cost_per_day is not None
+    cards = rows(app, "plan_demand_cards")
+    (planned,) = [r for r in cards if r["card"] == "laptop-8gb" and r["precision"] == "fp16"]
+    assert planned["USD per card-hour"] == 3.5
+    assert planned["USD per day, autoscaled"] == pytest.approx(fleet.autoscaled.cost_per_day)
+    others = [r for r in cards if r["card"] != "laptop-8gb"]
+    assert others and all(r["USD per card-hour"] != 3.5 for r in others)
+    days = [r["USD per day, autoscaled"] for r in cards]
+    assert days[0] == pytest.approx(fleet.autoscaled.cost_per_day)  # the only priced: first
+    assert all(d is None or math.isnan(d) for d in days[len(days) - len(others) :])  # no price

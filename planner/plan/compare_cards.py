@@ -8,7 +8,7 @@ at the cap, cost per seat, GPUs for a peak and the batch to measure next.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -40,6 +40,14 @@ class CardPlan:
     result: Recommendation | None
     problems: tuple[str, ...] = ()
 
+    @property
+    def price_per_hour(self) -> float | None:
+        """The hourly price the card was planned at: the plan's own where it priced this
+        card, else the card's stored price (None: no price)."""
+        if self.result is not None:
+            return self.result.request.price_per_hour
+        return self.card.price_per_hour if self.card is not None else None
+
     def as_dict(self) -> dict[str, Any]:
         """A row of the comparison: the card, the seats and how, cost and fleet."""
         result = self.result
@@ -55,7 +63,7 @@ class CardPlan:
             "option": best.label if best is not None else None,
             "latency_ms_at_cap": None if at is None else at.e2e_latency_ms,
             "min_fps_at_cap": None if at is None else at.min_fps,
-            "price_per_hour": self.card.price_per_hour if self.card is not None else None,
+            "price_per_hour": self.price_per_hour,
             "cost_per_seat_hour": None if fleet is None else fleet.cost_per_seat_hour,
             "gpus_for_peak": None if fleet is None else fleet.gpus,
             "measure_next": None if result is None else result.measure_next,
@@ -120,20 +128,25 @@ def compare_cards(
     *,
     recommend_with: Callable[[Request], Recommendation] = recommend,
     progress: Callable[[int, int], None] = lambda _done, _total: None,
+    prices: Mapping[str, float] | None = None,
 ) -> list[CardPlan]:
     """Plan every comparable curve with the same criteria, exclusive, in the store's order.
 
     ``recommend_with`` runs each recommendation (the dashboard passes its cached one);
     ``progress(done, total)`` is called after each curve. A curve that cannot be planned
     is a ``CardPlan`` with its problems; work over its budget (``OverBudget``) stops the
-    whole comparison, since every later card would be over it too.
+    whole comparison, since every later card would be over it too. ``prices`` gives an
+    hourly price by card name (any case) that replaces the card's stored one: a plan's
+    own price for the card it plans.
     """
+    priced = {name.lower(): price for name, price in (prices or {}).items()}
     curves = comparable_curves(store, params)
     shared = {name: getattr(params, name) for name in SHARED}
     plans = []
     for index, curve in enumerate(curves):
         try:
-            inputs = plan_inputs(PlanParams(curve=curve.id, **shared), store)
+            price = priced.get(curve.card.lower())
+            inputs = plan_inputs(PlanParams(curve=curve.id, price_per_hour=price, **shared), store)
             result = recommend_with(inputs.request)
         except (BadInput, NotFound) as exc:
             plans.append(CardPlan(curve, None, None, tuple(exc.problems)))

@@ -108,16 +108,21 @@ def card_costs(
 ) -> list[CardCost]:
     """Every stored whole-card curve of the plan's model at the plan's input size, planned
     with the plan's criteria (``planner.plan.compare_cards.compare_cards``: exclusive, each card's
-    stored price), and each one's fleet over ``profile``; cheapest per day first, cards
-    without a price or a seat last."""
+    stored price, but the plan's own price for the card it plans when it gives one), and
+    each one's fleet over ``profile``; cheapest per day first, cards without a price or a
+    seat last."""
     curve = plan_curve(params, store)
+    prices = {} if params.price_per_hour is None else {curve.card: params.price_per_hour}
     compare = CompareParams(
         model=curve.model,
         resolution=curve.resolution,
         **{name: getattr(params, name) for name in SHARED},
     )
     rows = []
-    for plan in compare_cards(store, compare, recommend_with=recommend_with, progress=progress):
+    plans = compare_cards(
+        store, compare, recommend_with=recommend_with, progress=progress, prices=prices
+    )
+    for plan in plans:
         fleet = None
         if plan.result is not None:
             fleet = plan_fleet(plan.result, profile, params.lead_time_min)
