@@ -104,7 +104,7 @@ def test_the_command_prints_every_profile_in_one_table(cli: Any) -> None:
 
 def test_the_page_offers_every_profile_and_shows_them_in_one_table(app: AppTest) -> None:
     app.query_params.update({"points": "1:4.69,4:9.29", "card": "h100-80gb", "modes": "mig",
-                             "mig_profile": "1g.10gb", "policies": "oldest-first",
+                             "mig_profile": "1g.10gb", "policies": "oldest-first,batch-all",
                              "seeds": "2", "duration_s": "5", "price_per_hour": "4"})  # fmt: skip
     run(app)
     assert "Every MIG profile of this card" not in [s.value for s in app.subheader]
@@ -119,6 +119,10 @@ def test_the_page_offers_every_profile_and_shows_them_in_one_table(app: AppTest)
     assert {o["option"].split(", ")[1].split(" (")[0] for o in options} == {
         f"MIG {p.name}" for p in card.mig_profiles
     }
+
+    # One entry per policy and mode to deploy: the best profile of each policy.
+    deploy = app.selectbox(key="plan_deploy_option").options
+    assert len(deploy) == len(set(deploy)) == 2  # the recommended one, and the other policy
 
     # The link opens the same choice.
     again = AppTest.from_file(app._script_path, default_timeout=120)
