@@ -9,12 +9,14 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.plan_charts import pareto_figure
 from dashboard.state import store
 from planner.curves.curve import Point
 from planner.errors import BadInput
 from planner.links.urls import decode, encode
 from planner.plan.mig_profiles import plan_profiles
 from planner.plan.params import PlanParams, SimulateParams
+from planner.plan.pareto import dominated
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs, simulation_inputs
 from planner.sim.work import Work
@@ -130,3 +132,16 @@ def test_the_page_offers_every_profile_and_shows_them_in_one_table(app: AppTest)
     run(again)
     assert again.selectbox(key="plan_mig_profile").value == "all"
     assert rows(again, "plan_profiles") == table
+
+
+def test_the_chart_of_seats_against_latency_names_every_profiles_options() -> None:
+    _, result, plans = plan_profiles(PLAN, store())
+    figure = pareto_figure(result.options, dominated(result.options))
+    hover = " ".join(str(t) for trace in figure.data for t in trace.customdata)
+    named = [str(t) for trace in figure.data if trace.text is not None for t in trace.text]
+    for plan in plans:
+        assert plan.name in hover, plan.name
+    # A marker of MIG options is labelled by its profile, not by "mig", so that the
+    # profiles can be told apart without hovering.
+    assert not any(label.endswith(", mig") or ", mig " in label for label in named)
+    assert any("MIG " in label for label in named)
