@@ -104,6 +104,8 @@ def test_the_saved_plans_compare_exactly_as_before(old_store: Path, cli: Any) ->
     added = [row for row in run.json["inputs"] if row["name"] not in known]
     assert all(not row["differs"] for row in added)
     now = {**run.json, "inputs": [row for row in run.json["inputs"] if row["name"] in known]}
+    # min_fps_at_cap was re-recorded (29.8 to 30.0, 28.8 to 28.799999999999997) when the
+    # delivered frame rate came to leave out the frames in flight at the end of a run.
     assert now == recorded
 
 

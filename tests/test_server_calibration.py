@@ -32,7 +32,10 @@ def _runs(truth: Calibration, sessions: range) -> list[Run]:
 
 def test_the_fit_recovers_what_a_known_calibration_did() -> None:
     truth = Calibration("c", a_ms=3.0, c_ms=1.2, d_ms=2.0)
-    runs = _runs(truth, range(1, 12, 2))
+    # Up to 13 sessions: below saturation every session gets its full 30 fps (the frame in
+    # flight at the end no longer counts against it), so the runs past saturation are
+    # where the frame rate tells the per-request cost from the per-frame overhead.
+    runs = _runs(truth, range(1, 14, 2))
     found = fit_server(runs, "c", PER_REQUEST)
     for run in _runs(truth, range(2, 12, 2)):  # judged on counts it did not see
         predicted = Summary.of(simulate(calibrated(found, run.scenario, PER_REQUEST)))

@@ -446,10 +446,12 @@ def cell_key(
         # Cells stored before the search was a parameter were searched exhaustively; the
         # default search gives their caps (docs/design.md, the cap search), so they stay found.
         del saved["search"]
-    for name in ("queue", "timeout_action"):
+    for name in ("queue", "timeout_action", "source_fps"):
         # The same for the server's queue, which cells stored before it existed left as is
-        # (its other settings, unset by default, are not saved then).
-        if saved.get(name) == PARAMETERS[name].default:
+        # (its other settings, unset by default, are not saved then), and for the source
+        # frame rate, 30 fps in every cell stored before it was a plan parameter.
+        parameter = PARAMETERS[name]
+        if saved.get(name) == parameter.codec.format(parameter.default):
             del saved[name]
     if not spread:
         # Cells stored before the spread existed ran without it, as a curve without spread
