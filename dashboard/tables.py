@@ -245,10 +245,10 @@ def option_rows(
             option, peak_sessions=peak_sessions, headroom=headroom, price_per_hour=price_per_hour
         )
         if peak_sessions is not None:
-            row["GPUs for peak"] = str(sized.gpus) if sized is not None else MISSING
+            row["GPUs for peak"] = display.span(None if sized is None else sized.gpus_span)
         if price_per_hour is not None:
-            row["cost per seat-hour"] = display.money(
-                sized.cost_per_seat_hour if sized is not None else None
+            row["cost per seat-hour"] = display.span(
+                None if sized is None else sized.cost_per_seat_hour_span, display.money
             )
         row[latency] = display.ms(at.e2e_latency_ms if at else None, unit=False)
         row["slowest session at cap (fps)"] = display.fps(at.min_fps if at else None, unit=False)

@@ -19,6 +19,9 @@ simulated frame rate supports, and never round a small non-zero figure to zero:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+
+from planner.spans import Span
 
 MISSING = "-"
 """What a figure that does not exist is written as."""
@@ -97,3 +100,27 @@ def batches(values: tuple[int, ...] | list[int]) -> str:
         return "no batch"
     low, high = min(values), max(values)
     return f"batch {low}" if low == high else f"batches {low}–{high}"
+
+
+def count(value: float | None) -> str:
+    """A whole number with thousands separators: ``1,382`` (GPUs, seats, sessions)."""
+    if _missing(value):
+        return MISSING
+    assert value is not None
+    return f"{round(value):,}"
+
+
+def span(value: Span | None, write: Callable[[float | None], str] = count, unit: str = "") -> str:
+    """A figure that follows from a seat range: ``18–22 seats, likely 20`` (``write``
+    writes each figure, ``unit`` follows the range), or ``20 seats`` when the range is
+    one value. None (no such figure) is ``MISSING``.
+
+    >>> span(Span(18, 20, 22), unit=" seats"), span(Span(0.2, 0.22, 0.25), money)
+    ('18–22 seats, likely 20', '$0.20–$0.25, likely $0.22')
+    """
+    if value is None:
+        return MISSING
+    low, likely, high = write(value.low), write(value.likely), write(value.high)
+    if low == high:
+        return f"{likely}{unit}"
+    return f"{low}–{high}{unit}, likely {likely}"

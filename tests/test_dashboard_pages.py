@@ -440,7 +440,7 @@ def test_compare_plans_every_curve_of_the_model_under_the_same_criteria(app: App
         result = expected(PlanParams(curve=curve.id, **QUICK))
         best = result.recommended
         assert best is not None and row["seats per card"] == best.seats
-        assert row["option"] == best.label and row["cost per seat-hour"] == "not set"
+        assert row["option"] == best.label and row["cost per seat-hour"] == display.MISSING
         assert best.at_cap is not None
         assert row["slowest session at cap (fps)"] == display.fps(best.at_cap.min_fps, unit=False)
     assert list(table[0])[:4] == ["card", "option", "seats per card", "cost per seat-hour"]
@@ -464,10 +464,14 @@ def test_setting_a_price_on_compare_shows_cost_per_seat(app: AppTest) -> None:
     curve = db().curves(card="server-24gb")[0]
     best = expected(PlanParams(curve=curve.id, **QUICK)).recommended
     # The server curve's two points leave the cap a range ("4–5"): the row shows that
-    # range, and the cost rests on the central cap.
+    # range, and the cost is the range it gives, with the fitted cap's cost as likely.
     assert best is not None and "–" in best.seats
     assert row["seats per card"] == best.seats
-    assert row["cost per seat-hour"] == display.money(2.0 / best.cap)
+    low, high = 2.0 / best.seats_per_card_high, 2.0 / best.seats_per_card_low
+    likely = display.money(2.0 / best.seats_per_card)
+    assert row["cost per seat-hour"] == (
+        f"{display.money(low)}–{display.money(high)}, likely {likely}"
+    )
     assert any(
         "server-24gb now costs $2.00 per hour" in s.replace("\\", "") for s in texts(app.success)
     )

@@ -400,29 +400,28 @@ def figures(result: Recommendation, best: Option) -> None:
         cells[1].metric(f"p{at.percentile:g} latency at {where}", display.ms(at.e2e_latency_ms))
         cells[2].metric(f"Slowest session at {where}", display.fps(at.min_fps))
     fleet = result.fleet
-    if fleet is not None and fleet.gpus is not None:
-        gpus = str(fleet.gpus)
-        if fleet.gpus_worst is not None and fleet.gpus_worst != fleet.gpus:
-            gpus = f"{fleet.gpus}–{fleet.gpus_worst}"
+    if fleet is not None and fleet.gpus_span is not None:
         cells[3].metric(
             f"GPUs for {fleet.peak_sessions:,} at peak",
-            gpus,
-            help=f"ceil(peak × (1 + {fleet.headroom:g}) / seats per card)",
+            display.span(fleet.gpus_span),
+            help=f"ceil(peak × (1 + {fleet.headroom:g}) / seats per card), over the range "
+            "of seats per card; likely: on the fitted curve's",
         )
-    if fleet is not None and fleet.cost_per_seat_hour is not None:
+    if fleet is not None and fleet.cost_per_seat_hour_span is not None:
         price = f"{display.money(fleet.price_per_hour)} per card-hour"
         if fleet.card_share < 1:
             price += f" × our {display.fraction(fleet.card_share)} of the card"
-        hourly = (
-            fleet.gpus * fleet.price_per_hour * fleet.card_share
-            if fleet.gpus is not None and fleet.price_per_hour is not None
-            else None
-        )
+        hourly = fleet.cost_per_hour_span
         st.markdown(
             md(
-                f"Cost: {display.money(fleet.cost_per_seat_hour)} per seat-hour "
-                f"({price} ÷ {fleet.seats_per_card} seats)"
-                + (f"; the fleet costs {display.money(hourly)} per hour." if hourly else ".")
+                "Cost: "
+                + display.span(fleet.cost_per_seat_hour_span, display.money, " per seat-hour")
+                + f" ({price} ÷ {display.span(fleet.seats, unit=' seats')})"
+                + (
+                    f"; the fleet costs {display.span(hourly, display.money)} per hour."
+                    if hourly is not None
+                    else "."
+                )
             )
         )
 

@@ -93,9 +93,9 @@ def _print(result: Recommendation) -> None:
             o.seats_per_instance if o.per_card > 1 else "",
             "-"
             if o.at_cap is None or o.at_cap.e2e_latency_ms is None
-            else f"{o.at_cap.e2e_latency_ms:.1f}"
+            else display.ms(o.at_cap.e2e_latency_ms, unit=False)
             + (" (low confidence)" if o.at_cap.low_confidence else ""),
-            "-" if o.at_cap is None else f"{o.at_cap.min_fps:.1f}",
+            display.fps(None if o.at_cap is None else o.at_cap.min_fps, unit=False),
             f"{o.sharing and _isolation(o)}",
             "yes" if o.extrapolated else "",
         )
@@ -112,20 +112,25 @@ def _print(result: Recommendation) -> None:
     best = result.recommended
     if best is not None and best.at_cap is not None:
         _print_stages(best.at_cap, best.cap)
-    if result.fleet is not None:
-        f = result.fleet.as_dict()
-        if f["gpus"] is not None:
+    fleet = result.fleet
+    if fleet is not None:
+        if fleet.gpus_span is not None:
             print(
-                f"fleet: {f['gpus']} GPUs for {f['peak_sessions']} sessions at peak with "
-                f"{f['headroom']:.0%} headroom"
+                f"fleet: {display.span(fleet.gpus_span, unit=' GPUs')} for "
+                f"{fleet.peak_sessions:,} sessions at peak with "
+                f"{display.fraction(fleet.headroom)} headroom"
             )
-        if f["cost_per_seat_hour"] is not None:
+        if fleet.cost_per_seat_hour_span is not None:
             share = (
                 ""
-                if f["card_share"] == 1
-                else f", our {display.fraction(f['card_share'])} of the card"
+                if fleet.card_share == 1
+                else f", our {display.fraction(fleet.card_share)} of the card"
             )
-            print(f"cost: {display.money(f['cost_per_seat_hour'])} per seat-hour{share}")
+            cost = display.span(fleet.cost_per_seat_hour_span, display.money, " per seat-hour")
+            print(f"cost: {cost}{share}")
+            if fleet.cost_per_hour_span is not None:
+                hourly = display.span(fleet.cost_per_hour_span, display.money, " per hour")
+                print(f"the peak's fleet costs {hourly}")
     print("assumptions:")
     for sentence in answer.assumptions:
         print(f"  - {sentence}")

@@ -18,7 +18,11 @@ from planner.plan.request import Criteria, Request
 from planner.sim.scenario import Sharing
 from planner.sim.sharing import derived
 from planner.sim.sweep import Pooled
+from planner.spans import Span, fields, int_fields
 from planner.units import UsdPerHour
+
+MONEY_DIGITS = 4
+"""Decimals JSON keeps of a figure in US dollars (a hundredth of a cent)."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,11 @@ class Option:
         return max(self.cap_high, self.cap) * self.per_card
 
     @property
+    def seats_span(self) -> Span:
+        """Seats per card over the band: its edges and the fitted curve's cap."""
+        return Span(self.seats_per_card_low, self.seats_per_card, self.seats_per_card_high)
+
+    @property
     def seats_per_instance(self) -> str:
         """``"3"`` or ``"4–5"`` when the band makes the cap a range."""
         return _range(self.cap, self.cap_low, self.cap_high)
@@ -146,6 +155,26 @@ class Option:
         }
 
 
+def option_fields(option: Option | None) -> dict[str, Any]:
+    """An option's seats per card for a row of JSON: the likely count with its ends
+    (``planner.spans``, integers; 0 without an option) and ``seats``, the range as text."""
+    if option is None:
+        return {**int_fields("seats_per_card", Span(0, 0, 0)), "seats": "0"}
+    return {**int_fields("seats_per_card", option.seats_span), "seats": option.seats}
+
+
+def peak_fields(fleet: Fleet | None) -> dict[str, Any]:
+    """GPUs for the peak and cost per seat-hour for a row of JSON, each with its ends."""
+    return {
+        **int_fields("gpus_for_peak", None if fleet is None else fleet.gpus_span),
+        **fields(
+            "cost_per_seat_hour",
+            None if fleet is None else fleet.cost_per_seat_hour_span,
+            MONEY_DIGITS,
+        ),
+    }
+
+
 def _range(central: int, low: int, high: int) -> str:
     lo, hi = min(low, central, high), max(low, central, high)
     return str(central) if lo == hi else f"{lo}–{hi}"
@@ -154,31 +183,64 @@ def _range(central: int, low: int, high: int) -> str:
 @dataclass(frozen=True)
 class Fleet:
     """GPUs for a peak of concurrent sessions, and what a seat costs (SPEC §3.5): both
-    on seats per card."""
+    on seats per card, and both a range where seats per card is one (``planner.spans``):
+    the fewest GPUs and the cheapest seat on the most seats per card, the likely figure
+    on the fitted curve's."""
 
     peak_sessions: int | None
     headroom: float
-    seats_per_card: int
-    seats_per_card_low: int
-    gpus: int | None
-    gpus_worst: int | None  # on the pessimistic cap
+    seats: Span  # seats per card: the band's edges and the fitted curve's
     price_per_hour: UsdPerHour | None
-    cost_per_seat_hour: float | None
     card_share: float = 1.0
+
+    @property
+    def seats_per_card(self) -> int:
+        return int(self.seats.likely)
+
+    @property
+    def gpus_span(self) -> Span | None:
+        """GPUs for the peak over the seat range; None without a peak."""
+        peak = self.peak_sessions
+        if peak is None:
+            return None
+        return self.seats.map(lambda seats: gpus_for(peak, self.headroom, int(seats)))
+
+    @property
+    def gpus(self) -> int | None:
+        span = self.gpus_span
+        return None if span is None else int(span.likely)
+
+    @property
+    def cost_per_seat_hour_span(self) -> Span | None:
+        """The price of a card's share over its seats, over the seat range."""
+        price = self.price_per_hour
+        if price is None:
+            return None
+        return self.seats.map(lambda seats: price * self.card_share / seats)
+
+    @property
+    def cost_per_seat_hour(self) -> float | None:
+        span = self.cost_per_seat_hour_span
+        return None if span is None else span.likely
+
+    @property
+    def cost_per_hour_span(self) -> Span | None:
+        """What the peak's fleet costs per hour, over the seat range."""
+        gpus, price = self.gpus_span, self.price_per_hour
+        if gpus is None or price is None:
+            return None
+        return gpus.scaled(price * self.card_share)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "peak_sessions": self.peak_sessions,
             "headroom": self.headroom,
-            "seats_per_card": self.seats_per_card,
-            "gpus": self.gpus,
-            "gpus_at_cap_low": self.gpus_worst,
+            **int_fields("seats_per_card", self.seats),
+            **int_fields("gpus", self.gpus_span),
             "price_per_hour": self.price_per_hour,
             "card_share": self.card_share,
-            "cost_per_seat_hour": self.cost_per_seat_hour,
-            "cost_per_hour": None
-            if self.gpus is None or self.price_per_hour is None
-            else self.gpus * self.price_per_hour * self.card_share,
+            **fields("cost_per_seat_hour", self.cost_per_seat_hour_span, MONEY_DIGITS),
+            **fields("cost_per_hour", self.cost_per_hour_span, MONEY_DIGITS),
         }
 
 
@@ -317,16 +379,13 @@ def fleet(
     if option is None or option.cap < 1 or (peak_sessions is None and price_per_hour is None):
         return None
     peak, price = peak_sessions, price_per_hour
-    seats, low = option.seats_per_card, option.seats_per_card_low
+    # An edge of the band that holds no seat leaves the range at the seats it does hold.
+    low = option.seats_per_card_low if option.seats_per_card_low >= 1 else option.seats_per_card
     return Fleet(
         peak_sessions=peak,
         headroom=headroom,
-        seats_per_card=seats,
-        seats_per_card_low=low,
-        gpus=None if peak is None else gpus_for(peak, headroom, seats),
-        gpus_worst=None if peak is None or low < 1 else gpus_for(peak, headroom, low),
+        seats=Span(low, option.seats_per_card, option.seats_per_card_high),
         price_per_hour=price,
-        cost_per_seat_hour=None if price is None else price * option.card_share / seats,
         card_share=option.card_share,
     )
 
