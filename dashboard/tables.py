@@ -277,13 +277,13 @@ def loo_rows(fit: FittedCurve) -> list[dict[str, Any]]:
     return [
         {
             "batch": p.batch,
-            "measured (ms)": _round(p.measured_ms, 2),
-            "fit predicts (ms)": _round(p.predicted_ms, 2),
-            "fit error (%)": _round(100 * p.error, 1),
-            "band (ms)": f"{p.low_ms:.2f} – {p.high_ms:.2f}",
+            "measured (ms)": display.ms(p.measured_ms, unit=False),
+            "fit predicts (ms)": display.ms(p.predicted_ms, unit=False),
+            "fit error": display.fraction(p.error),
+            "band (ms)": f"{display.ms(p.low_ms, unit=False)}–{display.ms(p.high_ms, unit=False)}",
             "inside the band": p.inside,
-            "straight line predicts (ms)": _round(p.straight_line_ms, 2),
-            "straight-line error (%)": _round(100 * p.straight_line_error, 1),
+            "straight line predicts (ms)": display.ms(p.straight_line_ms, unit=False),
+            "straight-line error": display.fraction(p.straight_line_error),
         }
         for p in loo.points
     ]
@@ -295,8 +295,8 @@ def session_rows(results: Results) -> list[dict[str, Any]]:
     return [
         {
             "session": s.session,
-            "offered (fps)": _round(s.offered_fps, 1),
-            "delivered (fps)": _round(s.fps, 1),
+            "offered (fps)": display.fps(s.offered_fps, unit=False),
+            "delivered (fps)": display.fps(s.fps, unit=False),
             "arrived": s.arrived,
             "delivered": s.delivered,
             "overwritten": s.overwritten,
@@ -306,10 +306,6 @@ def session_rows(results: Results) -> list[dict[str, Any]]:
         }
         for s in results.sessions
     ]
-
-
-def _round(value: float | None, digits: int) -> float | None:
-    return None if value is None else round(float(value), digits)
 
 
 def run_rows(runs: Sequence[Results]) -> list[dict[str, Any]]:

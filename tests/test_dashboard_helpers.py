@@ -223,7 +223,9 @@ def test_loo_figure_and_rows_compare_the_fit_with_the_straight_line() -> None:
     rows = loo_rows(fit)
     assert [r["batch"] for r in rows] == [1, 2, 4, 8]
     assert fit.loo is not None
-    assert rows[0]["fit error (%)"] == round(100 * fit.loo.points[0].error, 1)
+    first = fit.loo.points[0]
+    assert rows[0]["fit error"] == display.fraction(first.error)
+    assert rows[0]["measured (ms)"] == display.ms(first.measured_ms, unit=False)
     assert loo_figure(fit_curve(LAPTOP[:2])) is None and loo_rows(fit_curve(LAPTOP[:2])) == []
 
 

@@ -257,7 +257,7 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
         help="Leave empty to use the card's stored price (set on Compare cards).",
     )
     if stored is not None and c.get("price_per_hour") is None:
-        bar.caption(f"Using the stored price of {md(card.name)}: ${stored:.2f} per hour.")  # type: ignore[union-attr]
+        bar.caption(f"Using the stored price of {md(card.name)}: {display.money(stored)} per hour.")  # type: ignore[union-attr]
     if any(sharing_mode(m).several_per_card for m in modes):
         c.check(
             bar,
@@ -439,8 +439,8 @@ def stages_view(result: Recommendation) -> None:
         threads = "thread" if at.cpu.workers == 1 else "threads"
         wait = at.cpu.total.wait_mean_ms
         notes.append(
-            f"{at.cpu.workers} CPU {threads} {at.cpu.busy_fraction:.0%} busy"
-            + ("" if wait is None else f", a job waits {wait:.1f} ms for one on average")
+            f"{at.cpu.workers} CPU {threads} {display.fraction(at.cpu.busy_fraction)} busy"
+            + ("" if wait is None else f", a job waits {display.ms(wait)} for one on average")
         )
     limit = result.request.memory(best.sharing).batch_limit
     if limit is not None:

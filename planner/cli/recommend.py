@@ -158,10 +158,13 @@ def _print_stages(at: Any, cap: int) -> None:
     """Where the end-to-end latency goes at the cap, and how busy the CPU threads are."""
     if at.cpu is not None:
         pool = at.cpu
-        wait = "-" if pool.total.wait_mean_ms is None else f"{pool.total.wait_mean_ms:.1f} ms"
-        p99 = "" if pool.total.wait_p99_ms is None else f", p99 {pool.total.wait_p99_ms:.1f} ms"
+        wait = display.ms(pool.total.wait_mean_ms)
+        p99 = (
+            "" if pool.total.wait_p99_ms is None else f", p99 {display.ms(pool.total.wait_p99_ms)}"
+        )
+        busy = display.fraction(pool.busy_fraction)
         print(
-            f"CPU threads at {cap} sessions: {pool.workers} busy {pool.busy_fraction:.0%}, "
+            f"CPU threads at {cap} sessions: {pool.workers} busy {busy}, "
             f"queue wait mean {wait}{p99}"
         )
     stages = at.stages

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from planner import limits
+from planner import display, limits
 from planner.demand.profiles import DAYS_PER_MONTH, LEAD_TIME_MIN, DemandProfile
 from planner.errors import BadInput
 from planner.spans import Span, fields, int_fields
@@ -161,7 +161,7 @@ class DemandFleet:
         out.append(
             "Cost per day = GPU-hours per day x the card's hourly price"
             + (
-                f" x our {self.fixed.card_share:.0%} of the card"
+                f" x our {display.fraction(self.fixed.card_share)} of the card"
                 if self.fixed.card_share < 1
                 else ""
             )

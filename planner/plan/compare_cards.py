@@ -53,10 +53,8 @@ class CardPlan:
             "resolution": self.curve.resolution,
             **option_fields(best),
             "option": best.label if best is not None else None,
-            "latency_ms_at_cap": None
-            if at is None or at.e2e_latency_ms is None
-            else round(at.e2e_latency_ms, 2),
-            "min_fps_at_cap": None if at is None else round(at.min_fps, 2),
+            "latency_ms_at_cap": None if at is None else at.e2e_latency_ms,
+            "min_fps_at_cap": None if at is None else at.min_fps,
             "price_per_hour": self.card.price_per_hour if self.card is not None else None,
             **peak_fields(fleet),
             "measure_next": None if result is None else result.measure_next,

@@ -50,12 +50,8 @@ class PlanSide:
             **option_fields(best),
             "option": best.label if best is not None else None,
             "percentile": None if at is None else at.percentile,
-            "latency_ms_at_cap": None
-            if at is None
-            else round(at.e2e_latency_ms, 2)
-            if at.e2e_latency_ms is not None
-            else None,
-            "min_fps_at_cap": None if at is None else round(at.min_fps, 2),
+            "latency_ms_at_cap": None if at is None else at.e2e_latency_ms,
+            "min_fps_at_cap": None if at is None else at.min_fps,
             **peak_fields(result.fleet if result is not None else None),
             "profile": None if fleet is None else fleet.profile.name,
             **fleet_fields(fleet),

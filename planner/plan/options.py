@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from planner import display
 from planner.curves.fit import Edge
 from planner.demand.fleet import gpus_for
 from planner.plan.request import Criteria, Request
@@ -297,9 +298,10 @@ def failures(pooled: Pooled, criteria: Criteria) -> tuple[Failure, ...]:
             Failure(
                 "latency",
                 n,
-                f"the queue grows: the {p} latency reaches {pooled.late_ms:.0f} ms by the end "
-                f"of the run (from {pooled.early_ms:.0f} ms in its first third) under "
-                f"{policy}, over the {criteria.budget_ms:g} ms budget, with {queued:.1%} of "
+                f"the queue grows: the {p} latency reaches {display.ms(pooled.late_ms)} by the end "
+                f"of the run (from {display.ms(pooled.early_ms)} in its first third) under "
+                f"{policy}, over the {display.ms(criteria.budget_ms)} budget, with "
+                f"{display.fraction(queued)} of "
                 "frames still queued at the end",
             )
         )
@@ -308,8 +310,8 @@ def failures(pooled: Pooled, criteria: Criteria) -> tuple[Failure, ...]:
             Failure(
                 "latency",
                 n,
-                f"the {p} latency is {pooled.e2e_latency_ms:.1f} ms under {policy}, "
-                f"over the {criteria.budget_ms:g} ms budget",
+                f"the {p} latency is {display.ms(pooled.e2e_latency_ms)} under {policy}, "
+                f"over the {display.ms(criteria.budget_ms)} budget",
             )
         )
     if pooled.min_fps < criteria.min_fps:
@@ -317,8 +319,8 @@ def failures(pooled: Pooled, criteria: Criteria) -> tuple[Failure, ...]:
             Failure(
                 "fps",
                 n,
-                f"the slowest session gets {pooled.min_fps:.1f} fps under {policy}, "
-                f"below the {criteria.min_fps:g} fps floor",
+                f"the slowest session gets {display.fps(pooled.min_fps)} under {policy}, "
+                f"below the {display.fps(criteria.min_fps)} floor",
             )
         )
     limit = criteria.max_overwritten
@@ -327,8 +329,8 @@ def failures(pooled: Pooled, criteria: Criteria) -> tuple[Failure, ...]:
             Failure(
                 "overwritten",
                 n,
-                f"{pooled.overwritten_fraction:.1%} of frames are overwritten under {policy}, "
-                f"over the {limit:.1%} limit",
+                f"{display.fraction(pooled.overwritten_fraction)} of frames are overwritten under "
+                f"{policy}, over the {display.fraction(limit)} limit",
             )
         )
     return tuple(out)
