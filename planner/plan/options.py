@@ -15,6 +15,7 @@ from typing import Any
 from planner import display
 from planner.curves.fit import Edge
 from planner.demand.fleet import gpus_for
+from planner.demand.profiles import HOURS_PER_MONTH
 from planner.plan.request import Criteria, Request
 from planner.sim.scenario import Sharing
 from planner.sim.sharing import derived
@@ -225,6 +226,17 @@ class Fleet:
         return None if span is None else span.likely
 
     @property
+    def cost_per_seat_month_span(self) -> Span | None:
+        """A seat around the clock for a month of ``HOURS_PER_MONTH`` hours (30 days)."""
+        hourly = self.cost_per_seat_hour_span
+        return None if hourly is None else hourly.scaled(HOURS_PER_MONTH)
+
+    @property
+    def cost_per_seat_month(self) -> float | None:
+        span = self.cost_per_seat_month_span
+        return None if span is None else span.likely
+
+    @property
     def cost_per_hour_span(self) -> Span | None:
         """What the peak's fleet costs per hour, over the seat range."""
         gpus, price = self.gpus_span, self.price_per_hour
@@ -241,6 +253,8 @@ class Fleet:
             "price_per_hour": self.price_per_hour,
             "card_share": self.card_share,
             **fields("cost_per_seat_hour", self.cost_per_seat_hour_span, MONEY_DIGITS),
+            **fields("cost_per_seat_month", self.cost_per_seat_month_span, MONEY_DIGITS),
+            "hours_per_month": HOURS_PER_MONTH,
             **fields("cost_per_hour", self.cost_per_hour_span, MONEY_DIGITS),
         }
 

@@ -28,6 +28,7 @@ import plotly.graph_objects as go
 
 from planner import display
 from planner.demand.fleet import DemandFleet
+from planner.demand.profiles import HOURS_PER_MONTH
 from planner.errors import BadInput
 from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import encode, saved_params, saved_plan_url, self_contained, url
@@ -161,7 +162,7 @@ def _answer(ctx: ReportContext) -> Section:
     and its advice, in the order the Plan page shows them."""
     result, answer = ctx.result, ctx.answer
     best = result.recommended
-    blocks: list[Block] = []
+    blocks: list[Block] = [Text(answer.plain)]
     if answer.instances is not None:
         blocks += _paragraph(answer.instances)
     blocks += _paragraph(answer.why)
@@ -193,6 +194,12 @@ def _figures(ctx: ReportContext, best: Option) -> tuple[tuple[str, str], ...]:
     if sized is not None and sized.cost_per_seat_hour_span is not None:
         metrics.append(
             ("Cost per seat-hour", display.span(sized.cost_per_seat_hour_span, display.money))
+        )
+        metrics.append(
+            (
+                f"Cost per seat-month ({HOURS_PER_MONTH} h)",
+                display.span(sized.cost_per_seat_month_span, display.money),
+            )
         )
     day = None if ctx.fleet is None else ctx.fleet.span("autoscaled", "cost_per_day")
     if day is not None:
