@@ -340,7 +340,7 @@ def test_simulate_shows_one_run_in_detail(app: AppTest) -> None:
     fps_names = {t.get("name") for t in specs["sim_chart_fps_0"]["data"]}
     assert any("floor (28.5 fps" in str(n) for n in fps_names)
     latency_names = {t.get("name") for t in specs["sim_chart_latency_0"]["data"]}
-    assert any("budget for p99 (50.0 ms)" in str(n) for n in latency_names)
+    assert any(f"budget for p99 ({display.ms(50.0)})" in str(n) for n in latency_names)
     assert len(rows(app, "sim_sessions_0")) == 3
     assert any("were overwritten" in m for m in texts(app.markdown))
 
