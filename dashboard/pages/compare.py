@@ -302,7 +302,7 @@ left.plotly_chart(
     width="stretch",
     key="cmp_chart_caps",
 )
-costs = [r.fleet.cost_per_seat_hour if r.fleet is not None else None for _, _, r in entries]
+costs = [r.fleet.cost_per_seat_hour_span if r.fleet is not None else None for _, _, r in entries]
 if any(cost is not None for cost in costs):
     right.plotly_chart(cost_figure(labels, costs), width="stretch", key="cmp_chart_cost")
 else:
