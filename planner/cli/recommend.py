@@ -135,8 +135,8 @@ def _print(result: Recommendation) -> None:
             cost = display.span(fleet.cost_per_seat_hour_span, display.money, " per seat-hour")
             month = display.span(fleet.cost_per_seat_month_span, display.money, " per seat-month")
             print(
-                f"cost: {cost}; {month} of {HOURS_PER_MONTH} hours (30 days around the clock)"
-                f"{share}"
+                f"cost: {cost}; {month} (a month of {HOURS_PER_MONTH} hours, 30 days around "
+                f"the clock){share}"
             )
             if fleet.cost_per_hour_span is not None:
                 hourly = display.span(fleet.cost_per_hour_span, display.money, " per hour")
