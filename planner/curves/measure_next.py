@@ -74,7 +74,14 @@ def for_plan(
     used = [int(b) + 1 for b in np.flatnonzero(weights)]
     batch = curve.measure_next(upto, weights if used else None)
     if batch is None:
-        return Advice(batch=None, basis=f"this plan ({runs}): each of them is measured")
+        beyond = [b for b, n in enumerate(deciding_batches) if b > upto and n]
+        also = (
+            f"; its cap also rests on the curve at {_span(beyond)}, which no option of it "
+            "forms (under MPS and MIG, where the curve's throughput peaks)"
+            if beyond
+            else ""
+        )
+        return Advice(batch=None, basis=f"this plan ({runs}): each of them is measured{also}")
     return Advice(batch=batch, basis=_plan_basis(used, runs))
 
 
