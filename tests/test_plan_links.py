@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.state import store
@@ -39,11 +40,14 @@ def ignored(at: AppTest) -> list[str]:
     return [w.value for w in at.warning if IGNORED in w.value]
 
 
-def reopened(reader: AppTest, link: dict[str, list[str]]) -> list[str]:
-    """Open ``link`` in a second session; the ignored-parts messages it shows."""
+def reopened(reader: AppTest, link: dict[str, list[str]], script: str = "plan.py") -> list[str]:
+    """Open ``link`` in a second session (on page ``script``); the ignored-parts messages
+    it shows."""
     reader.query_params.clear()
     for key, values in link.items():
         reader.query_params[key] = values[-1] if len(values) == 1 else values
+    if script != "plan.py":
+        reader.switch_page(f"dashboard/pages/{script}")
     run(reader)
     return ignored(reader)
 
@@ -80,19 +84,12 @@ def find(at: AppTest, kind: str, key: str) -> Any:
     return next((w for w in getattr(at, kind) if w.key == key), None)
 
 
-def test_every_choice_on_the_plan_page_writes_a_link_that_opens_with_nothing_ignored(
-    app: AppTest,
-) -> None:
-    (h100,) = store().add_curves([H100])
-    store().save_plan(saved_params(PlanParams(budget_ms=60.0, **QUICK)))
-    writer = app
-    reader = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
-    for key, value in encode(PlanParams(curve=h100.id, **QUICK)).items():
-        writer.query_params[key] = value
-    run(writer)
+def sweep(writer: AppTest, reader: AppTest, script: str, last: str = "") -> list[str]:
+    """Give every choice widget on the page each of its settings in turn (``last`` at the
+    end); after each, the link the page wrote must open on ``script`` with nothing
+    ignored. The keys of the widgets tried."""
     tried = []
-    # The curve goes last, so that every other choice is made on the H100 curve (MIG).
-    widgets = sorted(choice_widgets(writer), key=lambda w: w[1] == "plan_curve")
+    widgets = sorted(choice_widgets(writer), key=lambda w: w[1] == last)
     for kind, key in widgets:
         for setting in settings(find(writer, kind, key), kind):
             widget = find(writer, kind, key)
@@ -102,9 +99,42 @@ def test_every_choice_on_the_plan_page_writes_a_link_that_opens_with_nothing_ign
             run(writer)
             link = query(writer)
             assert ignored(writer) == [], (key, setting)
-            assert reopened(reader, link) == [], (key, setting, link)
+            assert reopened(reader, link, script) == [], (key, setting, link)
             tried.append(key)
+    return tried
+
+
+def test_every_choice_on_the_plan_page_writes_a_link_that_opens_with_nothing_ignored(
+    app: AppTest,
+) -> None:
+    (h100,) = store().add_curves([H100])
+    store().save_plan(saved_params(PlanParams(budget_ms=60.0, **QUICK)))
+    reader = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    for key, value in encode(PlanParams(curve=h100.id, **QUICK)).items():
+        app.query_params[key] = value
+    run(app)
+    # The curve goes last, so that every other choice is made on the H100 curve (MIG).
+    tried = sweep(app, reader, "plan.py", last="plan_curve")
     assert {"plan_modes", "plan_deploy_option", "plan_compare_plan"} <= set(tried)
+
+
+@pytest.mark.parametrize(
+    ("script", "query_params"),
+    [
+        ("simulate.py", {"sessions": "4", "duration_s": "5"}),
+        ("compare.py", {"seeds": "1", "duration_s": "5"}),
+    ],
+)
+def test_every_choice_on_the_other_pages_writes_a_link_that_opens_cleanly(
+    app: AppTest, script: str, query_params: dict[str, str]
+) -> None:
+    store().add_curves([H100])
+    reader = AppTest.from_file(str(REPO / "app.py"), default_timeout=180)
+    for key, value in query_params.items():
+        app.query_params[key] = value
+    app.switch_page(f"dashboard/pages/{script}")
+    run(app)
+    assert sweep(app, reader, script)
 
 
 def commands(at: AppTest, program: str) -> list[str]:
