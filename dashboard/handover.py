@@ -107,14 +107,23 @@ def opened(c: Controls, params: PlanParams, db: Store) -> None:
     option = _one(st.query_params.get_all("deploy_option"))
     st.session_state.pop(DEPLOY_KEY, None)
     if option is not None:
-        match = _OPTION.match(option.strip().lower())
-        if match and match[1] in POLICIES and match[2] in MODES:
-            st.session_state[DEPLOY_KEY] = f"{match[1]},{match[2]}"
+        value = option_value(option)
+        if value is not None:
+            st.session_state[DEPLOY_KEY] = value
         else:
             ignored.append(
                 f"ignored deploy_option={option[:40]!r}: not POLICY,MODE (e.g. triton,exclusive)"
             )
     url_state.show_ignored(ignored)
+
+
+def option_value(text: object) -> str | None:
+    """``text`` as a ``deploy_option`` value (``POLICY,MODE`` of a known policy and sharing
+    mode), or None when it is not one (a widget's label, say)."""
+    match = _OPTION.match(text.strip().lower()) if isinstance(text, str) else None
+    if match and match[1] in POLICIES and match[2] in MODES:
+        return f"{match[1]},{match[2]}"
+    return None
 
 
 def _one(values: list[str]) -> str | None:
@@ -159,13 +168,18 @@ def demand_controls(c: Controls, db: Store) -> dict[str, Any] | None:
     return values
 
 
-def view_extras() -> dict[str, str]:
-    """The page's view settings for its URL (left out at their defaults)."""
+def view_extras(db: Store) -> dict[str, str]:
+    """The page's view settings for its URL (left out at their defaults). Only parameter
+    values go in: a saved plan's id that the store holds, a ``POLICY,MODE`` option; a
+    widget that holds anything else (a select box hands back the label it showed when its
+    choices changed under it) leaves its setting out, and its section puts it right."""
     out = {}
-    if st.session_state.get(COMPARE_KEY):
-        out["compare_plan"] = str(st.session_state[COMPARE_KEY])
-    if st.session_state.get(DEPLOY_KEY):
-        out["deploy_option"] = str(st.session_state[DEPLOY_KEY])
+    compare = st.session_state.get(COMPARE_KEY)
+    if isinstance(compare, str) and compare in {plan.id for plan in db.plans()}:
+        out["compare_plan"] = compare
+    option = option_value(st.session_state.get(DEPLOY_KEY))
+    if option is not None:
+        out["deploy_option"] = option
     return out
 
 
@@ -436,7 +450,9 @@ def deploy_section(result: Recommendation, inputs: PlanInputs, params: PlanParam
     keys = list(labels)
     recommended = option_key(result.recommended)
     chosen_key = st.session_state.get(DEPLOY_KEY)
-    if chosen_key == recommended:
+    if chosen_key == recommended or (chosen_key is not None and option_value(chosen_key) is None):
+        # The recommended option, or a label the select box handed back when its choices
+        # changed under it (another curve, another sharing mode): the recommended option.
         st.session_state[DEPLOY_KEY] = None
     elif chosen_key is not None and chosen_key not in keys:
         st.info(
@@ -549,4 +565,17 @@ def compare_section(params: PlanParams, db: Store) -> None:
     for side in (comparison.a, comparison.b):
         if side.problems:
             st.caption(md_list([f"{side.name}: {p}" for p in side.problems]))
-    st.caption(f"The same from the command line: `planner compare-plans A {other} --json`.")
+    if comparison.a.plan_id is None:
+        st.caption(
+            "Save this plan (Save plan, under Share this plan) to get the command that makes "
+            "this comparison from the command line."
+        )
+    else:
+        command = shlex.join(compare_command(comparison.a.plan_id, other))
+        st.caption("The same from the command line:")
+        st.code(command, language="bash", wrap_lines=True)
+
+
+def compare_command(a_id: str, b_id: str) -> list[str]:
+    """The ``planner compare-plans`` command line comparing two saved plans."""
+    return ["planner", "compare-plans", a_id, b_id, "--json"]

@@ -384,12 +384,12 @@ def headline(result: Recommendation, inputs: PlanInputs, simulated: bool) -> Non
         figures(result, best)
     if answer.extrapolated is not None:
         st.warning(answer.extrapolated, icon=":material/warning:")
-    if answer.measure_next is not None:
-        st.info(
-            f"{answer.measure_next} Measure it on the Measure page, or with "
-            "`planner measure` on the card.",
-            icon=":material/straighten:",
-        )
+    how = (
+        ""
+        if result.measure_next is None
+        else " Measure it on the Measure page, or with `planner measure` on the card."
+    )
+    st.info(f"{answer.measure_next}{how}", icon=":material/straighten:")
     if answer.low_confidence is not None:
         st.caption(f"{answer.low_confidence} Both are set under *Simulation effort*.")
 
@@ -744,7 +744,7 @@ if params is None or demand is None:
 answer_slot, calibration_slot = st.container(), st.container()
 with calibration_slot:
     params = calibration_control.choose(replace(params, **demand), db)
-url_state.publish(params, extra=handover.view_extras())
+url_state.publish(params, extra=handover.view_extras(db))
 try:
     inputs = plan_inputs(params, db)
 except (BadInput, NotFound) as exc:

@@ -59,7 +59,7 @@ def fit_document(fitted: FittedCurve, upto: int) -> dict[str, Any]:
     central, low, high = fitted.band(batches)
     outside = fitted.extrapolated(batches)
     loo = fitted.loo
-    advice = measure_next.for_curve(fitted, upto)
+    advice = measure_next.for_curve(fitted)
     return {
         "points": [[p.batch, p.latency_ms] for p in fitted.points],
         "model": fitted.description,

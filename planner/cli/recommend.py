@@ -192,9 +192,8 @@ def _print_answer(answer: Answer) -> None:
         print(f"  - {item}")
     if answer.extrapolated is not None:
         print(answer.extrapolated)
-    if answer.measure_next is not None:
-        # Lower case, as the command's advice has always read ("measure batch 4 next").
-        print(answer.measure_next[:1].lower() + answer.measure_next[1:])
+    # Lower case, as the command's advice has always read ("measure batch 4 next").
+    print(answer.measure_next[:1].lower() + answer.measure_next[1:])
     if answer.low_confidence is not None:
         print(f"{answer.low_confidence} Raise --seeds or --duration-s.")
 
