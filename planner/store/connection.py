@@ -55,6 +55,9 @@ DEFAULT_WAIT_S = 10.0
 MAX_WAIT_S = 3600.0
 _FIRST_BACKOFF_S = 0.01
 _MAX_BACKOFF_S = 0.1
+MAX_GAP_S = 0.05
+"""After holding the file, a process leaves it free for as long as it held it (up to
+this) before taking it again; see ``StoreFile._connection``."""
 
 _LOCK_HOLDER = re.compile(r"PID (\d+)")
 _DAMAGED = (
@@ -99,6 +102,8 @@ def _drop_root() -> None:
 # process ever have the file attached at once, a connection is never shared between
 # threads, and a Store used inside another one's batch (same file, same thread) joins it.
 _FILES: dict[str, tuple[threading.RLock, str, threading.local]] = {}
+_FREE_UNTIL: dict[str, float] = {}
+"""Per store file: the monotonic time before which this process does not take it again."""
 _FILES_GUARD = threading.Lock()
 
 
@@ -277,7 +282,18 @@ class StoreFile:
             yield held
             return
         with self._lock:
+            # Fairness to other processes: a busy server (many visitors' reads back to
+            # back) would otherwise take the file again the moment it let go, and a
+            # command retrying every 10-100 ms would rarely find it free, giving up with
+            # "busy" although every single hold was short. So the file stays free after a
+            # hold for as long as the hold (at most MAX_GAP_S): this process holds it at
+            # most about half the time while others want it; one command pays nothing.
+            key = str(self.path)
+            rest = _FREE_UNTIL.get(key, 0.0) - time.monotonic()
+            if rest > 0:
+                time.sleep(rest)
             connection = self._attach()
+            taken = time.monotonic()
             self._local.connection = connection
             try:
                 yield connection
@@ -303,6 +319,8 @@ class StoreFile:
                     _drop_root()
                 with suppress(duckdb.Error):
                     connection.close()
+                released = time.monotonic()
+                _FREE_UNTIL[key] = released + min(released - taken, MAX_GAP_S)
 
     def _attach(self) -> duckdb.DuckDBPyConnection:
         """A connection with the file attached and in use, waiting with backoff while
