@@ -77,3 +77,43 @@ def test_a_writer_in_another_process_succeeds_while_a_page_computes(
     results = out.split("results", 1)[1].split()
     assert results and set(results) == {"0"}, err[-2000:]
     assert "busy" not in err, err[-2000:]
+
+
+def test_a_server_reading_back_to_back_does_not_starve_a_writer(
+    db_path: Path, tmp_path: Path
+) -> None:
+    """Every hold short, but the next one taken the moment the last ended: a command
+    retrying every 10-100 ms rarely found the file free (a quarter of these imports gave
+    up, waiting 1 s)."""
+    Store(db_path).curves()
+    csv = tmp_path / "curve.csv"
+    csv.write_text("batch,latency_ms\n1,5\n2,8\n")
+    stop = threading.Event()
+    started = threading.Event()
+
+    def read() -> None:
+        visitor = Store(db_path)
+        while not stop.is_set():
+            visitor.curves()
+            started.set()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        started.wait(60)
+        imports = "; ".join(
+            f"print(main(['curves', 'import', {str(csv)!r}, '--model', 'm{i}', '--card', 'c']))"
+            for i in range(12)
+        )
+        writer = subprocess.run(
+            [sys.executable, "-c", f"from planner.cli import main; {imports}"],
+            env={**os.environ, "PLANNER_DB_WAIT_S": "1", "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        stop.set()
+        reader.join(60)
+    statuses = [line for line in writer.stdout.splitlines() if line in ("0", "2")]
+    assert statuses == ["0"] * 12, writer.stderr[-2000:]
