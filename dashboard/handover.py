@@ -440,7 +440,12 @@ def deploy_section(result: Recommendation, inputs: PlanInputs, params: PlanParam
     if not holding or result.recommended is None:
         st.caption("No option holds a seat, so there is nothing to deploy.")
         return
-    keys = [option_key(o) for o in holding]
+    # A key names a policy and a mode: of several MIG profiles (a plan of every profile)
+    # it stands for the best-ranked one, which is the one ``choose_option`` deploys.
+    labels: dict[str, str] = {}
+    for o in holding:
+        labels.setdefault(option_key(o), o.label)
+    keys = list(labels)
     recommended = option_key(result.recommended)
     chosen_key = st.session_state.get(DEPLOY_KEY)
     if chosen_key == recommended:
@@ -451,7 +456,6 @@ def deploy_section(result: Recommendation, inputs: PlanInputs, params: PlanParam
             "showing the recommended option."
         )
         st.session_state[DEPLOY_KEY] = None
-    labels = {option_key(o): o.label for o in holding}
     st.selectbox(
         "Option to deploy",
         [None, *[k for k in keys if k != recommended]],

@@ -190,7 +190,9 @@ def pareto_figure(
 
 def _group_label(group: Sequence[Option]) -> str:
     first = group[0]
-    name = first.policy if first.sharing.kind.as_measured else f"{first.policy}, {first.mode}"
+    # A MIG option is named by its profile: a plan of every profile has several MIG ones.
+    mode = first.sharing.label if first.mode == "mig" else first.mode
+    name = first.policy if first.sharing.kind.as_measured else f"{first.policy}, {mode}"
     more = len(group) - 1
     # Options at the same point share one marker: say how many more it stands for.
     return trace_name(name if not more else f"{name} and {more} more", 40)

@@ -21,15 +21,17 @@ from dashboard.controls import (
 )
 from dashboard.plan_charts import pareto_figure, sessions_figure, stages_figure
 from dashboard.state import store
-from dashboard.tables import option_rows
+from dashboard.tables import option_rows, profile_rows
 from dashboard.text import md, md_list
 from dashboard.ui import default_curve_or_stop, show_over_budget, show_problems, static_table
 from planner import display, limits
 from planner.curves.cards import Card
 from planner.curves.curve import MAX_TEXT, Curve
+from planner.demand.profiles import HOURS_PER_MONTH
 from planner.errors import BadInput, NotFound
 from planner.links.urls import encode, saved_params, saved_plan_url, self_contained, url
 from planner.plan.answer import Paragraph, plan_answer
+from planner.plan.mig_profiles import profile_plans
 from planner.plan.options import Option, Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.pareto import dominated
@@ -44,6 +46,7 @@ from planner.plan.resolve import (
 )
 from planner.sim.policies import POLICIES
 from planner.sim.sharing import offered_modes, parameters_of, sharing_mode
+from planner.sim.sharing.mig import ALL_PROFILES
 from planner.sim.work import OverBudget
 
 c = Controls("plan_")
@@ -183,7 +186,7 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
         )
         mode_fields += ["mps_share", "mps_memory_mb"]
     if "mig_profile" in asked and card is not None and card.mig:
-        profiles = [p.name for p in card.mig_profiles]
+        profiles = [p.name for p in card.mig_profiles] + [ALL_PROFILES]
         if c.get("mig_profile") not in profiles:
             st.session_state[c.key("mig_profile")] = profiles[0]
         c.select(
@@ -192,6 +195,9 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
             "MIG profile",
             profiles,
             format_func=lambda p: _profile_label(card, p),
+            help="Each profile is planned on its own; all profiles of this card plans "
+            "every one at once and compares them in one table and on the chart of seats "
+            "against latency.",
         )
         mode_fields.append("mig_profile")
 
@@ -335,7 +341,9 @@ def offered_curves(everything: list[Curve]) -> list[Curve]:
 
 
 def _profile_label(card: Card, name: str) -> str:
-    """``1g.10gb (1 of 7 slices, up to 7 per card)``."""
+    """``1g.10gb (1 of 7 slices, up to 7 per card)``, or every profile at once."""
+    if name == ALL_PROFILES:
+        return "all profiles of this card"
     profile = card.profile(name)
     fits = "" if profile.max_instances is None else f", up to {profile.max_instances} per card"
     return f"{name} ({profile.slices} of {card.mig_slices} slices{fits})"
@@ -355,6 +363,8 @@ def headline(result: Recommendation, inputs: PlanInputs, simulated: bool) -> Non
     answer = plan_answer(result)
     with st.container(key="headline"):
         st.title(answer.headline)
+        with st.container(key="plan_plain"):
+            st.markdown(md(answer.plain))
         if answer.instances is not None:
             st.markdown(paragraph(answer.instances, "Say otherwise under *Fleet and cost*."))
         st.markdown(paragraph(answer.why))
@@ -418,13 +428,43 @@ def figures(result: Recommendation, best: Option) -> None:
             if fleet.gpus is not None and fleet.price_per_hour is not None
             else None
         )
-        st.markdown(
-            md(
-                f"Cost: {display.money(fleet.cost_per_seat_hour)} per seat-hour "
-                f"({price} ÷ {fleet.seats_per_card} seats)"
-                + (f"; the fleet costs {display.money(hourly)} per hour." if hourly else ".")
+        with st.container(key="plan_cost"):
+            st.markdown(
+                md(
+                    f"Cost: {display.money(fleet.cost_per_seat_hour)} per seat-hour, "
+                    f"{display.money(fleet.cost_per_seat_month)} per seat-month "
+                    f"({price} ÷ {fleet.seats_per_card} seats"
+                    f"; a month is {HOURS_PER_MONTH} hours, 30 days around the clock)"
+                    + (f"; the fleet costs {display.money(hourly)} per hour." if hourly else ".")
+                )
             )
+
+
+def profiles_table(result: Recommendation) -> None:
+    """Every MIG profile of the card side by side, where the plan asks for them all
+    (``planner.plan.mig_profiles``)."""
+    if sum(s.mode == "mig" for s in result.request.sharings) < 2:
+        return
+    request = result.request
+    st.subheader("Every MIG profile of this card")
+    static_table(
+        profile_rows(
+            profile_plans(result),
+            percentile=request.criteria.percentile,
+            peak=request.peak_sessions is not None,
+            price=request.price_per_hour is not None,
+        ),
+        key="plan_profiles",
+    )
+    st.caption(
+        "Each profile's best option, from one plan of them all under the same criteria. "
+        "Seats per card count every instance of the profile a card holds"
+        + (
+            f"; a month is {HOURS_PER_MONTH} hours (30 days around the clock)."
+            if request.price_per_hour is not None
+            else "; set a price under *Fleet and cost* to compare what a seat costs."
         )
+    )
 
 
 def stages_view(result: Recommendation) -> None:
@@ -528,6 +568,15 @@ def saved_plans(base: str) -> None:
 def charts(result: Recommendation, inputs: PlanInputs) -> None:
     request = result.request
     sharings = list(dict.fromkeys(request.sharings))
+    if sum(s.mode == "mig" for s in sharings) > 1 and result.recommended is not None:
+        # Every MIG profile: the table above and the chart of seats against latency below
+        # compare them; the session charts show the recommended one.
+        sharings = [result.recommended.sharing]
+        st.caption(
+            f"The session charts show {md(result.recommended.sharing.label)}, the "
+            "recommended sharing; every profile is compared in the table above and on the "
+            "chart of seats against latency below."
+        )
     views = st.tabs([s.label for s in sharings]) if len(sharings) > 1 else [st.container()]
     for view, sharing in zip(views, sharings, strict=True):
         mine = [o for o in result.options if o.sharing == sharing]
@@ -690,7 +739,11 @@ params = controls(default.id, curves)
 demand = handover.demand_controls(c, db)  # drawn even when the rest does not make a plan
 if params is None or demand is None:
     st.stop()
-params = calibration_control.choose(replace(params, **demand), db)
+# The answer comes first and the calibration control below it, though the control's
+# choice is read before the plan is computed: each is drawn into its own slot.
+answer_slot, calibration_slot = st.container(), st.container()
+with calibration_slot:
+    params = calibration_control.choose(replace(params, **demand), db)
 url_state.publish(params, extra=handover.view_extras())
 try:
     inputs = plan_inputs(params, db)
@@ -710,8 +763,11 @@ except OverBudget as exc:
     show_over_budget(exc, "plan", command_line("recommend", params))
     st.stop()
 
-headline(result, inputs, simulated=account.done > 0)
-calibration_control.note(inputs)
+with answer_slot:
+    headline(result, inputs, simulated=account.done > 0)
+with calibration_slot:
+    calibration_control.note(inputs)
+profiles_table(result)
 stages_view(result)
 simulate_link(result, params)
 charts(result, inputs)

@@ -23,6 +23,7 @@ from planner.plan.params import PlanParams
 from planner.plan.resolve import PlanInputs, plan_curve
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import MODES
+from planner.sim.sharing.mig import ALL_PROFILES
 from planner.store.repository import Store
 
 
@@ -192,7 +193,11 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cotenants", help="time-slicing: co-tenant duty cycles, e.g. 0.9,0.9")
     option(parser, "busy_period_ms", "co-tenants' mean busy period, ms")
     parser.add_argument("--mps-share", help="MPS: our compute share in percent, e.g. 50")
-    parser.add_argument("--mig-profile", help="MIG: a profile of the card, e.g. 3g.40gb")
+    parser.add_argument(
+        "--mig-profile",
+        help=f"MIG: a profile of the card, e.g. 3g.40gb, or {ALL_PROFILES} to plan every "
+        "profile of the card at once and compare them in one table",
+    )
     add_worker_options(parser)
     option(parser, "seeds", "phase seeds per session count")
     option(parser, "duration_s", "simulated seconds per run")

@@ -21,9 +21,11 @@ from planner.cli.planning import (
     print_fleet_summary,
     with_calibration,
 )
+from planner.demand.profiles import HOURS_PER_MONTH
 from planner.errors import BadInput
 from planner.plan.answer import Answer, plan_answer
 from planner.plan.fleet import plan_fleet
+from planner.plan.mig_profiles import ProfilePlan, profile_plans
 from planner.plan.options import Recommendation
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
@@ -65,16 +67,20 @@ def run(args: argparse.Namespace) -> int:
         note(calibration_note(inputs))
     result = recommend(inputs.request)
     demand = plan_fleet(result, profile, params.lead_time_min)
+    profiles = profile_plans(result) if _every_profile(result) else None
     if args.json:
         print_json(
             {
                 **result.as_dict(),
+                **({} if profiles is None else {"profiles": [p.as_dict() for p in profiles]}),
                 "demand": None if demand is None else demand.as_dict(),
                 "latest_calibration": None if inputs.latest is None else inputs.latest.id,
             }
         )
         return 0
     _print(result)
+    if profiles is not None:
+        _print_profiles(result, profiles)
     if demand is not None:
         print_fleet_summary(demand)
     elif profile is not None:
@@ -125,16 +131,53 @@ def _print(result: Recommendation) -> None:
                 if f["card_share"] == 1
                 else f", our {display.fraction(f['card_share'])} of the card"
             )
-            print(f"cost: {display.money(f['cost_per_seat_hour'])} per seat-hour{share}")
+            print(
+                f"cost: {display.money(f['cost_per_seat_hour'])} per seat-hour, "
+                f"{display.money(f['cost_per_seat_month'])} per seat-month of "
+                f"{f['hours_per_month']} hours (30 days around the clock){share}"
+            )
     print("assumptions:")
     for sentence in answer.assumptions:
         print(f"  - {sentence}")
+
+
+def _every_profile(result: Recommendation) -> bool:
+    """Whether the plan asks for every MIG profile of its card (``--mig-profile all``)."""
+    return sum(s.mode == "mig" for s in result.request.sharings) > 1
+
+
+def _print_profiles(result: Recommendation, profiles: list[ProfilePlan]) -> None:
+    """Every MIG profile of the card side by side (``planner.plan.mig_profiles``)."""
+    request = result.request
+    rows = []
+    for plan in profiles:
+        best, sized = plan.best, plan.fleet
+        at = best.at_cap if best is not None else None
+        rows.append(
+            (
+                plan.name,
+                best.seats if best is not None else "0",
+                "-" if sized is None or sized.gpus is None else str(sized.gpus),
+                display.money(None if sized is None else sized.cost_per_seat_hour),
+                display.money(None if sized is None else sized.cost_per_seat_month),
+                best.policy if best is not None else "none holds a seat",
+                display.ms(None if at is None else at.e2e_latency_ms, unit=False),
+            )
+        )
+    pct = f"p{request.criteria.percentile:g}"
+    print("every MIG profile of the card (each one's best option):")
+    print(
+        table(rows, ("sharing", "seats per card", "GPUs for peak", "USD per seat-hour",
+                     f"USD per seat-month ({HOURS_PER_MONTH} h)", "best option",
+                     f"{pct} ms at cap"))
+    )  # fmt: skip
 
 
 def _print_answer(answer: Answer) -> None:
     """The plan's answer (``planner.plan.answer``) in the Plan page's words, one paragraph
     a line, with pointers to the options that change it."""
     print(answer.headline)
+    print(answer.plain)
     if answer.instances is not None:
         print(f"{answer.instances.sentence} Say otherwise with --other-jobs.")
     print(answer.why.sentence)

@@ -30,6 +30,8 @@ DAY_MINUTES = 1440.0
 WEEK_MINUTES = 7 * DAY_MINUTES
 DAYS_PER_MONTH = 30
 """A month, for cost per month, is 30 days (SPEC §5.3)."""
+HOURS_PER_MONTH = DAYS_PER_MONTH * 24
+"""A seat running around the clock for a month: 720 hours, the month of ``DAYS_PER_MONTH``."""
 LEAD_TIME_MIN = 15.0
 """Default autoscaling lead time: minutes from asking for a GPU to it serving (a node
 starting, the image pulled, the model loaded). An assumption to replace with your own."""

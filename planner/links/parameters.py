@@ -8,6 +8,7 @@ construction against the codecs and its own cross-field rules (``conflicts``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
@@ -41,8 +42,11 @@ from planner.sim.scenario import (
     Scenario,
     Sharing,
 )
+from planner.sim.sharing.mig import ALL_PROFILES
 from planner.sim.stages import WorkerStages
 
+MIG_PROFILE_OR_ALL = re.compile(rf"^({ALL_PROFILES}|{MIG_PROFILE.pattern[1:-1]})$")
+"""A MIG profile such as ``3g.40gb``, or ``all`` for every profile of the card."""
 POLICIES: tuple[str, ...] = tuple(_POLICIES)
 """Scheduling policies, in the order the recommendation lists them (``planner.sim.policies``)."""
 
@@ -115,7 +119,11 @@ PARAMETERS: dict[str, Parameter] = {
     "mps_share": Parameter(
         None, Maybe(Float.of(limits.MPS_SHARE)), "MPS compute share, percent (unset: 50)"
     ),
-    "mig_profile": Parameter(None, Maybe(Pattern(MIG_PROFILE, "3g.40gb")), "MIG profile"),
+    "mig_profile": Parameter(
+        None,
+        Maybe(Pattern(MIG_PROFILE_OR_ALL, f"3g.40gb, or {ALL_PROFILES} for every profile")),
+        f"MIG profile ({ALL_PROFILES}: every profile of the card, in one plan)",
+    ),
     # Memory (SPEC §5.1): what the co-tenants take, an MPS client's limit.
     "cotenant_memory_mb": Parameter(
         (),

@@ -1,9 +1,12 @@
 """A plan's answer in words, composed once for every front (SPEC §3.5, §5.3).
 
 The answer is what a person reads first: the headline (seats per card and the option that
-holds them), why the seat cap is what it is, how seats per card follow from the worker's
-instances, whether extrapolated batch sizes decided it, which batch size to measure next,
-whether the percentile at the cap is firm, and the assumptions it all rests on.
+holds them), one plain sentence for whoever decides (``plain``: how many live cameras a
+card serves at the source's frame rate within the budget, and what one more would get,
+read off the run the cap search already made at the first failing count), why the seat
+cap is what it is, how seats per card follow from the worker's instances, whether
+extrapolated batch sizes decided it, which batch size to measure next, whether the
+percentile at the cap is firm, and the assumptions it all rests on.
 
 The *why* is the next seat's failure in the recommendation's words (the latency budget
 named first, then the frame-rate floor, then overwriting, the others after "also"); when
@@ -24,6 +27,8 @@ from dataclasses import dataclass
 
 from planner import display
 from planner.plan.options import Option, Recommendation
+from planner.plan.request import Request
+from planner.sim.sweep import Pooled
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,7 @@ class Answer:
     """
 
     headline: str
+    plain: str
     why: Paragraph
     instances: Paragraph | None
     extrapolated: str | None
@@ -60,7 +66,7 @@ class Answer:
     @property
     def sentences(self) -> tuple[str, ...]:
         """Every line of the answer as plain text, in the order the fronts show them."""
-        out = [self.headline]
+        out = [self.headline, self.plain]
         if self.instances is not None:
             out.append(self.instances.sentence)
         out += [self.why.sentence, *self.why.items]
@@ -78,6 +84,7 @@ def plan_answer(result: Recommendation) -> Answer:
     at = best.at_cap if best is not None else None
     return Answer(
         headline=headline(best),
+        plain=plain_sentence(result),
         why=_why(best) if best is not None else _closest(shown),
         instances=_instances(best),
         extrapolated=(
@@ -107,6 +114,75 @@ def headline(best: Option | None) -> str:
     if best is None:
         return "No seat fits these criteria"
     return f"{best.seats} {'seat' if best.seats == '1' else 'seats'} per card — {best.label}"
+
+
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
+            "ninth", "tenth", "eleventh", "twelfth")  # fmt: skip
+
+
+def ordinal(n: int) -> str:
+    """``sixth`` up to twelve, then ``21st``, ``112th``."""
+    if 1 <= n <= len(ORDINALS):
+        return ORDINALS[n - 1]
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def plain_sentence(result: Recommendation) -> str:
+    """The answer in one sentence for whoever decides, before the engineering terms:
+    ``Each card serves 5 live cameras at 30 fps with 99% of answers within 50 ms; a sixth
+    camera would leave the slowest at 26.0 fps.`` What one more camera gets is read off
+    the run the cap search made at the first failing count (no run is made for it); when
+    the search stopped at its largest count, or the band makes the cap a range, the
+    sentence says so instead of naming a figure it did not simulate."""
+    request = result.request
+    criteria = request.criteria
+    source = f"{request.fps:g} fps"
+    share = display.fraction(criteria.percentile / 100)
+    within = f"{share} of answers within {criteria.budget_ms:g} ms"
+    best = result.recommended
+    if best is None:
+        return f"A card cannot serve even one live camera at {source} with {within}."
+    cameras = "camera" if best.seats == "1" else "cameras"
+    text = f"Each card serves {best.seats} live {cameras}"
+    where = ""
+    if best.per_card > 1:
+        unit = best.sharing.kind.instance_name
+        text += f" ({best.seats_per_instance} on each of its {best.per_card} {unit}s)"
+        where = f" on one {unit}"
+    at = best.at_cap
+    text += f" at {source}"
+    if at is not None and at.min_fps < 0.95 * request.fps:
+        text += f" (the slowest gets {display.fps(at.min_fps)})"
+    text += f" with {within}"
+    if not best.cap_low == best.cap == best.cap_high:
+        return text + "; how many exactly depends on how fast the card really is (see why below)."
+    failing = best.history[-1] if best.history else None
+    if not best.failures or failing is None or failing.sessions != best.cap + 1:
+        return text + "; the search stopped there, at the largest count considered."
+    nxt = f"a {ordinal(best.cap + 1)} camera{where}"
+    return f"{text}; {nxt} would {_one_more(failing, request)}."
+
+
+def _one_more(failing: Pooled, request: Request) -> str:
+    """What the first failing count's run gives, in the first criterion it fails."""
+    criteria = request.criteria
+    if failing.e2e_latency_ms is None:
+        return "get no answer at all"
+    if failing.e2e_latency_ms > criteria.budget_ms:
+        if failing.queue_grows:
+            return "make the queue grow without end"
+        share = display.fraction(criteria.percentile / 100)
+        return (
+            f"slow answers to {display.ms(failing.e2e_latency_ms)} ({share} within), past "
+            f"the {criteria.budget_ms:g} ms budget"
+        )
+    if failing.min_fps < criteria.min_fps:
+        return f"leave the slowest at {display.fps(failing.min_fps)}"
+    return (
+        f"see {display.fraction(failing.overwritten_fraction)} of frames replaced by newer "
+        "ones before they run"
+    )
 
 
 def _why(best: Option) -> Paragraph:

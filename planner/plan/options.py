@@ -14,6 +14,7 @@ from typing import Any
 
 from planner.curves.fit import Edge
 from planner.demand.fleet import gpus_for
+from planner.demand.profiles import HOURS_PER_MONTH
 from planner.plan.request import Criteria, Request
 from planner.sim.scenario import Sharing
 from planner.sim.sharing import derived
@@ -166,6 +167,12 @@ class Fleet:
     cost_per_seat_hour: float | None
     card_share: float = 1.0
 
+    @property
+    def cost_per_seat_month(self) -> float | None:
+        """A seat around the clock for a month of ``HOURS_PER_MONTH`` hours (30 days)."""
+        hourly = self.cost_per_seat_hour
+        return None if hourly is None else hourly * HOURS_PER_MONTH
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "peak_sessions": self.peak_sessions,
@@ -176,6 +183,8 @@ class Fleet:
             "price_per_hour": self.price_per_hour,
             "card_share": self.card_share,
             "cost_per_seat_hour": self.cost_per_seat_hour,
+            "cost_per_seat_month": self.cost_per_seat_month,
+            "hours_per_month": HOURS_PER_MONTH,
             "cost_per_hour": None
             if self.gpus is None or self.price_per_hour is None
             else self.gpus * self.price_per_hour * self.card_share,

@@ -449,8 +449,15 @@ def _summary(request: Request, best: Option, recommended: bool, measure: int | N
 
 def _assumptions(request: Request) -> tuple[str, ...]:
     notes = list(request.curve.assumptions)
-    for sharing in dict.fromkeys(request.sharings):
-        notes.append(f"{sharing.label}: {sharing.kind.assumption}")
+    sharings = list(dict.fromkeys(request.sharings))
+    said: set[str] = set()
+    for sharing in sharings:
+        # A mode planned several times (every MIG profile) states its assumption once.
+        several = sum(s.kind is sharing.kind for s in sharings) > 1
+        if sharing.kind.name not in said:
+            said.add(sharing.kind.name)
+            label = f"{sharing.kind.title} (every profile)" if several else sharing.label
+            notes.append(f"{label}: {sharing.kind.assumption}")
         notes.extend(sharing.kind.notes(sharing))
     shared = [s for s in dict.fromkeys(request.sharings) if s.kind.several_per_card]
     if shared and request.other_jobs:

@@ -21,6 +21,7 @@ from planner.sim.memory import MemoryLimit, available, memory_limit, memory_mode
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
 from planner.sim.sharing import Choice, default_modes, sharing_mode
+from planner.sim.sharing.mig import ALL_PROFILES
 from planner.sim.sharing.mps import peak_range
 from planner.store.repository import Store
 
@@ -122,15 +123,16 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
     profile_curves: list[tuple[str, FittedCurve]] = []
     problems: list[str] = []
     for mode in modes_of(params):
-        try:
-            sharing, measured = _sharing(mode, params, card, curve, store)
-        except BadInput as exc:
-            problems.extend(exc.problems)
-            continue
-        sharings.append(sharing)
-        profile = sharing.kind.profile_used(sharing)
-        if measured is not None and profile:
-            profile_curves.append((profile, fit_curve(measured.points)))
+        for each in _each_profile(mode, params, card):
+            try:
+                sharing, measured = _sharing(mode, each, card, curve, store)
+            except BadInput as exc:
+                problems.extend(exc.problems)
+                continue
+            sharings.append(sharing)
+            profile = sharing.kind.profile_used(sharing)
+            if measured is not None and profile:
+                profile_curves.append((profile, fit_curve(measured.points)))
     if problems:
         raise BadInput(problems)
     price = params.price_per_hour
@@ -174,6 +176,15 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         calibration=calibration,
         latest=latest,
     )
+
+
+def _each_profile(mode: str, params: PlanParams, card: Card | None) -> list[PlanParams]:
+    """The plan once per MIG profile of the card where it asks for every profile
+    (``mig_profile=all``), else the plan as it is (a card without MIG keeps ``all``, and
+    the mode says it needs a card that has it)."""
+    if mode != "mig" or params.mig_profile != ALL_PROFILES or card is None or not card.mig:
+        return [params]
+    return [replace(params, mig_profile=profile.name) for profile in card.mig_profiles]
 
 
 def _sharing(

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 import plotly.graph_objects as go
 
 from planner.demand.fleet import DemandFleet
+from planner.demand.profiles import HOURS_PER_MONTH
 from planner.errors import BadInput
 from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import encode, saved_params, saved_plan_url, self_contained, url
@@ -170,7 +171,7 @@ def _answer(ctx: ReportContext) -> Section:
     and its advice, in the order the Plan page shows them."""
     result, answer = ctx.result, ctx.answer
     best = result.recommended
-    blocks: list[Block] = []
+    blocks: list[Block] = [Text(answer.plain)]
     if answer.instances is not None:
         blocks += _paragraph(answer.instances)
     blocks += _paragraph(answer.why)
@@ -206,6 +207,9 @@ def _figures(ctx: ReportContext, best: Option) -> tuple[tuple[str, str], ...]:
         metrics.append((f"GPUs for {sized.peak_sessions:,} at peak", gpus))
     if sized is not None and sized.cost_per_seat_hour is not None:
         metrics.append(("Cost per seat-hour", _money(sized.cost_per_seat_hour, 3)))
+        metrics.append(
+            (f"Cost per seat-month ({HOURS_PER_MONTH} h)", _money(sized.cost_per_seat_month, 0))
+        )
     if ctx.fleet is not None and ctx.fleet.autoscaled.cost_per_day is not None:
         metrics.append(("Cost per day, autoscaled", _money(ctx.fleet.autoscaled.cost_per_day)))
     return tuple(metrics)

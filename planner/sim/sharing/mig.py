@@ -20,6 +20,9 @@ from planner.sim.sharing.mps import slowed
 from planner.sim.sharing.space import MB_PER_GB, Available, gb
 from planner.units import Megabytes, is_finite
 
+ALL_PROFILES = "all"
+"""The MIG profile a plan names to plan every profile of its card at once
+(``planner.plan.mig_profiles``); one run (the Simulate page) takes one profile."""
 CONFIG_NAME = "seat-planner"
 """The name of the configuration inside the MIG file (``nvidia-mig-parted -c``)."""
 SUPPORTED = "A30, A100, H100, H200 and similar"
@@ -50,6 +53,11 @@ class Mig(SharingMode):
         if not choice.mig_profile:
             choices = ", ".join(p.name for p in card.mig_profiles)
             raise BadInput(f"MIG needs a profile of {card.name}: one of {choices}")
+        if choice.mig_profile == ALL_PROFILES:
+            choices = ", ".join(p.name for p in card.mig_profiles)
+            raise BadInput(
+                f"mig_profile={ALL_PROFILES} plans every profile; one run takes one of {choices}"
+            )
         profile = card.profile(choice.mig_profile)
         return Sharing(
             mode=self.name,

@@ -1,0 +1,95 @@
+"""Which MIG profile? Every profile of a card planned in one recommendation.
+
+A plan that names ``mig_profile=all`` (``planner.sim.sharing.mig.ALL_PROFILES``) resolves
+to one request with a MIG sharing per profile the card's catalogue entry lists
+(``planner.plan.resolve.plan_inputs``), beside the plan's other modes. One recommendation
+searches them all in lockstep, under one budget of work, so the profiles are judged by the
+same runs the single-profile plan would make. ``profile_plans`` reads each profile's best
+option off it: seats per card, the GPUs for the peak and the cost of a seat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from planner.plan.options import Fleet, Option, Recommendation, fleet
+from planner.plan.params import PlanParams
+from planner.plan.recommend import recommend
+from planner.plan.request import Request
+from planner.plan.resolve import PlanInputs, plan_inputs
+from planner.sim.scenario import Sharing
+from planner.sim.sharing.mig import ALL_PROFILES
+from planner.store.repository import Store
+
+
+@dataclass(frozen=True)
+class ProfilePlan:
+    """One sharing of the plan (a MIG profile, or another mode planned beside them) and
+    its best option, None when none of its options holds a seat; ``fleet`` is that option's
+    GPUs and cost (None without a peak or a price)."""
+
+    sharing: Sharing
+    best: Option | None
+    fleet: Fleet | None
+
+    @property
+    def name(self) -> str:
+        """``MIG 1g.10gb``, ``exclusive``: the sharing's label."""
+        return self.sharing.label
+
+    def as_dict(self) -> dict[str, Any]:
+        best, sized = self.best, self.fleet
+        at = best.at_cap if best is not None else None
+        return {
+            "sharing": self.name,
+            "mig_profile": self.sharing.mig_profile,
+            "option": None if best is None else best.label,
+            "seats_per_card": "0" if best is None else best.seats,
+            "instances_per_card": None if best is None else best.per_card,
+            "latency_ms_at_cap": None if at is None else at.e2e_latency_ms,
+            "gpus_for_peak": None if sized is None else sized.gpus,
+            "cost_per_seat_hour": None if sized is None else sized.cost_per_seat_hour,
+            "cost_per_seat_month": None if sized is None else sized.cost_per_seat_month,
+        }
+
+
+def profile_plans(result: Recommendation) -> list[ProfilePlan]:
+    """Each sharing of ``result``'s request, in the request's order (the card's profiles
+    in catalogue order), with its best option (the first of its options in the ranking)
+    sized at the request's peak, headroom and price."""
+    request = result.request
+    rows = []
+    for sharing in request.sharings:
+        mine = [o for o in result.options if o.sharing == sharing and o.cap >= 1]
+        best = mine[0] if mine else None
+        sized = fleet(
+            best,
+            peak_sessions=request.peak_sessions,
+            headroom=request.headroom,
+            price_per_hour=request.price_per_hour,
+        )
+        rows.append(ProfilePlan(sharing, best, sized))
+    return rows
+
+
+def every_profile(params: PlanParams) -> PlanParams:
+    """``params`` asking for every MIG profile of the card (the other modes it plans
+    stay)."""
+    return replace(params, mig_profile=ALL_PROFILES)
+
+
+def plan_profiles(
+    params: PlanParams,
+    store: Store | None,
+    *,
+    recommend_with: Callable[[Request], Recommendation] = recommend,
+) -> tuple[PlanInputs, Recommendation, list[ProfilePlan]]:
+    """Plan every MIG profile of the plan's card at once: the inputs, the one
+    recommendation over all of them (``recommend_with`` runs it: the dashboard passes its
+    cached one under the page's budget of work) and each profile's row. BadInput when the
+    card does not support MIG."""
+    inputs = plan_inputs(every_profile(params), store)
+    result = recommend_with(inputs.request)
+    return inputs, result, profile_plans(result)
