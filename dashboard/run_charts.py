@@ -318,6 +318,19 @@ def fps_figure(results: Results, floor: float | None = None) -> go.Figure:
     return figure
 
 
+def bin_edges(values: np.ndarray, bins: int = HISTOGRAM_BINS) -> np.ndarray:
+    """``bins`` equal bins from the smallest to the largest of ``values``, each at least a
+    nanosecond-scale width wide: latencies that are all (almost) the same, as on an
+    unloaded card, still make ``bins`` finite bins (NumPy refuses a range that narrow)."""
+    if not values.size:
+        return np.linspace(0.0, 1.0, bins + 1)
+    low, high = float(values.min()), float(values.max())
+    span = max(high - low, 1e-6 * max(1.0, abs(high)))
+    edges = np.linspace(low, low + span, bins + 1)
+    edges[-1] = max(edges[-1], high)  # rounding must not leave the largest value out
+    return edges
+
+
 def latency_histogram(
     results: Results, budget_ms: float | None = None, percentile: float = 99.0
 ) -> go.Figure:
@@ -329,7 +342,7 @@ def latency_histogram(
     gpu = records.frame_latency
     # Binned here: the page sends bin counts, never every frame's latency.
     both = np.concatenate([gpu, gpu + overhead]) if overhead else gpu
-    edges = np.histogram_bin_edges(both, bins=HISTOGRAM_BINS) if both.size else np.array([0, 1])
+    edges = bin_edges(both)
     series = [("GPU side" if overhead else "GPU side = end to end (no overhead)", gpu,
                COLOURS[0], 0.7)]  # fmt: skip
     if overhead:

@@ -17,7 +17,7 @@ from hypothesis import strategies as hs
 from streamlit.testing.v1 import AppTest
 
 from dashboard.cache import _Table
-from dashboard.run_charts import HISTOGRAM_BINS, TIMELINE_FRAMES, TIMELINE_SESSIONS
+from dashboard.run_charts import HISTOGRAM_BINS, TIMELINE_FRAMES, TIMELINE_SESSIONS, bin_edges
 
 REPO = Path(__file__).resolve().parent.parent
 # The probe's link, smaller: 128 sessions at 240 fps on a card that serves every frame
@@ -79,3 +79,16 @@ def test_the_simulation_cache_never_keeps_more_bytes_than_its_cap(
     for key, weight in calls:
         assert table.get_or_make(f"{key}:{weight}", lambda w=weight: w) == weight
         assert table.bytes <= cap and len(table) <= 16
+
+
+@settings(max_examples=200, deadline=None)
+@given(hs.lists(hs.floats(1e-3, 1e6), min_size=1, max_size=50), hs.booleans())
+def test_latency_bins_hold_every_frame_even_when_all_latencies_are_equal(
+    latencies: list[float], same: bool
+) -> None:
+    """Latencies that are all the same (an unloaded card) made NumPy refuse to bin them."""
+    values = np.array([latencies[0]] * len(latencies) if same else latencies)
+    edges = bin_edges(values)
+    assert len(edges) == HISTOGRAM_BINS + 1 and np.all(np.diff(edges) > 0)
+    counts, _ = np.histogram(values, bins=edges)
+    assert counts.sum() == values.size
