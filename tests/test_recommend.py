@@ -209,7 +209,7 @@ def test_an_option_that_delivers_nothing_fails_the_budget_first() -> None:
                       policies=("deadline",), seeds=1, duration_s=1.0, max_sessions=4)  # fmt: skip
     (option,) = recommend(request).options
     assert option.cap == 0
-    floor = "the slowest session gets 0.0 fps under deadline, below the 28.5 fps floor"
+    floor = "the slowest session gets 0 fps under deadline, below the 28.5 fps floor"
     assert option.failures == (
         Failure("latency", 1, "no frame is delivered under deadline"),
         Failure("fps", 1, floor),

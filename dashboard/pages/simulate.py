@@ -221,12 +221,15 @@ def run_view(results: Results, index: int, wide: bool, params: SimulateParams) -
         pool = results.cpu
         cells = st.columns(3)
         threads = "thread" if pool.workers == 1 else "threads"
-        cells[0].metric(f"CPU ({pool.workers} {threads}) busy", f"{pool.busy_fraction:.0%}")
+        cells[0].metric(
+            f"CPU ({pool.workers} {threads}) busy", display.fraction(pool.busy_fraction)
+        )
         for cell, name, stage in ((cells[1], "pre", pool.pre), (cells[2], "post", pool.post)):
             if stage.wait_mean_ms is not None:
                 cell.metric(
                     f"Queue wait, {name} (mean / p99)",
-                    f"{stage.wait_mean_ms:.1f} / {stage.wait_p99_ms or 0.0:.1f} ms",
+                    f"{display.ms(stage.wait_mean_ms, unit=False)} / "
+                    f"{display.ms(stage.wait_p99_ms or 0.0)}",
                 )
     if s.memory_batch_limit is not None:
         st.caption(f"GPU memory holds batches of at most {s.memory_batch_limit} frames.")

@@ -14,10 +14,12 @@ from dashboard.state import store
 from dashboard.study_charts import front_figure, heatmap_figure
 from dashboard.text import md
 from dashboard.ui import flash, show_flash, show_problems, table
+from planner import display
 from planner.errors import BadInput, NotFound, PlannerError
 from planner.links.urls import decode, encode
 from planner.plan.params import PlanParams
 from planner.sim.work import OverBudget, Work
+from planner.spans import from_fields
 from planner.studies.params import StudyParams
 from planner.studies.run import StudyInterrupted, run_study
 from planner.studies.store import Member, load_study, studies
@@ -137,9 +139,11 @@ def cell_rows(
                 },
                 "seats per card": outputs.get("seats"),
                 "with": outputs.get("option"),
-                "USD per seat-hour": outputs.get("cost_per_seat_hour"),
-                "GPUs for peak": outputs.get("gpus"),
-                "USD per day": outputs.get("cost_per_day"),
+                "cost per seat-hour": display.span(
+                    from_fields(outputs, "cost_per_seat_hour"), display.money
+                ),
+                "GPUs for peak": display.span(from_fields(outputs, "gpus")),
+                "cost per day": display.span(from_fields(outputs, "cost_per_day"), display.money),
                 "status": "not computed" if result is None else result.status,
                 "plan": plan_link(member),
             }

@@ -276,7 +276,8 @@ def _option(
             Failure(
                 "cpu",
                 cap + 1,
-                f"{_threads(request.stages.cpu_workers)} busy {busy:.0%} and {fails[0].detail} "
+                f"{_threads(request.stages.cpu_workers)} busy {display.fraction(busy)} and "
+                f"{fails[0].detail} "
                 "(with unlimited threads it would meet the criteria)",
             )
         )
