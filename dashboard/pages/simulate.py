@@ -13,7 +13,14 @@ from dashboard.controls import (
     pick_curve,
     queue_controls,
 )
-from dashboard.run_charts import fps_figure, latency_histogram, timeline_figure
+from dashboard.run_charts import (
+    TIMELINE_FRAMES,
+    TIMELINE_SESSIONS,
+    fps_figure,
+    latency_histogram,
+    timeline_figure,
+    timeline_window,
+)
 from dashboard.state import store
 from dashboard.tables import run_rows, session_rows
 from dashboard.text import md
@@ -259,6 +266,18 @@ def run_view(results: Results, index: int, wide: bool, params: SimulateParams) -
         )
     )
     st.plotly_chart(timeline_figure(results), width="stretch", key=f"sim_chart_timeline_{index}")
+    drawn = timeline_window(results)
+    if drawn.sampled:
+        which = (
+            f"the first {drawn.sessions} of its {drawn.of_sessions} sessions"
+            if drawn.sessions < drawn.of_sessions
+            else f"its {drawn.sessions} sessions"
+        )
+        st.caption(
+            f"The timeline draws {which} over the first {drawn.horizon_ms:.4g} ms: at most "
+            f"{TIMELINE_SESSIONS} sessions and {TIMELINE_FRAMES:,} frames. Every other figure "
+            "on this page counts every frame of the run."
+        )
     parts = st.columns(2) if wide else [st.container(), st.container()]
     parts[0].plotly_chart(
         fps_figure(results, floor=params.min_fps), width="stretch", key=f"sim_chart_fps_{index}"
