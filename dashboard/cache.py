@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Generic, TypeVar
 
+import numpy as np
 import streamlit as st
 
 from planner.plan.options import Recommendation, fleet
@@ -41,25 +42,59 @@ from planner.sim.work import Work
 V = TypeVar("V")
 
 
-class _Table(Generic[V]):
-    """A bounded, thread-safe least-recently-used table."""
+SIMULATION_CACHE_BYTES = 256 * 2**20
+"""The most the cached simulations' records may take together: one large run carries
+hundreds of megabytes of per-frame records."""
 
-    def __init__(self, size: int) -> None:
+
+class _Table(Generic[V]):
+    """A bounded, thread-safe least-recently-used table: at most ``size`` entries and,
+    with ``weigh``, at most ``max_bytes`` of them in all (a value heavier than that on its
+    own is returned but not kept)."""
+
+    def __init__(
+        self,
+        size: int,
+        max_bytes: float = float("inf"),
+        weigh: Callable[[V], int] = lambda _v: 0,
+    ) -> None:
         self._size = size
-        self._entries: OrderedDict[str, V] = OrderedDict()
+        self._max_bytes = max_bytes
+        self._weigh = weigh
+        self._entries: OrderedDict[str, tuple[V, int]] = OrderedDict()
         self._lock = threading.Lock()
+
+    @property
+    def bytes(self) -> int:
+        """What the kept entries weigh together."""
+        with self._lock:
+            return sum(weight for _value, weight in self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def get_or_make(self, key: str, make: Callable[[], V]) -> V:
         with self._lock:
             if key in self._entries:
                 self._entries.move_to_end(key)
-                return self._entries[key]
+                return self._entries[key][0]
         value = make()  # outside the lock: other keys are served meanwhile
+        weight = self._weigh(value)
+        if weight > self._max_bytes:
+            return value
         with self._lock:
-            self._entries[key] = value
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
+            self._entries[key] = (value, weight)
+            total = sum(w for _v, w in self._entries.values())
+            while len(self._entries) > self._size or total > self._max_bytes:
+                _key, (_value, gone) = self._entries.popitem(last=False)
+                total -= gone
         return value
+
+
+def results_bytes(results: Results) -> int:
+    """What a simulation's records take in memory (their arrays)."""
+    records = results.records
+    return sum(int(v.nbytes) for v in vars(records).values() if isinstance(v, np.ndarray))
 
 
 @st.cache_resource(show_spinner=False)
@@ -73,7 +108,11 @@ def runs() -> PoolCache:
 
 @st.cache_resource(show_spinner=False)
 def _tables() -> dict[str, _Table[object]]:
-    return {"recommendation": _Table(64), "sweep": _Table(64), "simulation": _Table(16)}
+    return {
+        "recommendation": _Table(64),
+        "sweep": _Table(64),
+        "simulation": _Table(16, SIMULATION_CACHE_BYTES, results_bytes),  # type: ignore[arg-type]
+    }
 
 
 @contextmanager
@@ -143,8 +182,9 @@ def _unsized(request: Request) -> Request:
 
 
 def simulation(scenario: Scenario, account: Work | None = None) -> Results:
-    """``planner.sim.simulate.simulate(scenario)``, cached (a few entries: results carry
-    every frame), admitted against ``account``'s budget (one run is one chunk)."""
+    """``planner.sim.simulate.simulate(scenario)``, cached (a few entries, at most
+    ``SIMULATION_CACHE_BYTES`` of records: results carry every frame), admitted against
+    ``account``'s budget (one run is one chunk)."""
 
     def run() -> Results:
         return simulate_charged(scenario, account or Work())

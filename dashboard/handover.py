@@ -24,12 +24,21 @@ from dashboard.controls import Controls
 from dashboard.state import store
 from dashboard.text import md, md_list
 from dashboard.ui import show_over_budget, show_problems, table
+from planner import display
 from planner.demand.fleet import DemandFleet
 from planner.demand.profiles import SHAPES, DemandProfile, read_profile_csv, typed_profile
 from planner.errors import BadInput, NotFound, PlannerError
 from planner.plan.compare_plans import compare_plans, saved_plan
 from planner.plan.deploy import choose_option, deployment, option_key
-from planner.plan.fleet import CardCost, card_costs, option_fleets, plan_fleet, plan_profile
+from planner.plan.fleet import (
+    CardCost,
+    card_costs,
+    fleet_text,
+    option_fleets,
+    plan_fleet,
+    plan_profile,
+    rule_text,
+)
 from planner.plan.options import Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.resolve import PlanInputs, command_line
@@ -98,14 +107,23 @@ def opened(c: Controls, params: PlanParams, db: Store) -> None:
     option = _one(st.query_params.get_all("deploy_option"))
     st.session_state.pop(DEPLOY_KEY, None)
     if option is not None:
-        match = _OPTION.match(option.strip().lower())
-        if match and match[1] in POLICIES and match[2] in MODES:
-            st.session_state[DEPLOY_KEY] = f"{match[1]},{match[2]}"
+        value = option_value(option)
+        if value is not None:
+            st.session_state[DEPLOY_KEY] = value
         else:
             ignored.append(
                 f"ignored deploy_option={option[:40]!r}: not POLICY,MODE (e.g. triton,exclusive)"
             )
     url_state.show_ignored(ignored)
+
+
+def option_value(text: object) -> str | None:
+    """``text`` as a ``deploy_option`` value (``POLICY,MODE`` of a known policy and sharing
+    mode), or None when it is not one (a widget's label, say)."""
+    match = _OPTION.match(text.strip().lower()) if isinstance(text, str) else None
+    if match and match[1] in POLICIES and match[2] in MODES:
+        return f"{match[1]},{match[2]}"
+    return None
 
 
 def _one(values: list[str]) -> str | None:
@@ -150,13 +168,18 @@ def demand_controls(c: Controls, db: Store) -> dict[str, Any] | None:
     return values
 
 
-def view_extras() -> dict[str, str]:
-    """The page's view settings for its URL (left out at their defaults)."""
+def view_extras(db: Store) -> dict[str, str]:
+    """The page's view settings for its URL (left out at their defaults). Only parameter
+    values go in: a saved plan's id that the store holds, a ``POLICY,MODE`` option; a
+    widget that holds anything else (a select box hands back the label it showed when its
+    choices changed under it) leaves its setting out, and its section puts it right."""
     out = {}
-    if st.session_state.get(COMPARE_KEY):
-        out["compare_plan"] = str(st.session_state[COMPARE_KEY])
-    if st.session_state.get(DEPLOY_KEY):
-        out["deploy_option"] = str(st.session_state[DEPLOY_KEY])
+    compare = st.session_state.get(COMPARE_KEY)
+    if isinstance(compare, str) and compare in {plan.id for plan in db.plans()}:
+        out["compare_plan"] = compare
+    option = option_value(st.session_state.get(DEPLOY_KEY))
+    if option is not None:
+        out["deploy_option"] = option
     return out
 
 
@@ -217,29 +240,21 @@ def _show_fleet(fleet: DemandFleet, result: Recommendation) -> None:
     st.plotly_chart(demand_figure(fleet), width="stretch", key="plan_chart_demand")
     rows = []
     for rule, name in (
-        (fleet.fixed, "fixed fleet, sized for the peak"),
-        (fleet.autoscaled, f"autoscaling, {fleet.lead_time_min:g} min lead time"),
+        ("fixed", "fixed fleet, sized for the peak"),
+        ("autoscaled", f"autoscaling, {fleet.lead_time_min:g} min lead time"),
     ):
+        text = rule_text(fleet, rule)
         rows.append(
             {
                 "provisioning": name,
-                "peak GPUs": rule.peak_gpus,
-                "GPU-hours per day": rule.gpu_hours_per_day,
-                "USD per day": rule.cost_per_day,
-                "USD per month": rule.cost_per_month,
-                "mean seat utilisation": rule.mean_utilisation,
+                "peak GPUs": text["peak_gpus"],
+                "GPU-hours per day": text["gpu_hours_per_day"],
+                "per day": text["cost_per_day"],
+                "per month": text["cost_per_month"],
+                "mean seat utilisation": text["mean_utilisation"],
             }
         )
-    table(
-        rows,
-        key="plan_demand_costs",
-        column_config={
-            "GPU-hours per day": st.column_config.NumberColumn(format="%.1f"),
-            "USD per day": st.column_config.NumberColumn(format="dollar"),
-            "USD per month": st.column_config.NumberColumn(format="dollar"),
-            "mean seat utilisation": st.column_config.NumberColumn(format="percent"),
-        },
-    )
+    table(rows, key="plan_demand_costs")
     if result.request.price_per_hour is None:
         st.caption("No price for this card: set one under *Fleet and cost* for costs.")
     st.caption(md_list(fleet.notes))
@@ -251,20 +266,15 @@ def _show_fleet(fleet: DemandFleet, result: Recommendation) -> None:
                 {
                     "option": option.label,
                     "seats per card": option.seats,
-                    "GPUs, fixed": f.fixed.peak_gpus,
-                    "USD per day, fixed": f.fixed.cost_per_day,
-                    "peak GPUs, autoscaled": f.autoscaled.peak_gpus,
-                    "GPU-hours per day, autoscaled": f.autoscaled.gpu_hours_per_day,
-                    "USD per day, autoscaled": f.autoscaled.cost_per_day,
+                    "GPUs, fixed": text["fixed_peak_gpus"],
+                    "per day, fixed": text["fixed_cost_per_day"],
+                    "peak GPUs, autoscaled": text["autoscaled_peak_gpus"],
+                    "GPU-hours per day, autoscaled": text["autoscaled_gpu_hours_per_day"],
+                    "per day, autoscaled": text["autoscaled_cost_per_day"],
                 }
-                for option, f in options
+                for option, text in ((o, fleet_text(f)) for o, f in options)
             ],
             key="plan_demand_options",
-            column_config={
-                "USD per day, fixed": st.column_config.NumberColumn(format="dollar"),
-                "GPU-hours per day, autoscaled": st.column_config.NumberColumn(format="%.1f"),
-                "USD per day, autoscaled": st.column_config.NumberColumn(format="dollar"),
-            },
         )
 
 
@@ -291,15 +301,7 @@ def _cards(params: PlanParams, profile: DemandProfile, db: Store) -> None:
     if not rows:
         st.caption("The store has no whole-card curve of this model to compare.")
         return
-    table(
-        [_card_row(r) for r in rows],
-        key="plan_demand_cards",
-        column_config={
-            "USD per card-hour": st.column_config.NumberColumn(format="$%.2f"),
-            "USD per day, fixed": st.column_config.NumberColumn(format="$%.2f"),
-            "USD per day, autoscaled": st.column_config.NumberColumn(format="$%.2f"),
-        },
-    )
+    table([_card_row(r) for r in rows], key="plan_demand_cards")
     problems = [f"{r.plan.curve.label}: {p}" for r in rows for p in r.plan.problems]
     if problems:
         st.caption(md_list(problems))
@@ -311,17 +313,17 @@ def _cards(params: PlanParams, profile: DemandProfile, db: Store) -> None:
 
 
 def _card_row(row: CardCost) -> dict[str, Any]:
-    plan, fleet = row.plan, row.fleet
+    plan, text = row.plan, fleet_text(row.fleet)
     best = plan.result.recommended if plan.result is not None else None
     return {
         "card": plan.curve.card,
         "precision": plan.curve.precision or "–",
         "seats per card": best.seats if best is not None else "0",
         "with": best.label if best is not None else "nothing fits",
-        "USD per card-hour": plan.price_per_hour,
-        "GPUs, fixed": None if fleet is None else fleet.fixed.peak_gpus,
-        "USD per day, fixed": None if fleet is None else fleet.fixed.cost_per_day,
-        "USD per day, autoscaled": None if fleet is None else fleet.autoscaled.cost_per_day,
+        "per card-hour": display.money(plan.price_per_hour),
+        "GPUs, fixed": text["fixed_peak_gpus"],
+        "per day, fixed": text["fixed_cost_per_day"],
+        "per day, autoscaled": text["autoscaled_cost_per_day"],
     }
 
 
@@ -448,7 +450,9 @@ def deploy_section(result: Recommendation, inputs: PlanInputs, params: PlanParam
     keys = list(labels)
     recommended = option_key(result.recommended)
     chosen_key = st.session_state.get(DEPLOY_KEY)
-    if chosen_key == recommended:
+    if chosen_key == recommended or (chosen_key is not None and option_value(chosen_key) is None):
+        # The recommended option, or a label the select box handed back when its choices
+        # changed under it (another curve, another sharing mode): the recommended option.
         st.session_state[DEPLOY_KEY] = None
     elif chosen_key is not None and chosen_key not in keys:
         st.info(
@@ -555,21 +559,23 @@ def compare_section(params: PlanParams, db: Store) -> None:
     with st.container(key="plan_compare_inputs"):
         st.dataframe(styled, hide_index=True)
     table(
-        [
-            {"": what, a_name: _cell(x), b_name: _cell(y)}
-            for what, x, y in comparison.outcome_rows()
-        ],
+        [{"": what, a_name: x, b_name: y} for what, x, y in comparison.outcome_rows()],
         key="plan_compare_outcomes",
     )
     for side in (comparison.a, comparison.b):
         if side.problems:
             st.caption(md_list([f"{side.name}: {p}" for p in side.problems]))
-    st.caption(f"The same from the command line: `planner compare-plans A {other} --json`.")
+    if comparison.a.plan_id is None:
+        st.caption(
+            "Save this plan (Save plan, under Share this plan) to get the command that makes "
+            "this comparison from the command line."
+        )
+    else:
+        command = shlex.join(compare_command(comparison.a.plan_id, other))
+        st.caption("The same from the command line:")
+        st.code(command, language="bash", wrap_lines=True)
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:,.3f}" if abs(value) < 1 else f"{value:,.2f}"
-    return str(value)
+def compare_command(a_id: str, b_id: str) -> list[str]:
+    """The ``planner compare-plans`` command line comparing two saved plans."""
+    return ["planner", "compare-plans", a_id, b_id, "--json"]

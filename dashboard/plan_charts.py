@@ -16,6 +16,7 @@ from planner.plan.options import Option
 from planner.sim.pipeline import PART_LABELS, PARTS, Stages
 from planner.sim.policies import POLICIES
 from planner.sim.sweep import Pooled
+from planner.spans import Span
 
 SESSIONS_AXIS = "concurrent sessions"
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "star")
@@ -246,19 +247,27 @@ def caps_figure(labels: Sequence[str], options: Sequence[Option | None]) -> go.F
     return figure
 
 
-def cost_figure(labels: Sequence[str], costs: Sequence[float | None]) -> go.Figure:
-    """Cost per seat-hour for each curve whose card has a price (others left empty)."""
+def cost_figure(labels: Sequence[str], costs: Sequence[Span | None]) -> go.Figure:
+    """Cost per seat-hour for each curve whose card has a price (others left empty): the
+    likely cost as the bar, the range its seats per card allow as error bars."""
+    likely = [None if c is None else c.likely for c in costs]
     figure = go.Figure(
         go.Bar(
             x=[trace_name(label, 50) for label in labels],
-            y=costs,
+            y=likely,
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": [0 if c is None else c.high - c.likely for c in costs],
+                "arrayminus": [0 if c is None else c.likely - c.low for c in costs],
+            },
             marker_color=[COLOURS[i % len(COLOURS)] for i in range(len(labels))],
-            text=["no price" if c is None else display.money(c) for c in costs],
+            text=["no price" if c is None else display.span(c, display.money) for c in costs],
             textposition="outside",
             hovertemplate="%{x}: %{text} per seat-hour<extra></extra>",
         )
     )
-    known = [c for c in costs if c is not None]
+    known = [c.high for c in costs if c is not None]
     figure.update_layout(
         title={"text": "Cost per seat-hour", "x": 0, "xanchor": "left"},
         height=380,

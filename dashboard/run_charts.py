@@ -4,6 +4,9 @@ every axis names its quantity and unit."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -14,6 +17,13 @@ from planner.sim.results import Results
 TIMELINE_MS = 400.0
 """The timeline opens on the first 0.4 s; the first ``TIMELINE_DATA_MS`` can be panned."""
 TIMELINE_DATA_MS = 3000.0
+TIMELINE_SESSIONS = 64
+"""The timeline draws at most this many sessions' lanes (the first ones) ..."""
+TIMELINE_FRAMES = 10_000
+"""... and at most this many frames of them (and as many batches and CPU jobs): it ends
+earlier than ``TIMELINE_DATA_MS`` where more would arrive. A figure of every frame of a
+large run was hundreds of megabytes, more than a page can be sent."""
+HISTOGRAM_BINS = 60
 CPU_COLOURS = ("#8250df", "#bf8700")  # post jobs, pre jobs (``Records.job_kind``)
 BATCH_SHADES = (COLOURS[0], "#0a3069")
 """Neighbouring batches alternate between two shades of one colour (never red, which
@@ -37,6 +47,42 @@ def _segments(starts: np.ndarray, ends: np.ndarray, ys: np.ndarray) -> tuple[lis
     return xs, yv
 
 
+@dataclass(frozen=True)
+class TimelineWindow:
+    """What the timeline draws of a run: its first ``sessions`` of ``of_sessions``
+    sessions, up to ``horizon_ms``; ``sampled`` when that is less than the run and the
+    first ``TIMELINE_DATA_MS``."""
+
+    sessions: int
+    of_sessions: int
+    horizon_ms: float
+    sampled: bool
+
+
+def _nth(values: np.ndarray, n: int) -> float:
+    """The ``n``-th smallest of ``values`` (0-based), or inf when there are not more than n."""
+    if values.size <= n:
+        return math.inf
+    return float(np.partition(values, n)[n])
+
+
+def timeline_window(results: Results) -> TimelineWindow:
+    """The part of the run the timeline draws (see ``TIMELINE_SESSIONS`` and
+    ``TIMELINE_FRAMES``)."""
+    records = results.records
+    total = results.scenario.sessions
+    sessions = min(total, TIMELINE_SESSIONS)
+    window = min(TIMELINE_DATA_MS, results.scenario.duration_ms)
+    arrivals = records.frame_arrival[records.frame_session < sessions]
+    cap = min(
+        _nth(arrivals, TIMELINE_FRAMES),
+        _nth(records.batch_start, TIMELINE_FRAMES),
+        _nth(records.job_start, TIMELINE_FRAMES),
+    )
+    horizon = min(window, cap)
+    return TimelineWindow(sessions, total, horizon, sessions < total or horizon < window)
+
+
 def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.Figure:
     """Which session's frame went into which batch, when: for each delivered frame a thin
     grey line while it waited for the GPU and a thick bar while its batch ran on the GPU,
@@ -44,11 +90,12 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
     GPU) in their own colours; the GPU lane shows the batches themselves (colours
     alternate so neighbouring batches stand apart), with the number of frames in each,
     and with a finite pool of CPU threads a CPU lane above it shows the jobs the threads
-    ran (overlapping when several run at once)."""
+    ran (overlapping when several run at once). It draws what ``timeline_window`` says."""
     table = results.frame_table()
     records = results.records
-    horizon = min(TIMELINE_DATA_MS, results.scenario.duration_ms)
-    keep = table["arrival_ms"] < horizon
+    drawn = timeline_window(results)
+    horizon = drawn.horizon_ms
+    keep = (table["arrival_ms"] < horizon) & (table["session"] < drawn.sessions)
     session = table["session"][keep]
     arrival = table["arrival_ms"][keep]
     ready = table["ready_ms"][keep]
@@ -57,7 +104,7 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
     done = table["done_ms"][keep]
     batch = table["batch"][keep]
     size = table["batch_size"][keep]
-    n = results.scenario.sessions
+    n = drawn.sessions
     gpu_lane = -1.0
     cpu_lane = -2.0
     pool = results.scenario.cpu_pool
@@ -177,9 +224,11 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
     # rows below it.
     height = max(280, 110 + 26 * (n + len(lanes))) + 90
     top, bottom = 50, 55
+    which = f", sessions 0–{n - 1} of {drawn.of_sessions}" if n < drawn.of_sessions else ""
     figure.update_layout(
         title={
-            "text": f"What the GPU ran, first {min(window_ms, horizon):g} ms (drag to pan)",
+            "text": f"What the GPU ran, first {min(window_ms, horizon):.4g} ms{which} "
+            "(drag to pan)",
             "x": 0,
             "xanchor": "left",
         },
@@ -187,7 +236,9 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
         **{**_LAYOUT, "margin": {"l": 70, "r": 20, "t": top, "b": bottom}},
     )
     figure.update_xaxes(
-        title_text="time since the start (ms)", range=[0, min(window_ms, horizon)], zeroline=False
+        title_text="time since the start (ms)",
+        range=[0, min(window_ms, horizon)],
+        zeroline=False,
     )
     figure.update_yaxes(
         tickvals=[*lanes, *range(n)] if n <= 40 else None,
@@ -267,6 +318,19 @@ def fps_figure(results: Results, floor: float | None = None) -> go.Figure:
     return figure
 
 
+def bin_edges(values: np.ndarray, bins: int = HISTOGRAM_BINS) -> np.ndarray:
+    """``bins`` equal bins from the smallest to the largest of ``values``, each at least a
+    nanosecond-scale width wide: latencies that are all (almost) the same, as on an
+    unloaded card, still make ``bins`` finite bins (NumPy refuses a range that narrow)."""
+    if not values.size:
+        return np.linspace(0.0, 1.0, bins + 1)
+    low, high = float(values.min()), float(values.max())
+    span = max(high - low, 1e-6 * max(1.0, abs(high)))
+    edges = np.linspace(low, low + span, bins + 1)
+    edges[-1] = max(edges[-1], high)  # rounding must not leave the largest value out
+    return edges
+
+
 def latency_histogram(
     results: Results, budget_ms: float | None = None, percentile: float = 99.0
 ) -> go.Figure:
@@ -276,25 +340,26 @@ def latency_histogram(
     overhead = results.scenario.overhead_ms
     figure = go.Figure()
     gpu = records.frame_latency
-    figure.add_trace(
-        go.Histogram(
-            x=gpu,
-            name="GPU side" if overhead else "GPU side = end to end (no overhead)",
-            marker_color=COLOURS[0],
-            opacity=0.7,
-            nbinsx=60,
-            hovertemplate="%{x} ms: %{y} frames<extra></extra>",
-        )
-    )
+    # Binned here: the page sends bin counts, never every frame's latency.
+    both = np.concatenate([gpu, gpu + overhead]) if overhead else gpu
+    edges = bin_edges(both)
+    series = [("GPU side" if overhead else "GPU side = end to end (no overhead)", gpu,
+               COLOURS[0], 0.7)]  # fmt: skip
     if overhead:
+        series.append((f"end to end (+{overhead:g} ms)", gpu + overhead, COLOURS[2], 0.6))
+    for name, values, colour, opacity in series:
+        counts, _ = np.histogram(values, bins=edges)
         figure.add_trace(
-            go.Histogram(
-                x=gpu + overhead,
-                name=f"end to end (+{overhead:g} ms)",
-                marker_color=COLOURS[2],
-                opacity=0.6,
-                nbinsx=60,
-                hovertemplate="%{x} ms: %{y} frames<extra></extra>",
+            go.Bar(
+                x=(edges[:-1] + edges[1:]) / 2,
+                y=counts,
+                width=float(edges[1] - edges[0]),
+                name=name,
+                marker_color=colour,
+                opacity=opacity,
+                customdata=np.stack([edges[:-1], edges[1:]], axis=-1),
+                hovertemplate="%{customdata[0]:.2f}–%{customdata[1]:.2f} ms: %{y} frames"
+                "<extra></extra>",
             )
         )
     summary = results.e2e_latency

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 
 from dashboard.charts import COLOURS, trace_name
+from planner import display
 from planner.studies.store import Member
 from planner.studies.view import METRICS, Grid, axis_words, label
 
@@ -21,7 +22,7 @@ def heatmap_figure(
     names = names or {}
     x_title, y_title = axis_words(view.x_axis), axis_words(view.y_axis)
     money = metric == "cost_per_seat_hour"
-    text = [["" if v is None else (f"${v:.3f}" if money else f"{v:g}") for v in row]
+    text = [["" if v is None else (display.money(v) if money else f"{v:g}") for v in row]
             for row in view.z]  # fmt: skip
     figure = go.Figure(
         go.Heatmap(

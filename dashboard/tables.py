@@ -239,10 +239,10 @@ def option_rows(
             option, peak_sessions=peak_sessions, headroom=headroom, price_per_hour=price_per_hour
         )
         if peak_sessions is not None:
-            row["GPUs for peak"] = str(sized.gpus) if sized is not None else MISSING
+            row["GPUs for peak"] = display.span(None if sized is None else sized.gpus_span)
         if price_per_hour is not None:
-            row["cost per seat-hour"] = display.money(
-                sized.cost_per_seat_hour if sized is not None else None
+            row["cost per seat-hour"] = display.span(
+                None if sized is None else sized.cost_per_seat_hour_span, display.money
             )
         row[latency] = display.ms(at.e2e_latency_ms if at else None, unit=False)
         row["slowest session at cap (fps)"] = display.fps(at.min_fps if at else None, unit=False)
@@ -271,13 +271,13 @@ def loo_rows(fit: FittedCurve) -> list[dict[str, Any]]:
     return [
         {
             "batch": p.batch,
-            "measured (ms)": _round(p.measured_ms, 2),
-            "fit predicts (ms)": _round(p.predicted_ms, 2),
-            "fit error (%)": _round(100 * p.error, 1),
-            "band (ms)": f"{p.low_ms:.2f} – {p.high_ms:.2f}",
+            "measured (ms)": display.ms(p.measured_ms, unit=False),
+            "fit predicts (ms)": display.ms(p.predicted_ms, unit=False),
+            "fit error": display.fraction(p.error),
+            "band (ms)": f"{display.ms(p.low_ms, unit=False)}–{display.ms(p.high_ms, unit=False)}",
             "inside the band": p.inside,
-            "straight line predicts (ms)": _round(p.straight_line_ms, 2),
-            "straight-line error (%)": _round(100 * p.straight_line_error, 1),
+            "straight line predicts (ms)": display.ms(p.straight_line_ms, unit=False),
+            "straight-line error": display.fraction(p.straight_line_error),
         }
         for p in loo.points
     ]
@@ -289,8 +289,8 @@ def session_rows(results: Results) -> list[dict[str, Any]]:
     return [
         {
             "session": s.session,
-            "offered (fps)": _round(s.offered_fps, 1),
-            "delivered (fps)": _round(s.fps, 1),
+            "offered (fps)": display.fps(s.offered_fps, unit=False),
+            "delivered (fps)": display.fps(s.fps, unit=False),
             "arrived": s.arrived,
             "delivered": s.delivered,
             "overwritten": s.overwritten,
@@ -300,10 +300,6 @@ def session_rows(results: Results) -> list[dict[str, Any]]:
         }
         for s in results.sessions
     ]
-
-
-def _round(value: float | None, digits: int) -> float | None:
-    return None if value is None else round(float(value), digits)
 
 
 def run_rows(runs: Sequence[Results]) -> list[dict[str, Any]]:
@@ -346,13 +342,12 @@ def profile_rows(
             "seats per card": best.seats if best is not None else "0",
         }
         if peak:
-            gpus = sized.gpus if sized is not None else None
-            row["GPUs for peak"] = MISSING if gpus is None else str(gpus)
+            row["GPUs for peak"] = display.span(None if sized is None else sized.gpus_span)
         if price:
-            hourly = sized.cost_per_seat_hour if sized is not None else None
-            monthly = sized.cost_per_seat_month if sized is not None else None
-            row["cost per seat-hour"] = display.money(hourly)
-            row[f"per seat-month ({HOURS_PER_MONTH} h)"] = display.money(monthly)
+            hourly = sized.cost_per_seat_hour_span if sized is not None else None
+            monthly = sized.cost_per_seat_month_span if sized is not None else None
+            row["cost per seat-hour"] = display.span(hourly, display.money)
+            row[f"per seat-month ({HOURS_PER_MONTH} h)"] = display.span(monthly, display.money)
         row["best option"] = best.policy if best is not None else "none holds a seat"
         row["seats per instance"] = (
             f"{best.seats_per_instance} x {best.per_card}"

@@ -11,6 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from dashboard.charts import COLOURS, trace_name
+from planner import display
 from planner.sim.calibration import Calibration
 from planner.validate.measured_vs_predicted import ErrorStats, error_stats
 from planner.validate.runs import LoadTest, Run
@@ -116,8 +117,8 @@ def accuracy_rows(stats: Sequence[ErrorStats]) -> list[dict[str, Any]]:
         {
             "figure": s.metric,
             "loaded runs": s.runs,
-            "median error": None if s.median is None else f"{s.median:.1%}",
-            "largest error": None if s.largest is None else f"{s.largest:.1%}",
+            "median error": display.fraction(s.median),
+            "largest error": display.fraction(s.largest),
         }
         for s in stats
     ]

@@ -30,7 +30,8 @@ def test_each_card_is_planned_with_the_same_criteria(store: Store) -> None:
         assert plan.result.recommended is not None
         assert plan.result.recommended.seats == alone.recommended.seats
         row = plan.as_dict()
-        assert row["seats_per_card"] == alone.recommended.seats
+        assert row["seats"] == alone.recommended.seats
+        assert row["seats_per_card"] == alone.recommended.seats_per_card
         assert row["gpus_for_peak"] == (alone.fleet.gpus if alone.fleet else None)
         assert row["measure_next"] == alone.measure_next
 
@@ -48,7 +49,7 @@ def test_compare_cards_command(cli) -> None:
     doc = run.json
     assert doc["model"] == "ball-detector"
     assert [r["card"] for r in doc["curves"]] == ["laptop-8gb", "server-24gb"]
-    assert doc["curves"][0]["seats_per_card"] == "3"
+    assert doc["curves"][0]["seats_per_card"] == 3
     text = cli("compare-cards", "--cards", "server-24gb", "--seeds", "1", "--duration-s", "5")
     assert text.status == 0 and "server-24gb" in text.out and "seats per card" in text.out
     bad = cli("compare-cards", "--cards", "nosuchcard")

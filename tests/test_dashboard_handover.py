@@ -6,7 +6,6 @@ library, called directly on the same inputs."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +13,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.state import store
+from planner import display
 from planner.errors import StoreError
 from planner.links.urls import encode, saved_params
 from planner.plan.deploy import deployment, option_key
-from planner.plan.fleet import plan_fleet, plan_profile
+from planner.plan.fleet import fleet_text, plan_fleet, plan_profile, rule_text
 from planner.plan.options import Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
@@ -94,23 +94,25 @@ def test_a_profile_in_the_link_shows_demand_gpus_and_cost(app: AppTest) -> None:
     assert traces["GPUs, autoscaled (90 min lead)"]["y"][:24] == list(fleet.autoscaled.gpus)
     assert traces["GPUs, fixed fleet"]["y"][0] == fleet.fixed.peak_gpus
     costs = rows(app, "plan_demand_costs")
-    assert [r["peak GPUs"] for r in costs] == [fleet.fixed.peak_gpus, fleet.autoscaled.peak_gpus]
-    assert costs[1]["USD per day"] == pytest.approx(fleet.autoscaled.cost_per_day)
-    assert costs[0]["USD per month"] == pytest.approx(fleet.fixed.cost_per_month)
+    fixed, auto = rule_text(fleet, "fixed"), rule_text(fleet, "autoscaled")
+    assert [r["peak GPUs"] for r in costs] == [fixed["peak_gpus"], auto["peak_gpus"]]
+    assert costs[1]["per day"] == auto["cost_per_day"]
+    assert costs[0]["per month"] == fixed["cost_per_month"]
     options = rows(app, "plan_demand_options")
     holding = [o for o in result.options if o.cap >= 1]
     assert {r["option"] for r in options} == {o.label for o in holding}
+    days = []
     for row in options:
         option = next(o for o in holding if o.label == row["option"])
         mine = plan_fleet(result, fleet.profile, 90.0, option)
         assert mine is not None
-        assert row["USD per day, autoscaled"] == pytest.approx(mine.autoscaled.cost_per_day)
-    days = [r["USD per day, autoscaled"] for r in options]
+        assert row["per day, autoscaled"] == fleet_text(mine)["autoscaled_cost_per_day"]
+        days.append(mine.autoscaled.cost_per_day)
     assert days == sorted(days)
     cards = rows(app, "plan_demand_cards")
     assert {r["card"] for r in cards} == {"laptop-8gb", "server-24gb"}
     laptop = [r for r in cards if r["card"] == "laptop-8gb" and r["precision"] == "fp16"]
-    assert laptop[0]["USD per day, autoscaled"] == pytest.approx(fleet.autoscaled.cost_per_day)
+    assert laptop[0]["per day, autoscaled"] == auto["cost_per_day"]
 
 
 def test_picking_a_profile_and_a_lead_time_goes_into_the_url(app: AppTest) -> None:
@@ -238,7 +240,7 @@ def test_comparing_with_a_saved_plan_highlights_what_differs(app: AppTest) -> No
     best_b = expected(b).recommended
     assert best_b is not None
     assert outcomes["seats per card"][f"saved plan {b_id}"] == best_b.seats
-    assert outcomes["GPUs for the peak"]["this plan"] == "–"
+    assert outcomes["GPUs for the peak"]["this plan"] == display.MISSING
 
 
 def test_two_saved_plans_side_by_side_from_a_link(app: AppTest) -> None:
@@ -282,10 +284,9 @@ def test_the_card_ranking_prices_the_planned_card_at_the_plans_own_price(app: Ap
     assert fleet is not None and fleet.autoscaled.cost_per_day is not None
     cards = rows(app, "plan_demand_cards")
     (planned,) = [r for r in cards if r["card"] == "laptop-8gb" and r["precision"] == "fp16"]
-    assert planned["USD per card-hour"] == 3.5
-    assert planned["USD per day, autoscaled"] == pytest.approx(fleet.autoscaled.cost_per_day)
+    assert planned["per card-hour"] == display.money(3.5)
+    assert planned["per day, autoscaled"] == fleet_text(fleet)["autoscaled_cost_per_day"]
+    assert planned["per day, autoscaled"] != display.MISSING
     others = [r for r in cards if r["card"] != "laptop-8gb"]
-    assert others and all(r["USD per card-hour"] != 3.5 for r in others)
-    days = [r["USD per day, autoscaled"] for r in cards]
-    assert days[0] == pytest.approx(fleet.autoscaled.cost_per_day)  # the only priced: first
-    assert all(d is None or math.isnan(d) for d in days[len(days) - len(others) :])  # no price
+    assert others and all(r["per card-hour"] == display.MISSING for r in others)  # no price
+    assert cards[0]["card"] == "laptop-8gb"  # the only priced card ranks first

@@ -45,6 +45,7 @@ from planner.plan.recommend import option_sweep, recommend
 from planner.plan.request import Request
 from planner.sim.scenario import MAX_FPS, Scenario, Sharing
 from planner.sim.simulate import simulate
+from planner.spans import Span
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -223,7 +224,9 @@ def test_loo_figure_and_rows_compare_the_fit_with_the_straight_line() -> None:
     rows = loo_rows(fit)
     assert [r["batch"] for r in rows] == [1, 2, 4, 8]
     assert fit.loo is not None
-    assert rows[0]["fit error (%)"] == round(100 * fit.loo.points[0].error, 1)
+    first = fit.loo.points[0]
+    assert rows[0]["fit error"] == display.fraction(first.error)
+    assert rows[0]["measured (ms)"] == display.ms(first.measured_ms, unit=False)
     assert loo_figure(fit_curve(LAPTOP[:2])) is None and loo_rows(fit_curve(LAPTOP[:2])) == []
 
 
@@ -252,8 +255,10 @@ def test_plan_figures_and_option_rows() -> None:
     assert best.policy not in table[0]["next seat fails because"]  # the row names it
     caps = _spec(caps_figure(["a", "b"], [best, None]))
     assert _axes(caps)[1] == "seats per card" and caps["data"][0]["text"] == [best.seats, "0"]
-    cost = _spec(cost_figure(["a", "b"], [0.5, None]))
-    assert cost["data"][0]["text"] == ["$0.50", "no price"]
+    cost = _spec(cost_figure(["a", "b", "c"], [Span(0.5, 0.5, 0.5), None, Span(0.4, 0.5, 0.6)]))
+    assert cost["data"][0]["text"] == ["$0.50", "no price", "$0.40–$0.60, likely $0.50"]
+    bars = cost["data"][0]["error_y"]  # a range reaches from its low end to its high end
+    assert bars["array"][2] == pytest.approx(0.1) and bars["arrayminus"][2] == pytest.approx(0.1)
 
 
 def test_run_figures_and_rows_describe_one_simulation() -> None:

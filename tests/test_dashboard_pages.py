@@ -340,7 +340,7 @@ def test_simulate_shows_one_run_in_detail(app: AppTest) -> None:
     fps_names = {t.get("name") for t in specs["sim_chart_fps_0"]["data"]}
     assert any("floor (28.5 fps" in str(n) for n in fps_names)
     latency_names = {t.get("name") for t in specs["sim_chart_latency_0"]["data"]}
-    assert any("budget for p99 (50.0 ms)" in str(n) for n in latency_names)
+    assert any(f"budget for p99 ({display.ms(50.0)})" in str(n) for n in latency_names)
     assert len(rows(app, "sim_sessions_0")) == 3
     assert any("were overwritten" in m for m in texts(app.markdown))
 
@@ -440,7 +440,7 @@ def test_compare_plans_every_curve_of_the_model_under_the_same_criteria(app: App
         result = expected(PlanParams(curve=curve.id, **QUICK))
         best = result.recommended
         assert best is not None and row["seats per card"] == best.seats
-        assert row["option"] == best.label and row["cost per seat-hour"] == "not set"
+        assert row["option"] == best.label and row["cost per seat-hour"] == display.MISSING
         assert best.at_cap is not None
         assert row["slowest session at cap (fps)"] == display.fps(best.at_cap.min_fps, unit=False)
     assert list(table[0])[:4] == ["card", "option", "seats per card", "cost per seat-hour"]
@@ -464,10 +464,14 @@ def test_setting_a_price_on_compare_shows_cost_per_seat(app: AppTest) -> None:
     curve = db().curves(card="server-24gb")[0]
     best = expected(PlanParams(curve=curve.id, **QUICK)).recommended
     # The server curve's two points leave the cap a range ("4–5"): the row shows that
-    # range, and the cost rests on the central cap.
+    # range, and the cost is the range it gives, with the fitted cap's cost as likely.
     assert best is not None and "–" in best.seats
     assert row["seats per card"] == best.seats
-    assert row["cost per seat-hour"] == display.money(2.0 / best.cap)
+    low, high = 2.0 / best.seats_per_card_high, 2.0 / best.seats_per_card_low
+    likely = display.money(2.0 / best.seats_per_card)
+    assert row["cost per seat-hour"] == (
+        f"{display.money(low)}–{display.money(high)}, likely {likely}"
+    )
     assert any(
         "server-24gb now costs $2.00 per hour" in s.replace("\\", "") for s in texts(app.success)
     )

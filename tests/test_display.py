@@ -34,7 +34,7 @@ def test_a_table_cell_leaves_the_unit_to_its_header() -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(28.5, "28.5 fps"), (30.0, "30.0 fps"), (11.94, "11.9 fps"), (None, "-")],
+    [(28.5, "28.5 fps"), (30.0, "30 fps"), (29.97, "30.0 fps"), (11.94, "11.9 fps"), (None, "-")],
 )
 def test_frame_rates_have_one_decimal(value, text) -> None:
     assert display.fps(value) == text

@@ -135,7 +135,7 @@ def test_a_calibrated_plans_simulate_link_opens_the_calibrated_run(app: AppTest)
     query = dict(part.split("=", 1) for part in link.proto.query_string.split("&"))
     assert query["calibration"] == pinned.id
     (said,) = [c for c in texts(app.caption) if c.startswith("The link opens seed")]
-    claimed = re.search(r"gets (\d+\.\d fps): the plan judges", said)
+    claimed = re.search(r"gets (\d+(?:\.\d)? fps): the plan judges", said)
     assert claimed, said
 
     detail = AppTest.from_file(str(REPO / "app.py"), default_timeout=90)

@@ -39,6 +39,7 @@ from planner.plan.params import CompareParams, PlanParams
 from planner.plan.resolve import command_line
 from planner.sim.policies import POLICIES
 from planner.sim.work import OverBudget
+from planner.spans import from_fields
 
 c = Controls("cmp_")
 CRITERIA = ("budget_ms", "percentile", "min_fps", "overhead_ms", "max_overwritten", "policies")
@@ -162,12 +163,13 @@ def rows(plans: list[CardPlan], params: CompareParams) -> list[dict[str, Any]]:
         row: dict[str, Any] = {
             "card": doc["card"] + (f" ({flag_text(plan.curve)})" if plan.curve.flag else ""),
             "option": doc["option"] or "nothing fits",
-            "seats per card": doc["seats_per_card"],
+            "seats per card": doc["seats"],
         }
         if params.peak_sessions is not None:
-            gpus = doc["gpus_for_peak"]
-            row["GPUs for peak"] = "-" if gpus is None else str(gpus)
-        row["cost per seat-hour"] = _usd(doc["cost_per_seat_hour"])
+            row["GPUs for peak"] = display.span(from_fields(doc, "gpus_for_peak"))
+        row["cost per seat-hour"] = display.span(
+            from_fields(doc, "cost_per_seat_hour"), display.money
+        )
         row.update(
             {
                 "precision": doc["precision"] or "-",
@@ -176,18 +178,14 @@ def rows(plans: list[CardPlan], params: CompareParams) -> list[dict[str, Any]]:
                     doc["latency_ms_at_cap"], unit=False
                 ),
                 "slowest session at cap (fps)": display.fps(doc["min_fps_at_cap"], unit=False),
-                "price per card-hour": _usd(doc["price_per_hour"]),
-                "measure next": "-"
+                "price per card-hour": display.money(doc["price_per_hour"]),
+                "measure next": display.MISSING
                 if doc["measure_next"] is None
                 else f"batch {doc['measure_next']}",
             }
         )
         out.append(row)
     return out
-
-
-def _usd(value: float | None) -> str:
-    return "not set" if value is None else display.money(value)
 
 
 def what_to_add(plans: list[CardPlan], params: CompareParams, model: str) -> None:
@@ -304,7 +302,7 @@ left.plotly_chart(
     width="stretch",
     key="cmp_chart_caps",
 )
-costs = [r.fleet.cost_per_seat_hour if r.fleet is not None else None for _, _, r in entries]
+costs = [r.fleet.cost_per_seat_hour_span if r.fleet is not None else None for _, _, r in entries]
 if any(cost is not None for cost in costs):
     right.plotly_chart(cost_figure(labels, costs), width="stretch", key="cmp_chart_cost")
 else:

@@ -33,6 +33,7 @@ from dashboard.ui import (
     table,
 )
 from dashboard.uploads import LABELS, UploadForm, label, needed, preview
+from planner import display
 from planner.curves import measure_next
 from planner.curves.curve import PRECISIONS, Curve
 from planner.curves.fit import fit_curve
@@ -255,8 +256,9 @@ def diagnostics(curve: Curve) -> None:
             inside = sum(p.inside for p in loo.points)
             st.markdown(
                 f"**Leave-one-out** (each point predicted from the others): the fit is off "
-                f"by {loo.fit:.1%} on average, the straight-line method by "
-                f"{loo.straight_line:.1%}; {inside} of {len(loo.points)} points fell inside "
+                f"by {display.fraction(loo.fit)} on average, the straight-line method by "
+                f"{display.fraction(loo.straight_line)}; {inside} of {len(loo.points)} points "
+                "fell inside "
                 "the predicted band."
             )
     if loo is not None:

@@ -273,7 +273,7 @@ def controls(default_id: str, curves: list[Any]) -> PlanParams | None:
         help="Leave empty to use the card's stored price (set on Compare cards).",
     )
     if stored is not None and c.get("price_per_hour") is None:
-        bar.caption(f"Using the stored price of {md(card.name)}: ${stored:.2f} per hour.")  # type: ignore[union-attr]
+        bar.caption(f"Using the stored price of {md(card.name)}: {display.money(stored)} per hour.")  # type: ignore[union-attr]
     if any(sharing_mode(m).several_per_card for m in modes):
         c.check(
             bar,
@@ -394,12 +394,12 @@ def headline(result: Recommendation, inputs: PlanInputs, simulated: bool) -> Non
         figures(result, best)
     if answer.extrapolated is not None:
         st.warning(answer.extrapolated, icon=":material/warning:")
-    if answer.measure_next is not None:
-        st.info(
-            f"{answer.measure_next} Measure it on the Measure page, or with "
-            "`planner measure` on the card.",
-            icon=":material/straighten:",
-        )
+    how = (
+        ""
+        if result.measure_next is None
+        else " Measure it on the Measure page, or with `planner measure` on the card."
+    )
+    st.info(f"{answer.measure_next}{how}", icon=":material/straighten:")
     if answer.low_confidence is not None:
         st.caption(f"{answer.low_confidence} Both are set under *Simulation effort*.")
 
@@ -420,32 +420,32 @@ def figures(result: Recommendation, best: Option) -> None:
         cells[1].metric(f"p{at.percentile:g} latency at {where}", display.ms(at.e2e_latency_ms))
         cells[2].metric(f"Slowest session at {where}", display.fps(at.min_fps))
     fleet = result.fleet
-    if fleet is not None and fleet.gpus is not None:
-        gpus = str(fleet.gpus)
-        if fleet.gpus_worst is not None and fleet.gpus_worst != fleet.gpus:
-            gpus = f"{fleet.gpus}–{fleet.gpus_worst}"
+    if fleet is not None and fleet.gpus_span is not None:
         cells[3].metric(
             f"GPUs for {fleet.peak_sessions:,} at peak",
-            gpus,
-            help=f"ceil(peak × (1 + {fleet.headroom:g}) / seats per card)",
+            display.span(fleet.gpus_span),
+            help=f"ceil(peak × (1 + {fleet.headroom:g}) / seats per card), over the range "
+            "of seats per card; likely: on the fitted curve's",
         )
-    if fleet is not None and fleet.cost_per_seat_hour is not None:
+    if fleet is not None and fleet.cost_per_seat_hour_span is not None:
         price = f"{display.money(fleet.price_per_hour)} per card-hour"
         if fleet.card_share < 1:
             price += f" × our {display.fraction(fleet.card_share)} of the card"
-        hourly = (
-            fleet.gpus * fleet.price_per_hour * fleet.card_share
-            if fleet.gpus is not None and fleet.price_per_hour is not None
-            else None
-        )
+        hourly = fleet.cost_per_hour_span
         with st.container(key="plan_cost"):
             st.markdown(
                 md(
-                    f"Cost: {display.money(fleet.cost_per_seat_hour)} per seat-hour, "
-                    f"{display.money(fleet.cost_per_seat_month)} per seat-month "
-                    f"({price} ÷ {fleet.seats_per_card} seats"
-                    f"; a month is {HOURS_PER_MONTH} hours, 30 days around the clock)"
-                    + (f"; the fleet costs {display.money(hourly)} per hour." if hourly else ".")
+                    "Cost: "
+                    + display.span(fleet.cost_per_seat_hour_span, display.money, " per seat-hour")
+                    + ", "
+                    + display.span(fleet.cost_per_seat_month_span, display.money, " per seat-month")
+                    + f" ({price} ÷ {display.span(fleet.seats, unit=' seats')}"
+                    + f"; a month is {HOURS_PER_MONTH} hours, 30 days around the clock)"
+                    + (
+                        f"; the fleet costs {display.span(hourly, display.money)} per hour."
+                        if hourly is not None
+                        else "."
+                    )
                 )
             )
 
@@ -490,8 +490,8 @@ def stages_view(result: Recommendation) -> None:
         threads = "thread" if at.cpu.workers == 1 else "threads"
         wait = at.cpu.total.wait_mean_ms
         notes.append(
-            f"{at.cpu.workers} CPU {threads} {at.cpu.busy_fraction:.0%} busy"
-            + ("" if wait is None else f", a job waits {wait:.1f} ms for one on average")
+            f"{at.cpu.workers} CPU {threads} {display.fraction(at.cpu.busy_fraction)} busy"
+            + ("" if wait is None else f", a job waits {display.ms(wait)} for one on average")
         )
     limit = result.request.memory(best.sharing).batch_limit
     if limit is not None:
@@ -754,7 +754,7 @@ if params is None or demand is None:
 answer_slot, calibration_slot = st.container(), st.container()
 with calibration_slot:
     params = calibration_control.choose(replace(params, **demand), db)
-url_state.publish(params, extra=handover.view_extras())
+url_state.publish(params, extra=handover.view_extras(db))
 try:
     inputs = plan_inputs(params, db)
 except (BadInput, NotFound) as exc:

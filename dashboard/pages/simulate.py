@@ -13,7 +13,14 @@ from dashboard.controls import (
     pick_curve,
     queue_controls,
 )
-from dashboard.run_charts import fps_figure, latency_histogram, timeline_figure
+from dashboard.run_charts import (
+    TIMELINE_FRAMES,
+    TIMELINE_SESSIONS,
+    fps_figure,
+    latency_histogram,
+    timeline_figure,
+    timeline_window,
+)
 from dashboard.state import store
 from dashboard.tables import run_rows, session_rows
 from dashboard.text import md
@@ -216,12 +223,15 @@ def run_view(results: Results, index: int, wide: bool, params: SimulateParams) -
         pool = results.cpu
         cells = st.columns(3)
         threads = "thread" if pool.workers == 1 else "threads"
-        cells[0].metric(f"CPU ({pool.workers} {threads}) busy", f"{pool.busy_fraction:.0%}")
+        cells[0].metric(
+            f"CPU ({pool.workers} {threads}) busy", display.fraction(pool.busy_fraction)
+        )
         for cell, name, stage in ((cells[1], "pre", pool.pre), (cells[2], "post", pool.post)):
             if stage.wait_mean_ms is not None:
                 cell.metric(
                     f"Queue wait, {name} (mean / p99)",
-                    f"{stage.wait_mean_ms:.1f} / {stage.wait_p99_ms or 0.0:.1f} ms",
+                    f"{display.ms(stage.wait_mean_ms, unit=False)} / "
+                    f"{display.ms(stage.wait_p99_ms or 0.0)}",
                 )
     if s.memory_batch_limit is not None:
         st.caption(f"GPU memory holds batches of at most {s.memory_batch_limit} frames.")
@@ -258,6 +268,18 @@ def run_view(results: Results, index: int, wide: bool, params: SimulateParams) -
         )
     )
     st.plotly_chart(timeline_figure(results), width="stretch", key=f"sim_chart_timeline_{index}")
+    drawn = timeline_window(results)
+    if drawn.sampled:
+        which = (
+            f"the first {drawn.sessions} of its {drawn.of_sessions} sessions"
+            if drawn.sessions < drawn.of_sessions
+            else f"its {drawn.sessions} sessions"
+        )
+        st.caption(
+            f"The timeline draws {which} over the first {drawn.horizon_ms:.4g} ms: at most "
+            f"{TIMELINE_SESSIONS} sessions and {TIMELINE_FRAMES:,} frames. Every other figure "
+            "on this page counts every frame of the run."
+        )
     parts = st.columns(2) if wide else [st.container(), st.container()]
     parts[0].plotly_chart(
         fps_figure(results, floor=params.min_fps), width="stretch", key=f"sim_chart_fps_{index}"

@@ -14,10 +14,12 @@ from dashboard.state import store
 from dashboard.study_charts import front_figure, heatmap_figure
 from dashboard.text import md
 from dashboard.ui import flash, show_flash, show_problems, table
+from planner import display
 from planner.errors import BadInput, NotFound, PlannerError
 from planner.links.urls import decode, encode
 from planner.plan.params import PlanParams
 from planner.sim.work import OverBudget, Work
+from planner.spans import from_fields
 from planner.studies.params import StudyParams
 from planner.studies.run import StudyInterrupted, run_study
 from planner.studies.store import Member, load_study, studies
@@ -137,9 +139,11 @@ def cell_rows(
                 },
                 "seats per card": outputs.get("seats"),
                 "with": outputs.get("option"),
-                "USD per seat-hour": outputs.get("cost_per_seat_hour"),
-                "GPUs for peak": outputs.get("gpus"),
-                "USD per day": outputs.get("cost_per_day"),
+                "cost per seat-hour": display.span(
+                    from_fields(outputs, "cost_per_seat_hour"), display.money
+                ),
+                "GPUs for peak": display.span(from_fields(outputs, "gpus")),
+                "cost per day": display.span(from_fields(outputs, "cost_per_day"), display.money),
                 "status": "not computed" if result is None else result.status,
                 "plan": plan_link(member),
             }
@@ -169,8 +173,9 @@ def open_cell(members: list[Member], curve_names: dict[str, str]) -> None:
 def start_form() -> None:
     with st.expander("Start a small study here"):
         st.caption(
-            f"Up to {PAGE_MAX_CELLS} cells, on one of this server's cores and within its "
-            "computation budget; larger studies run from the command line (`planner study FILE`, "
+            f"Up to {PAGE_MAX_CELLS} cells, in this server's own process, taking turns with "
+            "its other visitors and within one page's computation budget; larger studies "
+            "run from the command line (`planner study FILE`, "
             "`--engine ray` for a cluster). The format is that of `examples/study.toml`."
         )
         text = st.text_area("Study file (TOML)", EXAMPLE, height=300, key="study_file")
@@ -196,24 +201,34 @@ def run_here(text: str) -> None:
             ],
         )
         return
-    bar = st.progress(0.0, text="Starting the workers…")
-    account = Work()
+    bar = st.progress(0.0, text="Preparing the cells…")
+    cells_done = [0, max(count, 1)]
 
-    def counted(result: Any) -> None:
-        account.done += int(result.outputs.get("frames", 0))
-        if account.done > account.budget:
-            raise OverBudget(account.done, account.budget)
+    def chunk(current: Work) -> None:
+        # Every chunk of simulation updates the bar: where Streamlit stops the study of a
+        # visitor who left (or replaced this run), at the next chunk.
+        share = min(current.done / current.budget, 1.0)
+        bar.progress(
+            share,
+            text=f"{cells_done[0]} of {cells_done[1]} cells; "
+            f"{current.done / 1e6:,.1f} million frames of this page's budget",
+        )
 
     def show(state: Any) -> None:
-        left = max(state.total - state.skipped, 1)
-        bar.progress(min(state.done / left, 1.0), text=f"{state.done} of {left} cells")
+        cells_done[:] = [state.done, max(state.total - state.skipped, 1)]
 
     try:
-        # One worker process: the study leaves the server's other cores to its visitors'
-        # plans, and its cells count against this page's computation budget.
-        summary = run_study(db, study, workers=1, progress=show, on_result=counted)
+        # In this process, under the page's budget and in the server's turns: the study
+        # interleaves with other visitors' plans chunk by chunk and starts no worker.
+        summary = run_study(db, study, engine="here", work=Work(on_chunk=chunk), progress=show)
     except OverBudget as exc:
-        show_problems("The study stopped:", [f"it {exc.problems[0]}"])
+        show_problems(
+            "The study stopped:",
+            [
+                f"it {exc.problems[0]}; the cells finished before are stored. Save the file "
+                "and run `planner study FILE` to compute it without a budget."
+            ],
+        )
         return
     except (StudyInterrupted, PlannerError) as exc:
         show_problems("The study stopped:", getattr(exc, "problems", ["interrupted"]))

@@ -26,7 +26,7 @@ from dashboard.validate_charts import (
     error_rows,
     figure,
 )
-from planner import limits
+from planner import display, limits
 from planner.errors import PlannerError
 from planner.measure.options import MeasureOptions
 from planner.sim.policies import POLICIES
@@ -60,11 +60,14 @@ def show(test: LoadTest) -> None:
         facts.append(f"{test.options.duration_s:g} s each at {test.options.fps:g} fps per session")
     if test.pre_ms or test.post_ms:
         facts.append(
-            f"CPU work {test.pre_ms:.2f} ms before and {test.post_ms:.2f} ms after the GPU"
+            f"CPU work {display.ms(test.pre_ms)} before and {display.ms(test.post_ms)} "
+            "after the GPU"
         )
     if late.size:
         p50, p99 = np.percentile(late, [50, 99])
-        facts.append(f"arrivals handled {p50:.2f} ms late at the median, {p99:.2f} ms at p99")
+        facts.append(
+            f"arrivals handled {display.ms(p50)} late at the median, {display.ms(p99)} at p99"
+        )
     if "load_average_start" in env:
         facts.append(f"load average {env['load_average_start'][0]:.2f} at the start")
     st.caption(" · ".join(facts))

@@ -38,6 +38,7 @@ COMMANDS = (
     "measure",
     "loadtest",
     "bench",
+    "schema",
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from planner import display
 from planner.cli.output import note, open_store, print_json, table
 
 
@@ -37,7 +38,7 @@ def list_cards(args: argparse.Namespace) -> int:
             c.name,
             "-" if c.memory_gb is None else f"{c.memory_gb:g} GB",
             ", ".join(p.name for p in c.mig_profiles) if c.mig else "no",
-            "-" if c.price_per_hour is None else f"${c.price_per_hour:.2f}/h",
+            display.money(c.price_per_hour),
         )
         for c in cards
     ]
@@ -51,5 +52,5 @@ def set_price(args: argparse.Namespace) -> int:
     if args.json:
         print_json(card.as_dict())
     else:
-        note(f"{card.name}: ${card.price_per_hour:.2f} per hour")
+        note(f"{card.name}: {display.money(card.price_per_hour)} per hour")
     return 0

@@ -20,6 +20,7 @@ from planner.errors import BadInput
 from planner.plan.compare_cards import compare_cards, model_of, settle
 from planner.plan.params import CompareParams
 from planner.sim.policies import POLICIES
+from planner.spans import from_fields
 
 OPTIONS = (
     "budget_ms", "percentile", "min_fps", "max_overwritten", "overhead_ms", "policies",
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     print(table([_cells(r) for r in rows], (
         "card", "precision", "resolution", "seats per card", "with",
         f"p{settled.percentile:g} ms at cap",
-        "min fps", "USD/card-h", "USD/seat-h", "GPUs for peak", "measure next",
+        "min fps", "per card-hour", "per seat-hour", "GPUs for peak", "measure next",
     )))  # fmt: skip
     for row in rows:
         for problem in row["problems"]:
@@ -106,10 +107,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _cells(row: dict[str, Any]) -> list[Any]:
     return [
-        row["card"], row["precision"] or "-", row["resolution"] or "-", row["seats_per_card"],
+        row["card"], row["precision"] or "-", row["resolution"] or "-", row["seats"],
         row["option"] or "nothing fits", display.ms(row["latency_ms_at_cap"], unit=False),
         display.fps(row["min_fps_at_cap"], unit=False), display.money(row["price_per_hour"]),
-        display.money(row["cost_per_seat_hour"]),
-        "-" if row["gpus_for_peak"] is None else row["gpus_for_peak"],
-        "-" if row["measure_next"] is None else row["measure_next"],
+        display.span(from_fields(row, "cost_per_seat_hour"), display.money),
+        display.span(from_fields(row, "gpus_for_peak")),
+        display.MISSING if row["measure_next"] is None else row["measure_next"],
     ]  # fmt: skip

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from planner.cli.output import note, open_store, print_json, table
 from planner.plan.compare_plans import compare_plans, saved_plan
@@ -48,18 +47,10 @@ def run(args: argparse.Namespace) -> int:
         print("the two plans have the same inputs")
     print()
     print(table(
-        [(what, _cell(x), _cell(y)) for what, x, y in comparison.outcome_rows()],
+        comparison.outcome_rows(),
         ("", f"A ({a_id})", f"B ({b_id})"),
     ))  # fmt: skip
     for side in (comparison.a, comparison.b):
         for problem in side.problems:
             note(f"{side.name} ({side.plan_id}): {problem}")
     return 0
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:,.3g}" if abs(value) < 1 else f"{value:,.2f}"
-    return str(value)

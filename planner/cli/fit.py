@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from planner import display
 from planner.cli.output import open_store, print_json, table
 from planner.curves import measure_next
 from planner.curves.curve import MAX_BATCH, Point, parse_points_option
@@ -58,7 +59,7 @@ def fit_document(fitted: FittedCurve, upto: int) -> dict[str, Any]:
     central, low, high = fitted.band(batches)
     outside = fitted.extrapolated(batches)
     loo = fitted.loo
-    advice = measure_next.for_curve(fitted, upto)
+    advice = measure_next.for_curve(fitted)
     return {
         "points": [[p.batch, p.latency_ms] for p in fitted.points],
         "model": fitted.description,
@@ -124,8 +125,8 @@ def _print(fitted: FittedCurve, document: dict[str, Any], upto: int) -> None:
     loo = document["loo"]
     if loo is not None:
         print(
-            f"leave-one-out mean error: fit {loo['fit']:.1%}, straight line "
-            f"{loo['straight_line']:.1%}"
+            f"leave-one-out mean error: fit {display.fraction(loo['fit'])}, straight line "
+            f"{display.fraction(loo['straight_line'])}"
         )
     if document["measure_next"] is not None:
         print(

@@ -6,11 +6,20 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from planner import display
 from planner.cli.output import note, open_store, print_json, table
 from planner.cli.planning import add_plan_source, plan_from_args, plan_profile, print_fleet_summary
 from planner.demand.fleet import DemandFleet
 from planner.errors import BadInput
-from planner.plan.fleet import card_costs, option_fleets, plan_fleet
+from planner.plan.fleet import (
+    CardCost,
+    card_costs,
+    fleet_fields,
+    fleet_text,
+    option_fleets,
+    plan_fleet,
+)
+from planner.plan.options import option_fields
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
 
@@ -73,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                 "option": None if result.recommended is None else result.recommended.label,
                 "fleet": None if fleet is None else fleet.as_dict(),
                 "options": [
-                    {"option": o.label, "seats_per_card": o.seats_per_card, **_costs(f)}
+                    {"option": o.label, **option_fields(o), **fleet_fields(f, gpu_hours=True)}
                     for o, f in option_fleets(result, profile, params.lead_time_min)
                 ],
                 "cards": None if cards is None else [c.as_dict() for c in cards],
@@ -102,14 +111,14 @@ def run(args: argparse.Namespace) -> int:
     if len(options) > 1:
         print("every option on the same demand, cheapest per day first:")
         print(table([(o.label, o.seats, *_cost_cells(f)) for o, f in options], (
-            "option", "seats per card", "fixed GPUs", "fixed USD/day", "autoscaled peak",
-            "autoscaled GPU-h/day", "autoscaled USD/day",
+            "option", "seats per card", "fixed GPUs", "fixed per day", "autoscaled peak",
+            "autoscaled GPU-h/day", "autoscaled per day",
         )))  # fmt: skip
     if cards is not None:
         print("cards compared on cost per day (exclusive, each card's stored price):")
-        print(table([_card_cells(c.as_dict()) for c in cards], (
-            "card", "precision", "seats per card", "with", "USD/card-h", "fixed GPUs",
-            "fixed USD/day", "autoscaled peak", "autoscaled USD/day",
+        print(table([_card_cells(c) for c in cards], (
+            "card", "precision", "seats per card", "with", "per card-hour", "fixed GPUs",
+            "fixed per day", "autoscaled peak", "autoscaled per day",
         )))  # fmt: skip
         for row in cards:
             for problem in row.plan.problems:
@@ -117,35 +126,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _costs(fleet: DemandFleet) -> dict[str, Any]:
-    return {
-        "fixed_peak_gpus": fleet.fixed.peak_gpus,
-        "fixed_cost_per_day": fleet.fixed.cost_per_day,
-        "autoscaled_peak_gpus": fleet.autoscaled.peak_gpus,
-        "autoscaled_gpu_hours_per_day": fleet.autoscaled.gpu_hours_per_day,
-        "autoscaled_cost_per_day": fleet.autoscaled.cost_per_day,
-    }
-
-
 def _cost_cells(fleet: DemandFleet) -> list[Any]:
-    def money(value: float | None) -> str:
-        return "-" if value is None else f"{value:,.2f}"
-
+    text = fleet_text(fleet)
     return [
-        fleet.fixed.peak_gpus, money(fleet.fixed.cost_per_day), fleet.autoscaled.peak_gpus,
-        f"{fleet.autoscaled.gpu_hours_per_day:,.1f}", money(fleet.autoscaled.cost_per_day),
+        text["fixed_peak_gpus"], text["fixed_cost_per_day"], text["autoscaled_peak_gpus"],
+        text["autoscaled_gpu_hours_per_day"], text["autoscaled_cost_per_day"],
     ]  # fmt: skip
 
 
-def _card_cells(row: dict[str, Any]) -> list[Any]:
-    def num(value: float | None, digits: int) -> str:
-        return "-" if value is None else f"{value:,.{digits}f}"
-
+def _card_cells(card: CardCost) -> list[Any]:
+    row = card.as_dict()
+    text = fleet_text(card.fleet)
     return [
-        row["card"], row["precision"] or "-", row["seats_per_card"],
-        row["option"] or "nothing fits", num(row["price_per_hour"], 2),
-        "-" if row["fixed_peak_gpus"] is None else row["fixed_peak_gpus"],
-        num(row["fixed_cost_per_day"], 2),
-        "-" if row["autoscaled_peak_gpus"] is None else row["autoscaled_peak_gpus"],
-        num(row["autoscaled_cost_per_day"], 2),
+        row["card"], row["precision"] or display.MISSING, row["seats"],
+        row["option"] or "nothing fits", display.money(row["price_per_hour"]),
+        text["fixed_peak_gpus"], text["fixed_cost_per_day"], text["autoscaled_peak_gpus"],
+        text["autoscaled_cost_per_day"],
     ]  # fmt: skip

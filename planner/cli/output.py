@@ -21,20 +21,44 @@ def print_json(document: Any) -> None:
 
     A number that is not finite (an inf or NaN an older planner stored) is written as
     ``null``: JSON has no such numbers, and the document is made whole before any of it
-    is printed, so it is never cut off half-way.
+    is printed, so it is never cut off half-way. Every other float is rounded to what it
+    means (``plain``): no ``57.599999999999994``.
     """
-    text = json.dumps(_finite(document), indent=2, allow_nan=False)
+    text = json.dumps(plain(document), indent=2, allow_nan=False)
     sys.stdout.write(text + "\n")
 
 
-def _finite(value: Any) -> Any:
-    """``value`` with every non-finite float replaced by None, at any depth."""
+SIGNIFICANT = 12
+"""Significant digits JSON keeps of a float whose key says nothing finer: all a measured
+figure holds, and none of a binary fraction's noise (``57.599999999999994`` is 57.6)."""
+
+DECIMALS = (
+    (("cost", "price", "usd"), 4),  # US dollars: a hundredth of a cent
+    (("_ms", "latency", "ms_"), 3),  # milliseconds: a microsecond
+    (("fps",), 3),
+    (("fraction", "utilisation", "share", "error", "headroom"), 4),
+)
+"""Decimals kept of a float by what its key names (the first rule that fits)."""
+
+
+def plain(value: Any, keys: tuple[str, ...] = ()) -> Any:
+    """``value`` for JSON, at any depth: every non-finite float None, every other float
+    rounded to what its key means (``DECIMALS``: its own key first, then the keys it lies
+    under, so ``stages_ms.mean.gpu`` is in milliseconds), else ``SIGNIFICANT`` digits."""
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        if not math.isfinite(value):
+            return None
+        for name in reversed(keys):
+            for words, decimals in DECIMALS:
+                if any(w in name.lower() for w in words):
+                    if value != 0 and abs(value) < 1:  # keep a small figure's digits
+                        return float(f"{value:.{max(decimals, 1) + 1}g}")
+                    return round(value, decimals)
+        return float(f"{value:.{SIGNIFICANT}g}")
     if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
+        return {k: plain(item, (*keys, str(k))) for k, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
+        return [plain(item, keys) for item in value]
     return value
 
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from planner import limits
+from planner import display, limits
 from planner.cli.output import link_values, option, option_name, table
 from planner.curves.curve import parse_points_option
 from planner.curves.imports.base import read_limited
@@ -19,6 +19,7 @@ from planner.errors import BadInput
 from planner.links.parameters import PARAMETERS
 from planner.plan.compare_plans import saved_plan
 from planner.plan.fleet import plan_profile as named_profile
+from planner.plan.fleet import rule_text
 from planner.plan.params import PlanParams
 from planner.plan.resolve import PlanInputs, plan_curve
 from planner.sim.policies import POLICIES
@@ -146,27 +147,29 @@ def print_fleet_summary(fleet: DemandFleet) -> None:
     profile = fleet.profile
     print(
         f"demand: {profile.name}, {profile.shape}, peak {profile.peak:,.4g} sessions "
-        f"({fleet.seats_per_card} seats per card, {fleet.headroom:.0%} headroom)"
+        f"({display.span(fleet.seats, unit=' seats')} per card, "
+        f"{display.fraction(fleet.headroom)} headroom)"
     )
     rows = []
     for rule, name in (
-        (fleet.fixed, "fixed, sized for the peak"),
-        (fleet.autoscaled, f"autoscaled, {fleet.lead_time_min:g} min lead time"),
+        ("fixed", "fixed, sized for the peak"),
+        ("autoscaled", f"autoscaled, {fleet.lead_time_min:g} min lead time"),
     ):
+        text = rule_text(fleet, rule)
         rows.append(
             (
                 name,
-                rule.peak_gpus,
-                f"{rule.gpu_hours_per_day:,.1f}",
-                "-" if rule.cost_per_day is None else f"{rule.cost_per_day:,.2f}",
-                "-" if rule.cost_per_month is None else f"{rule.cost_per_month:,.0f}",
-                "-" if rule.mean_utilisation is None else f"{rule.mean_utilisation:.0%}",
+                text["peak_gpus"],
+                text["gpu_hours_per_day"],
+                text["cost_per_day"],
+                text["cost_per_month"],
+                text["mean_utilisation"],
             )
         )
     print(
         table(
             rows,
-            ("provisioning", "peak GPUs", "GPU-h/day", "USD/day", "USD/month", "seat use"),
+            ("provisioning", "peak GPUs", "GPU-h/day", "per day", "per month", "seat use"),
         )
     )
     for line in fleet.notes:

@@ -101,9 +101,9 @@ def _print(result: Recommendation) -> None:
             o.seats_per_instance if o.per_card > 1 else "",
             "-"
             if o.at_cap is None or o.at_cap.e2e_latency_ms is None
-            else f"{o.at_cap.e2e_latency_ms:.1f}"
+            else display.ms(o.at_cap.e2e_latency_ms, unit=False)
             + (" (low confidence)" if o.at_cap.low_confidence else ""),
-            "-" if o.at_cap is None else f"{o.at_cap.min_fps:.1f}",
+            display.fps(None if o.at_cap is None else o.at_cap.min_fps, unit=False),
             f"{o.sharing and _isolation(o)}",
             "yes" if o.extrapolated else "",
         )
@@ -120,24 +120,29 @@ def _print(result: Recommendation) -> None:
     best = result.recommended
     if best is not None and best.at_cap is not None:
         _print_stages(best.at_cap, best.cap)
-    if result.fleet is not None:
-        f = result.fleet.as_dict()
-        if f["gpus"] is not None:
+    fleet = result.fleet
+    if fleet is not None:
+        if fleet.gpus_span is not None:
             print(
-                f"fleet: {f['gpus']} GPUs for {f['peak_sessions']} sessions at peak with "
-                f"{f['headroom']:.0%} headroom"
+                f"fleet: {display.span(fleet.gpus_span, unit=' GPUs')} for "
+                f"{fleet.peak_sessions:,} sessions at peak with "
+                f"{display.fraction(fleet.headroom)} headroom"
             )
-        if f["cost_per_seat_hour"] is not None:
+        if fleet.cost_per_seat_hour_span is not None:
             share = (
                 ""
-                if f["card_share"] == 1
-                else f", our {display.fraction(f['card_share'])} of the card"
+                if fleet.card_share == 1
+                else f", our {display.fraction(fleet.card_share)} of the card"
             )
+            cost = display.span(fleet.cost_per_seat_hour_span, display.money, " per seat-hour")
+            month = display.span(fleet.cost_per_seat_month_span, display.money, " per seat-month")
             print(
-                f"cost: {display.money(f['cost_per_seat_hour'])} per seat-hour, "
-                f"{display.money(f['cost_per_seat_month'])} per seat-month of "
-                f"{f['hours_per_month']} hours (30 days around the clock){share}"
+                f"cost: {cost}; {month} (a month of {HOURS_PER_MONTH} hours, 30 days around "
+                f"the clock){share}"
             )
+            if fleet.cost_per_hour_span is not None:
+                hourly = display.span(fleet.cost_per_hour_span, display.money, " per hour")
+                print(f"the peak's fleet costs {hourly}")
     print("assumptions:")
     for sentence in answer.assumptions:
         print(f"  - {sentence}")
@@ -155,13 +160,15 @@ def _print_profiles(result: Recommendation, profiles: list[ProfilePlan]) -> None
     for plan in profiles:
         best, sized = plan.best, plan.fleet
         at = best.at_cap if best is not None else None
+        hour = None if sized is None else sized.cost_per_seat_hour_span
+        month = None if sized is None else sized.cost_per_seat_month_span
         rows.append(
             (
                 plan.name,
                 best.seats if best is not None else "0",
-                "-" if sized is None or sized.gpus is None else str(sized.gpus),
-                display.money(None if sized is None else sized.cost_per_seat_hour),
-                display.money(None if sized is None else sized.cost_per_seat_month),
+                display.span(None if sized is None else sized.gpus_span),
+                display.span(hour, display.money),
+                display.span(month, display.money),
                 best.policy if best is not None else "none holds a seat",
                 display.ms(None if at is None else at.e2e_latency_ms, unit=False),
             )
@@ -169,8 +176,8 @@ def _print_profiles(result: Recommendation, profiles: list[ProfilePlan]) -> None
     pct = f"p{request.criteria.percentile:g}"
     print("every MIG profile of the card (each one's best option):")
     print(
-        table(rows, ("sharing", "seats per card", "GPUs for peak", "USD per seat-hour",
-                     f"USD per seat-month ({HOURS_PER_MONTH} h)", "best option",
+        table(rows, ("sharing", "seats per card", "GPUs for peak", "per seat-hour",
+                     f"per seat-month ({HOURS_PER_MONTH} h)", "best option",
                      f"{pct} ms at cap"))
     )  # fmt: skip
 
@@ -187,9 +194,8 @@ def _print_answer(answer: Answer) -> None:
         print(f"  - {item}")
     if answer.extrapolated is not None:
         print(answer.extrapolated)
-    if answer.measure_next is not None:
-        # Lower case, as the command's advice has always read ("measure batch 4 next").
-        print(answer.measure_next[:1].lower() + answer.measure_next[1:])
+    # Lower case, as the command's advice has always read ("measure batch 4 next").
+    print(answer.measure_next[:1].lower() + answer.measure_next[1:])
     if answer.low_confidence is not None:
         print(f"{answer.low_confidence} Raise --seeds or --duration-s.")
 
@@ -198,10 +204,13 @@ def _print_stages(at: Any, cap: int) -> None:
     """Where the end-to-end latency goes at the cap, and how busy the CPU threads are."""
     if at.cpu is not None:
         pool = at.cpu
-        wait = "-" if pool.total.wait_mean_ms is None else f"{pool.total.wait_mean_ms:.1f} ms"
-        p99 = "" if pool.total.wait_p99_ms is None else f", p99 {pool.total.wait_p99_ms:.1f} ms"
+        wait = display.ms(pool.total.wait_mean_ms)
+        p99 = (
+            "" if pool.total.wait_p99_ms is None else f", p99 {display.ms(pool.total.wait_p99_ms)}"
+        )
+        busy = display.fraction(pool.busy_fraction)
         print(
-            f"CPU threads at {cap} sessions: {pool.workers} busy {pool.busy_fraction:.0%}, "
+            f"CPU threads at {cap} sessions: {pool.workers} busy {busy}, "
             f"queue wait mean {wait}{p99}"
         )
     stages = at.stages

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from planner import limits
+from planner import display, limits
 from planner.cli.output import (
     add_curve_source,
     csv_list,
@@ -310,13 +310,15 @@ def _print(results: Any) -> None:
         lat = doc[key]
         if lat["frames"]:
             print(
-                f"{name}: p50 {lat['p50']:.1f} ms, p90 {lat['p90']:.1f} ms, "
-                f"p99 {lat['p99']:.1f} ms, max {lat['max']:.1f} ms ({lat['frames']} frames)"
+                f"{name}: p50 {display.ms(lat['p50'])}, p90 {display.ms(lat['p90'])}, "
+                f"p99 {display.ms(lat['p99'])}, max {display.ms(lat['max'])} "
+                f"({lat['frames']} frames)"
             )
     dropped = "rejected or timed out" if s.queue == "all" else "expired"
     print(
-        f"overwritten {doc['overwritten_fraction']:.1%}, {dropped} "
-        f"{doc['expired_fraction']:.1%}, GPU busy {doc['gpu_busy_fraction']:.1%}"
+        f"overwritten {display.fraction(doc['overwritten_fraction'])}, {dropped} "
+        f"{display.fraction(doc['expired_fraction'])}, GPU busy "
+        f"{display.fraction(doc['gpu_busy_fraction'])}"
     )
     hist = ", ".join(f"{k}x{v}" for k, v in doc["batch_histogram"].items())
     print(f"batches (size x count): {hist}")
@@ -328,7 +330,7 @@ def _print(results: Any) -> None:
     if growth is not None:
         first, last = growth.p99_first_third_ms, growth.p99_last_third_ms
         thirds = (
-            f"p99 {first:.1f} ms in the first third of the run, {last:.1f} ms in the last"
+            f"p99 {display.ms(first)} in the first third of the run, {display.ms(last)} in the last"
             if first is not None and last is not None
             else "too few frames delivered to compare the run's thirds"
         )
@@ -342,10 +344,11 @@ def _print(results: Any) -> None:
         for name, stage in (("pre", pool.pre), ("post", pool.post)):
             if stage.jobs:
                 print(
-                    f"CPU {name} jobs: {stage.jobs}, threads busy {stage.busy_fraction:.0%}, "
-                    f"queue wait mean {stage.wait_mean_ms:.2f} ms, p99 {stage.wait_p99_ms:.2f} ms"
+                    f"CPU {name} jobs: {stage.jobs}, threads busy "
+                    f"{display.fraction(stage.busy_fraction)}, queue wait mean "
+                    f"{display.ms(stage.wait_mean_ms)}, p99 {display.ms(stage.wait_p99_ms)}"
                 )
-        print(f"CPU threads ({pool.workers}) busy {pool.busy_fraction:.0%} in all")
+        print(f"CPU threads ({pool.workers}) busy {display.fraction(pool.busy_fraction)} in all")
     stages = results.stages
     if stages is not None and stages.mean is not None and stages.tail is not None:
         print(f"end-to-end latency by stage (mean / p{stages.percentile:g} tail):")

@@ -30,9 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from planner import limits
+from planner import display, limits
 from planner.demand.profiles import DAYS_PER_MONTH, LEAD_TIME_MIN, DemandProfile
 from planner.errors import BadInput
+from planner.spans import Span, fields, int_fields
 from planner.units import UsdPerHour
 
 
@@ -42,6 +43,10 @@ def gpus_for(sessions: float, headroom: float, seats_per_card: int) -> int:
     if seats_per_card < 1:
         raise BadInput("a fleet needs at least one seat per card")
     return max(0, math.ceil(sessions * (1.0 + headroom) / seats_per_card - 1e-9))
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 @dataclass(frozen=True)
@@ -91,11 +96,11 @@ class Provisioning:
             "rule": self.rule,
             "gpus": list(self.gpus),
             "peak_gpus": self.peak_gpus,
-            "gpu_hours": self.gpu_hours,
-            "gpu_hours_per_day": self.gpu_hours_per_day,
-            "cost_per_day": self.cost_per_day,
-            "cost_per_month": self.cost_per_month,
-            "mean_utilisation": self.mean_utilisation,
+            "gpu_hours": round(self.gpu_hours, 2),
+            "gpu_hours_per_day": round(self.gpu_hours_per_day, 2),
+            "cost_per_day": _round(self.cost_per_day, 2),
+            "cost_per_month": _round(self.cost_per_month, 2),
+            "mean_utilisation": _round(self.mean_utilisation, 4),
         }
 
 
@@ -111,6 +116,21 @@ class DemandFleet:
     needed: tuple[int, ...]
     fixed: Provisioning
     autoscaled: Provisioning
+    edges: tuple[DemandFleet, ...] = ()  # the same profile at the seat range's ends
+
+    @property
+    def seats(self) -> Span:
+        """Seats per card over the plan's range (one value without edges)."""
+        return Span.of(self.seats_per_card, *(e.seats_per_card for e in self.edges))
+
+    def span(self, rule: str, figure: str) -> Span | None:
+        """A figure of one rule (``fixed`` or ``autoscaled``: ``peak_gpus``,
+        ``gpu_hours_per_day``, ``cost_per_day``, ``cost_per_month``) over the seat range,
+        the likely one on the plan's seats per card; None where it does not exist."""
+        values = [getattr(getattr(f, rule), figure) for f in (self, *self.edges)]
+        if values[0] is None:
+            return None
+        return Span.of(*values)
 
     @property
     def steps_ahead(self) -> int:
@@ -141,13 +161,21 @@ class DemandFleet:
         out.append(
             "Cost per day = GPU-hours per day x the card's hourly price"
             + (
-                f" x our {self.fixed.card_share:.0%} of the card"
+                f" x our {display.fraction(self.fixed.card_share)} of the card"
                 if self.fixed.card_share < 1
                 else ""
             )
             + f"; a month is {DAYS_PER_MONTH} days."
         )
         return tuple(out)
+
+    def _rule_dict(self, rule: str) -> dict[str, Any]:
+        out = getattr(self, rule).as_dict()
+        out.update(int_fields("peak_gpus", self.span(rule, "peak_gpus")))
+        out.update(fields("gpu_hours_per_day", self.span(rule, "gpu_hours_per_day"), 2))
+        for money in ("cost_per_day", "cost_per_month"):
+            out.update(fields(money, self.span(rule, money), 2))
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -157,9 +185,10 @@ class DemandFleet:
             "lead_time_min": self.lead_time_min,
             "steps_ahead": self.steps_ahead,
             "repeats": self.profile.repeats,
+            **int_fields("seats_per_card", self.seats),
             "needed_gpus": list(self.needed),
-            "fixed": self.fixed.as_dict(),
-            "autoscaled": self.autoscaled.as_dict(),
+            "fixed": self._rule_dict("fixed"),
+            "autoscaled": self._rule_dict("autoscaled"),
             "notes": list(self.notes),
         }
 
@@ -177,9 +206,12 @@ def demand_fleet(
     lead_time_min: float = LEAD_TIME_MIN,
     price_per_hour: UsdPerHour | None = None,
     card_share: float = 1.0,
+    seat_range: tuple[int, int] | None = None,
 ) -> DemandFleet:
     """The fleet for ``profile`` at ``seats_per_card`` (an option's seats per card),
     fixed at the peak and autoscaled with ``lead_time_min`` (see the module docstring).
+    With ``seat_range`` (the fewest and most seats per card the plan's band allows), the
+    same fleet at both ends comes along as ``edges``, so that its figures are ranges.
 
     >>> p = DemandProfile("x", (10, 0, 30, 0) * 6)
     >>> f = demand_fleet(p, seats_per_card=4, headroom=0.2, lead_time_min=60)
@@ -223,6 +255,16 @@ def demand_fleet(
             ),
         )
 
+    edges: list[DemandFleet] = []
+    for seats in sorted(set(seat_range or ())):
+        if seats >= 1 and seats != seats_per_card:
+            edges.append(
+                demand_fleet(
+                    profile, seats_per_card=seats, headroom=headroom,
+                    lead_time_min=lead_time_min, price_per_hour=price_per_hour,
+                    card_share=card_share,
+                )
+            )  # fmt: skip
     return DemandFleet(
         profile=profile,
         seats_per_card=seats_per_card,
@@ -231,4 +273,5 @@ def demand_fleet(
         needed=needed,
         fixed=rule("fixed", [peak] * n),
         autoscaled=rule("autoscaled", autoscaled),
+        edges=tuple(edges),
     )

@@ -50,8 +50,9 @@ class Paragraph:
 class Answer:
     """A plan's answer as plain sentences (see the module docstring).
 
-    ``instances`` is None when a card holds one instance of the worker; ``extrapolated``,
-    ``measure_next`` and ``low_confidence`` are None when they do not apply.
+    ``instances`` is None when a card holds one instance of the worker; ``extrapolated``
+    and ``low_confidence`` are None when they do not apply. ``measure_next`` always says
+    which batch to measure next, or that none is worth it, and relative to what.
     """
 
     headline: str
@@ -59,7 +60,7 @@ class Answer:
     why: Paragraph
     instances: Paragraph | None
     extrapolated: str | None
-    measure_next: str | None
+    measure_next: str
     low_confidence: str | None
     assumptions: tuple[str, ...]
 
@@ -94,7 +95,7 @@ def plan_answer(result: Recommendation) -> Answer:
             else None
         ),
         measure_next=(
-            None
+            f"No batch size is worth measuring next, relative to {result.measure_next_basis}."
             if result.measure_next is None
             else f"Measure batch {result.measure_next} next, relative to "
             f"{result.measure_next_basis}."

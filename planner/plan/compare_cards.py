@@ -16,7 +16,7 @@ from planner.curves.cards import Card
 from planner.curves.curve import Curve
 from planner.errors import BadInput, NotFound
 from planner.links.parameters import schema
-from planner.plan.options import Recommendation
+from planner.plan.options import Recommendation, option_fields, peak_fields
 from planner.plan.params import CompareParams, PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.request import Request
@@ -59,13 +59,12 @@ class CardPlan:
             "curve": self.curve.id,
             "precision": self.curve.precision,
             "resolution": self.curve.resolution,
-            "seats_per_card": best.seats if best is not None else "0",
+            **option_fields(best),
             "option": best.label if best is not None else None,
             "latency_ms_at_cap": None if at is None else at.e2e_latency_ms,
             "min_fps_at_cap": None if at is None else at.min_fps,
             "price_per_hour": self.price_per_hour,
-            "cost_per_seat_hour": None if fleet is None else fleet.cost_per_seat_hour,
-            "gpus_for_peak": None if fleet is None else fleet.gpus,
+            **peak_fields(fleet),
             "measure_next": None if result is None else result.measure_next,
             "problems": list(self.problems),
         }

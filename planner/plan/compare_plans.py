@@ -12,12 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from planner import display
 from planner.demand.fleet import DemandFleet
 from planner.errors import BadInput, NotFound
 from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import decode
-from planner.plan.fleet import plan_fleet, plan_profile
-from planner.plan.options import Recommendation
+from planner.plan.fleet import fleet_fields, plan_fleet, plan_profile
+from planner.plan.options import Recommendation, option_fields, peak_fields
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.request import Request
@@ -40,25 +41,53 @@ class PlanSide:
     problems: tuple[str, ...] = ()
 
     def outcome(self) -> dict[str, Any]:
-        """What the plan gives, as plain values (None where it has none)."""
+        """What the plan gives, as plain values (None where it has none); a figure that
+        follows from a seat range has its ends beside it (``planner.spans``)."""
         result, fleet = self.result, self.fleet
         best = result.recommended if result is not None else None
         at = best.at_cap if best is not None else None
-        peak = result.fleet if result is not None else None
         return {
-            "seats_per_card": best.seats if best is not None else None,
+            **option_fields(best),
             "option": best.label if best is not None else None,
             "percentile": None if at is None else at.percentile,
             "latency_ms_at_cap": None if at is None else at.e2e_latency_ms,
             "min_fps_at_cap": None if at is None else at.min_fps,
-            "gpus_for_peak": None if peak is None else peak.gpus,
-            "cost_per_seat_hour": None if peak is None else peak.cost_per_seat_hour,
+            **peak_fields(result.fleet if result is not None else None),
             "profile": None if fleet is None else fleet.profile.name,
-            "fixed_peak_gpus": None if fleet is None else fleet.fixed.peak_gpus,
-            "fixed_cost_per_day": None if fleet is None else fleet.fixed.cost_per_day,
-            "autoscaled_peak_gpus": None if fleet is None else fleet.autoscaled.peak_gpus,
-            "autoscaled_cost_per_day": None if fleet is None else fleet.autoscaled.cost_per_day,
+            **fleet_fields(fleet),
             "problems": list(self.problems),
+        }
+
+    def outcome_text(self) -> dict[str, str | None]:
+        """What the plan gives, as text to read (``planner.display``), None where it has
+        none: ranges as ``18–22, likely 20``."""
+        result, fleet = self.result, self.fleet
+        best = result.recommended if result is not None else None
+        at = best.at_cap if best is not None else None
+        peak = result.fleet if result is not None else None
+
+        def rule(name: str, figure: str, write: Any = display.count) -> str | None:
+            span = None if fleet is None else fleet.span(name, figure)
+            return None if span is None else display.span(span, write)
+
+        return {
+            "seats_per_card": None if best is None else display.span(best.seats_span),
+            "option": None if best is None else best.label,
+            "latency_ms_at_cap": None
+            if at is None or at.e2e_latency_ms is None
+            else display.ms(at.e2e_latency_ms),
+            "min_fps_at_cap": None if at is None else display.fps(at.min_fps),
+            "gpus_for_peak": None
+            if peak is None or peak.gpus_span is None
+            else display.span(peak.gpus_span),
+            "cost_per_seat_hour": None
+            if peak is None or peak.cost_per_seat_hour_span is None
+            else display.span(peak.cost_per_seat_hour_span, display.money),
+            "profile": None if fleet is None else fleet.profile.name,
+            "fixed_peak_gpus": rule("fixed", "peak_gpus"),
+            "fixed_cost_per_day": rule("fixed", "cost_per_day", display.money),
+            "autoscaled_peak_gpus": rule("autoscaled", "peak_gpus"),
+            "autoscaled_cost_per_day": rule("autoscaled", "cost_per_day", display.money),
         }
 
 
@@ -86,24 +115,25 @@ class PlanComparison:
     def differing(self) -> tuple[InputRow, ...]:
         return tuple(row for row in self.inputs if row.differs)
 
-    def outcome_rows(self) -> list[tuple[str, Any, Any]]:
-        """(what, A's value, B's value) for each outcome either plan has."""
-        a, b = self.a.outcome(), self.b.outcome()
+    def outcome_rows(self) -> list[tuple[str, str, str]]:
+        """(what, A's value, B's value) as text to read, for each outcome either plan
+        has (``planner.display.MISSING`` where one has none)."""
+        a, b = self.a.outcome_text(), self.b.outcome_text()
         labels = {
             "seats_per_card": "seats per card",
             "option": "with",
-            "latency_ms_at_cap": "latency at the cap (ms)",
-            "min_fps_at_cap": "slowest session at the cap (fps)",
+            "latency_ms_at_cap": "latency at the cap",
+            "min_fps_at_cap": "slowest session at the cap",
             "gpus_for_peak": "GPUs for the peak",
-            "cost_per_seat_hour": "USD per seat-hour",
+            "cost_per_seat_hour": "cost per seat-hour",
             "profile": "demand profile",
             "fixed_peak_gpus": "GPUs, fixed fleet",
-            "fixed_cost_per_day": "USD per day, fixed fleet",
+            "fixed_cost_per_day": "cost per day, fixed fleet",
             "autoscaled_peak_gpus": "peak GPUs, autoscaled",
-            "autoscaled_cost_per_day": "USD per day, autoscaled",
+            "autoscaled_cost_per_day": "cost per day, autoscaled",
         }
         return [
-            (label, a[key], b[key])
+            (label, a[key] or display.MISSING, b[key] or display.MISSING)
             for key, label in labels.items()
             if a[key] is not None or b[key] is not None
         ]

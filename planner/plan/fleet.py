@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from planner import display
 from planner.demand.fleet import DemandFleet, demand_fleet
 from planner.demand.profiles import SHAPES, DemandProfile, builtin_profile
 from planner.errors import BadInput
@@ -21,6 +22,7 @@ from planner.plan.params import CompareParams, PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.request import Request
 from planner.plan.resolve import plan_curve
+from planner.spans import Span, fields, int_fields
 from planner.store.repository import Store
 
 
@@ -54,6 +56,7 @@ def plan_fleet(
         lead_time_min=lead_time_min,
         price_per_hour=result.request.price_per_hour,
         card_share=chosen.card_share,
+        seat_range=(chosen.seats_per_card_low, chosen.seats_per_card_high),
     )
 
 
@@ -85,17 +88,27 @@ class CardCost:
     fleet: DemandFleet | None
 
     def as_dict(self) -> dict[str, Any]:
-        fleet = self.fleet
-        return {
-            **self.plan.as_dict(),
-            "fixed_peak_gpus": None if fleet is None else fleet.fixed.peak_gpus,
-            "fixed_cost_per_day": None if fleet is None else fleet.fixed.cost_per_day,
-            "autoscaled_peak_gpus": None if fleet is None else fleet.autoscaled.peak_gpus,
-            "autoscaled_gpu_hours_per_day": None
-            if fleet is None
-            else fleet.autoscaled.gpu_hours_per_day,
-            "autoscaled_cost_per_day": None if fleet is None else fleet.autoscaled.cost_per_day,
-        }
+        return {**self.plan.as_dict(), **fleet_fields(self.fleet, gpu_hours=True)}
+
+
+def fleet_fields(fleet: DemandFleet | None, *, gpu_hours: bool = False) -> dict[str, Any]:
+    """A fleet's headline figures for a row of JSON, each a span (``planner.spans``):
+    peak GPUs and cost per day, fixed and autoscaled (and autoscaled GPU-hours)."""
+
+    def span(rule: str, figure: str) -> Span | None:
+        return None if fleet is None else fleet.span(rule, figure)
+
+    out = {
+        **int_fields("fixed_peak_gpus", span("fixed", "peak_gpus")),
+        **fields("fixed_cost_per_day", span("fixed", "cost_per_day"), 2),
+        **int_fields("autoscaled_peak_gpus", span("autoscaled", "peak_gpus")),
+    }
+    if gpu_hours:
+        out.update(
+            fields("autoscaled_gpu_hours_per_day", span("autoscaled", "gpu_hours_per_day"), 2)
+        )
+    out.update(fields("autoscaled_cost_per_day", span("autoscaled", "cost_per_day"), 2))
+    return out
 
 
 def card_costs(
@@ -133,3 +146,35 @@ def card_costs(
         return (0, day) if day is not None else (1, 0.0)
 
     return sorted(rows, key=cost)
+
+
+def rule_text(fleet: DemandFleet, rule: str) -> dict[str, str]:
+    """One provisioning rule's figures as text to read (``planner.display``), each a range
+    ``18–22, likely 20`` where seats per card is one: peak GPUs, GPU-hours per day, cost per
+    day and per month, and mean seat utilisation (on the likely seats per card)."""
+    return {
+        "peak_gpus": display.span(fleet.span(rule, "peak_gpus")),
+        "gpu_hours_per_day": display.span(fleet.span(rule, "gpu_hours_per_day"), display.number),
+        "cost_per_day": display.span(fleet.span(rule, "cost_per_day"), display.money),
+        "cost_per_month": display.span(fleet.span(rule, "cost_per_month"), display.money),
+        "mean_utilisation": display.fraction(getattr(fleet, rule).mean_utilisation),
+    }
+
+
+def fleet_text(fleet: DemandFleet | None) -> dict[str, str]:
+    """``fleet_fields``'s figures as text to read (``planner.display.MISSING`` without a
+    fleet), under the same keys."""
+    if fleet is None:
+        return dict.fromkeys(
+            ("fixed_peak_gpus", "fixed_cost_per_day", "autoscaled_peak_gpus",
+             "autoscaled_gpu_hours_per_day", "autoscaled_cost_per_day"),
+            display.MISSING,
+        )  # fmt: skip
+    fixed, auto = rule_text(fleet, "fixed"), rule_text(fleet, "autoscaled")
+    return {
+        "fixed_peak_gpus": fixed["peak_gpus"],
+        "fixed_cost_per_day": fixed["cost_per_day"],
+        "autoscaled_peak_gpus": auto["peak_gpus"],
+        "autoscaled_gpu_hours_per_day": auto["gpu_hours_per_day"],
+        "autoscaled_cost_per_day": auto["cost_per_day"],
+    }

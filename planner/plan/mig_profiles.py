@@ -14,13 +14,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from planner.plan.options import Fleet, Option, Recommendation, fleet
+from planner.plan.options import (
+    MONEY_DIGITS,
+    Fleet,
+    Option,
+    Recommendation,
+    fleet,
+    option_fields,
+    peak_fields,
+)
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.request import Request
 from planner.plan.resolve import PlanInputs, plan_inputs
 from planner.sim.scenario import Sharing
 from planner.sim.sharing.mig import ALL_PROFILES
+from planner.spans import fields
 from planner.store.repository import Store
 
 
@@ -46,12 +55,15 @@ class ProfilePlan:
             "sharing": self.name,
             "mig_profile": self.sharing.mig_profile,
             "option": None if best is None else best.label,
-            "seats_per_card": "0" if best is None else best.seats,
+            **option_fields(best),
             "instances_per_card": None if best is None else best.per_card,
             "latency_ms_at_cap": None if at is None else at.e2e_latency_ms,
-            "gpus_for_peak": None if sized is None else sized.gpus,
-            "cost_per_seat_hour": None if sized is None else sized.cost_per_seat_hour,
-            "cost_per_seat_month": None if sized is None else sized.cost_per_seat_month,
+            **peak_fields(sized),
+            **fields(
+                "cost_per_seat_month",
+                None if sized is None else sized.cost_per_seat_month_span,
+                MONEY_DIGITS,
+            ),
         }
 
 

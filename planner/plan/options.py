@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from planner import display
 from planner.curves.fit import Edge
 from planner.demand.fleet import gpus_for
 from planner.demand.profiles import HOURS_PER_MONTH
@@ -19,7 +20,11 @@ from planner.plan.request import Criteria, Request
 from planner.sim.scenario import Sharing
 from planner.sim.sharing import derived
 from planner.sim.sweep import Pooled
+from planner.spans import Span, fields, int_fields
 from planner.units import UsdPerHour
+
+MONEY_DIGITS = 4
+"""Decimals JSON keeps of a figure in US dollars (a hundredth of a cent)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,11 @@ class Option:
         return max(self.cap_high, self.cap) * self.per_card
 
     @property
+    def seats_span(self) -> Span:
+        """Seats per card over the band: its edges and the fitted curve's cap."""
+        return Span(self.seats_per_card_low, self.seats_per_card, self.seats_per_card_high)
+
+    @property
     def seats_per_instance(self) -> str:
         """``"3"`` or ``"4–5"`` when the band makes the cap a range."""
         return _range(self.cap, self.cap_low, self.cap_high)
@@ -147,6 +157,26 @@ class Option:
         }
 
 
+def option_fields(option: Option | None) -> dict[str, Any]:
+    """An option's seats per card for a row of JSON: the likely count with its ends
+    (``planner.spans``, integers; 0 without an option) and ``seats``, the range as text."""
+    if option is None:
+        return {**int_fields("seats_per_card", Span(0, 0, 0)), "seats": "0"}
+    return {**int_fields("seats_per_card", option.seats_span), "seats": option.seats}
+
+
+def peak_fields(fleet: Fleet | None) -> dict[str, Any]:
+    """GPUs for the peak and cost per seat-hour for a row of JSON, each with its ends."""
+    return {
+        **int_fields("gpus_for_peak", None if fleet is None else fleet.gpus_span),
+        **fields(
+            "cost_per_seat_hour",
+            None if fleet is None else fleet.cost_per_seat_hour_span,
+            MONEY_DIGITS,
+        ),
+    }
+
+
 def _range(central: int, low: int, high: int) -> str:
     lo, hi = min(low, central, high), max(low, central, high)
     return str(central) if lo == hi else f"{lo}–{hi}"
@@ -155,39 +185,77 @@ def _range(central: int, low: int, high: int) -> str:
 @dataclass(frozen=True)
 class Fleet:
     """GPUs for a peak of concurrent sessions, and what a seat costs (SPEC §3.5): both
-    on seats per card."""
+    on seats per card, and both a range where seats per card is one (``planner.spans``):
+    the fewest GPUs and the cheapest seat on the most seats per card, the likely figure
+    on the fitted curve's."""
 
     peak_sessions: int | None
     headroom: float
-    seats_per_card: int
-    seats_per_card_low: int
-    gpus: int | None
-    gpus_worst: int | None  # on the pessimistic cap
+    seats: Span  # seats per card: the band's edges and the fitted curve's
     price_per_hour: UsdPerHour | None
-    cost_per_seat_hour: float | None
     card_share: float = 1.0
 
     @property
-    def cost_per_seat_month(self) -> float | None:
+    def seats_per_card(self) -> int:
+        return int(self.seats.likely)
+
+    @property
+    def gpus_span(self) -> Span | None:
+        """GPUs for the peak over the seat range; None without a peak."""
+        peak = self.peak_sessions
+        if peak is None:
+            return None
+        return self.seats.map(lambda seats: gpus_for(peak, self.headroom, int(seats)))
+
+    @property
+    def gpus(self) -> int | None:
+        span = self.gpus_span
+        return None if span is None else int(span.likely)
+
+    @property
+    def cost_per_seat_hour_span(self) -> Span | None:
+        """The price of a card's share over its seats, over the seat range."""
+        price = self.price_per_hour
+        if price is None:
+            return None
+        return self.seats.map(lambda seats: price * self.card_share / seats)
+
+    @property
+    def cost_per_seat_hour(self) -> float | None:
+        span = self.cost_per_seat_hour_span
+        return None if span is None else span.likely
+
+    @property
+    def cost_per_seat_month_span(self) -> Span | None:
         """A seat around the clock for a month of ``HOURS_PER_MONTH`` hours (30 days)."""
-        hourly = self.cost_per_seat_hour
-        return None if hourly is None else hourly * HOURS_PER_MONTH
+        hourly = self.cost_per_seat_hour_span
+        return None if hourly is None else hourly.scaled(HOURS_PER_MONTH)
+
+    @property
+    def cost_per_seat_month(self) -> float | None:
+        span = self.cost_per_seat_month_span
+        return None if span is None else span.likely
+
+    @property
+    def cost_per_hour_span(self) -> Span | None:
+        """What the peak's fleet costs per hour, over the seat range."""
+        gpus, price = self.gpus_span, self.price_per_hour
+        if gpus is None or price is None:
+            return None
+        return gpus.scaled(price * self.card_share)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "peak_sessions": self.peak_sessions,
             "headroom": self.headroom,
-            "seats_per_card": self.seats_per_card,
-            "gpus": self.gpus,
-            "gpus_at_cap_low": self.gpus_worst,
+            **int_fields("seats_per_card", self.seats),
+            **int_fields("gpus", self.gpus_span),
             "price_per_hour": self.price_per_hour,
             "card_share": self.card_share,
-            "cost_per_seat_hour": self.cost_per_seat_hour,
-            "cost_per_seat_month": self.cost_per_seat_month,
+            **fields("cost_per_seat_hour", self.cost_per_seat_hour_span, MONEY_DIGITS),
+            **fields("cost_per_seat_month", self.cost_per_seat_month_span, MONEY_DIGITS),
             "hours_per_month": HOURS_PER_MONTH,
-            "cost_per_hour": None
-            if self.gpus is None or self.price_per_hour is None
-            else self.gpus * self.price_per_hour * self.card_share,
+            **fields("cost_per_hour", self.cost_per_hour_span, MONEY_DIGITS),
         }
 
 
@@ -244,9 +312,10 @@ def failures(pooled: Pooled, criteria: Criteria) -> tuple[Failure, ...]:
             Failure(
                 "latency",
                 n,
-                f"the queue grows: the {p} latency reaches {pooled.late_ms:.0f} ms by the end "
-                f"of the run (from {pooled.early_ms:.0f} ms in its first third) under "
-                f"{policy}, over the {criteria.budget_ms:g} ms budget, with {queued:.1%} of "
+                f"the queue grows: the {p} latency reaches {display.ms(pooled.late_ms)} by the end "
+                f"of the run (from {display.ms(pooled.early_ms)} in its first third) under "
+                f"{policy}, over the {display.ms(criteria.budget_ms)} budget, with "
+                f"{display.fraction(queued)} of "
                 "frames still queued at the end",
             )
         )
@@ -255,8 +324,8 @@ def failures(pooled: Pooled, criteria: Criteria) -> tuple[Failure, ...]:
             Failure(
                 "latency",
                 n,
-                f"the {p} latency is {pooled.e2e_latency_ms:.1f} ms under {policy}, "
-                f"over the {criteria.budget_ms:g} ms budget",
+                f"the {p} latency is {display.ms(pooled.e2e_latency_ms)} under {policy}, "
+                f"over the {display.ms(criteria.budget_ms)} budget",
             )
         )
     if pooled.min_fps < criteria.min_fps:
@@ -264,8 +333,8 @@ def failures(pooled: Pooled, criteria: Criteria) -> tuple[Failure, ...]:
             Failure(
                 "fps",
                 n,
-                f"the slowest session gets {pooled.min_fps:.1f} fps under {policy}, "
-                f"below the {criteria.min_fps:g} fps floor",
+                f"the slowest session gets {display.fps(pooled.min_fps)} under {policy}, "
+                f"below the {display.fps(criteria.min_fps)} floor",
             )
         )
     limit = criteria.max_overwritten
@@ -274,8 +343,8 @@ def failures(pooled: Pooled, criteria: Criteria) -> tuple[Failure, ...]:
             Failure(
                 "overwritten",
                 n,
-                f"{pooled.overwritten_fraction:.1%} of frames are overwritten under {policy}, "
-                f"over the {limit:.1%} limit",
+                f"{display.fraction(pooled.overwritten_fraction)} of frames are overwritten under "
+                f"{policy}, over the {display.fraction(limit)} limit",
             )
         )
     return tuple(out)
@@ -326,16 +395,13 @@ def fleet(
     if option is None or option.cap < 1 or (peak_sessions is None and price_per_hour is None):
         return None
     peak, price = peak_sessions, price_per_hour
-    seats, low = option.seats_per_card, option.seats_per_card_low
+    # An edge of the band that holds no seat leaves the range at the seats it does hold.
+    low = option.seats_per_card_low if option.seats_per_card_low >= 1 else option.seats_per_card
     return Fleet(
         peak_sessions=peak,
         headroom=headroom,
-        seats_per_card=seats,
-        seats_per_card_low=low,
-        gpus=None if peak is None else gpus_for(peak, headroom, seats),
-        gpus_worst=None if peak is None or low < 1 else gpus_for(peak, headroom, low),
+        seats=Span(low, option.seats_per_card, option.seats_per_card_high),
         price_per_hour=price,
-        cost_per_seat_hour=None if price is None else price * option.card_share / seats,
         card_share=option.card_share,
     )
 

@@ -111,7 +111,7 @@ def recommend(
     if recommended is None:
         # Nothing holds one session: describe the option that came closest at one session.
         best = closest(ranked, request.criteria)
-    advice = _measure_next(request, best)
+    advice = _measure_next(request, best, ranked)
     measure = advice.batch
     sized = sized_fleet(request, recommended)
     return Recommendation(
@@ -276,7 +276,8 @@ def _option(
             Failure(
                 "cpu",
                 cap + 1,
-                f"{_threads(request.stages.cpu_workers)} busy {busy:.0%} and {fails[0].detail} "
+                f"{_threads(request.stages.cpu_workers)} busy {display.fraction(busy)} and "
+                f"{fails[0].detail} "
                 "(with unlimited threads it would meet the criteria)",
             )
         )
@@ -334,18 +335,33 @@ def _option(
     )
 
 
-def _measure_next(request: Request, option: Option) -> Advice:
+def _measure_next(request: Request, option: Option, options: Sequence[Option]) -> Advice:
     """The batch size to measure next for this plan (``planner.curves.measure_next.for_plan``):
     weighted by the frames each batch size carried in the runs that decided the option's
-    cap, and only when that cap is a range or rests on extrapolated batch sizes."""
+    cap, within the batch sizes the plan's options can run, and only when that cap is a
+    range or rests on extrapolated batch sizes."""
     settled = len({option.cap, option.cap_low, option.cap_high}) == 1 and not option.extrapolated
     return measure_next.for_plan(
         request.curve_for(option.sharing),
-        # The batch sizes the plan can run: those of its deciding runs (and the peak's).
-        min(max(64, len(option.deciding_batches) - 1), max(64, request.largest)),
+        largest_batch(request, options),
         option.deciding_batches,
         settled=settled,
     )
+
+
+def largest_batch(request: Request, options: Sequence[Option]) -> int:
+    """The largest batch the plan's options can form: for each option that batches, at the
+    most sessions its searches considered (one above its highest cap, at most the request's
+    largest count), under its queue and memory limit; 1 when every option sends one frame
+    at a time."""
+    largest = 1
+    for o in options:
+        if POLICIES[o.policy].one_at_a_time or request.memory(o.sharing).batch_limit == 0:
+            continue
+        sessions = min(request.largest, max(o.cap, o.cap_low, o.cap_high) + 1)
+        run = request.scenario(o.policy, o.sharing, "central", sessions, 0)
+        largest = max(largest, run.largest_batch())
+    return largest
 
 
 CHART_EVERY_COUNT_UPTO = 64

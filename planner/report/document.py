@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 
 import plotly.graph_objects as go
 
+from planner import display
 from planner.demand.fleet import DemandFleet
 from planner.demand.profiles import HOURS_PER_MONTH
 from planner.errors import BadInput
@@ -156,16 +157,6 @@ def report_sections(ctx: ReportContext) -> list[Section]:
     return sections
 
 
-def _number(value: float | None, digits: int = 1, unit: str = "") -> str:
-    if value is None:
-        return "–"
-    return f"{value:,.{digits}f}{unit}"
-
-
-def _money(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"${value:,.{digits}f}"
-
-
 def _answer(ctx: ReportContext) -> Section:
     """The answer (``planner.plan.answer``) with the figures at the cap between its why
     and its advice, in the order the Plan page shows them."""
@@ -195,23 +186,24 @@ def _figures(ctx: ReportContext, best: Option) -> tuple[tuple[str, str], ...]:
     where = str(best.cap) if best.per_card == 1 else f"{best.cap} per instance"
     metrics = [("Seats per card", best.seats)]
     if at is not None:
-        metrics.append(
-            (f"p{at.percentile:g} latency at {where}", _number(at.e2e_latency_ms, 1, " ms"))
-        )
-        metrics.append((f"Slowest session at {where}", _number(at.min_fps, 1, " fps")))
+        metrics.append((f"p{at.percentile:g} latency at {where}", display.ms(at.e2e_latency_ms)))
+        metrics.append((f"Slowest session at {where}", display.fps(at.min_fps)))
     sized = ctx.result.fleet
-    if sized is not None and sized.gpus is not None:
-        gpus = str(sized.gpus)
-        if sized.gpus_worst is not None and sized.gpus_worst != sized.gpus:
-            gpus = f"{sized.gpus}–{sized.gpus_worst}"
-        metrics.append((f"GPUs for {sized.peak_sessions:,} at peak", gpus))
-    if sized is not None and sized.cost_per_seat_hour is not None:
-        metrics.append(("Cost per seat-hour", _money(sized.cost_per_seat_hour, 3)))
+    if sized is not None and sized.gpus_span is not None:
+        metrics.append((f"GPUs for {sized.peak_sessions:,} at peak", display.span(sized.gpus_span)))
+    if sized is not None and sized.cost_per_seat_hour_span is not None:
         metrics.append(
-            (f"Cost per seat-month ({HOURS_PER_MONTH} h)", _money(sized.cost_per_seat_month, 0))
+            ("Cost per seat-hour", display.span(sized.cost_per_seat_hour_span, display.money))
         )
-    if ctx.fleet is not None and ctx.fleet.autoscaled.cost_per_day is not None:
-        metrics.append(("Cost per day, autoscaled", _money(ctx.fleet.autoscaled.cost_per_day)))
+        metrics.append(
+            (
+                f"Cost per seat-month ({HOURS_PER_MONTH} h)",
+                display.span(sized.cost_per_seat_month_span, display.money),
+            )
+        )
+    day = None if ctx.fleet is None else ctx.fleet.span("autoscaled", "cost_per_day")
+    if day is not None:
+        metrics.append(("Cost per day, autoscaled", display.span(day, display.money)))
     return tuple(metrics)
 
 
@@ -270,8 +262,11 @@ def _curve(ctx: ReportContext) -> Section:
     points = tuple(
         (
             str(p.batch),
-            f"{p.latency_ms:g}",
-            *("" if v is None else f"{v:g}" for v in (p.p10_ms, p.p90_ms, p.p99_ms, p.std_ms)),
+            display.number(p.latency_ms),
+            *(
+                "" if v is None else display.number(v)
+                for v in (p.p10_ms, p.p90_ms, p.p99_ms, p.std_ms)
+            ),
             "" if p.n is None else str(p.n),
             "" if p.memory_mb is None else f"{p.memory_mb:g}",
         )
@@ -282,7 +277,8 @@ def _curve(ctx: ReportContext) -> Section:
     )
     central, optimistic, pessimistic = fitted.band([float(b) for b in range(1, upto + 1)])
     band_rows = tuple(
-        (str(b), f"{central[b - 1]:.3g}", f"{optimistic[b - 1]:.3g}", f"{pessimistic[b - 1]:.3g}",
+        (str(b), display.number(central[b - 1]), display.number(optimistic[b - 1]),
+         display.number(pessimistic[b - 1]),
          "yes" if bool(fitted.extrapolated(b)) else "")
         for b in sorted({1, 2, 4, 8, 16, 32, 64, upto} & set(range(1, upto + 1)))
     )  # fmt: skip
@@ -323,7 +319,8 @@ def _curve(ctx: ReportContext) -> Section:
             2,
             Text(
                 f"predicting each measured point from the others, the fit is off by "
-                f"{loo.fit:.1%} on average, the straight-line method by {loo.straight_line:.1%}.",
+                f"{display.fraction(loo.fit)} on average, the straight-line method by "
+                f"{display.fraction(loo.straight_line)}.",
                 lead="Leave-one-out: ",
             ),
         )
@@ -348,17 +345,19 @@ def _options(ctx: ReportContext) -> Section:
                 option.seats,
                 option.seats_per_instance if option.per_card > 1 else "",
                 f"{iso.memory} / {iso.fault}",
-                _number(None if at is None else at.e2e_latency_ms),
-                _number(None if at is None else at.min_fps),
-                "–" if sized is None or sized.gpus is None else str(sized.gpus),
-                _money(None if sized is None else sized.cost_per_seat_hour, 3),
+                display.ms(None if at is None else at.e2e_latency_ms, unit=False),
+                display.fps(None if at is None else at.min_fps, unit=False),
+                display.span(None if sized is None else sized.gpus_span),
+                display.span(
+                    None if sized is None else sized.cost_per_seat_hour_span, display.money
+                ),
                 option.binding_constraint,
             )
         )
     pct = f"p{request.criteria.percentile:g}"
     header = (
         "option", "seats per card", "per instance", "isolation (memory / fault)",
-        f"{pct} ms at cap", "slowest fps at cap", "GPUs for peak", "USD per seat-hour",
+        f"{pct} ms at cap", "slowest fps at cap", "GPUs for peak", "cost per seat-hour",
         "next seat fails because",
     )  # fmt: skip
     percentile = request.criteria.percentile
@@ -402,19 +401,25 @@ def _fleet(ctx: ReportContext) -> Section:
             "Fleet and cost",
             (Text("No peak demand or card price was given, so no fleet is sized or priced."),),
         )
-    items = [("seats per card", str(sized.seats_per_card)), ("headroom", f"{sized.headroom:.0%}")]
-    if sized.gpus is not None:
-        items.append((f"GPUs for {sized.peak_sessions:,} sessions at peak", str(sized.gpus)))
-        if sized.gpus_worst is not None:
-            items.append(("GPUs on the pessimistic cap", str(sized.gpus_worst)))
+    items = [
+        ("seats per card", display.span(sized.seats)),
+        ("headroom", display.fraction(sized.headroom)),
+    ]
+    if sized.gpus_span is not None:
+        items.append(
+            (f"GPUs for {sized.peak_sessions:,} sessions at peak", display.span(sized.gpus_span))
+        )
     if sized.price_per_hour is not None:
-        items.append(("card price per hour", _money(sized.price_per_hour)))
+        items.append(("card price per hour", display.money(sized.price_per_hour)))
         if sized.card_share < 1:
-            items.append(("our part of the card", f"{sized.card_share:.0%}"))
-        items.append(("cost per seat-hour", _money(sized.cost_per_seat_hour, 3)))
-        cost = sized.as_dict()["cost_per_hour"]
-        if cost is not None:
-            items.append(("the peak fleet per hour", _money(cost)))
+            items.append(("our part of the card", display.fraction(sized.card_share)))
+        items.append(
+            ("cost per seat-hour", display.span(sized.cost_per_seat_hour_span, display.money))
+        )
+        if sized.cost_per_hour_span is not None:
+            items.append(
+                ("the peak fleet per hour", display.span(sized.cost_per_hour_span, display.money))
+            )
     return Section(
         "fleet",
         "Fleet and cost",
@@ -444,14 +449,15 @@ def _demand(ctx: ReportContext) -> Section | None:
         (f.fixed, "fixed fleet for the peak"),
         (f.autoscaled, f"autoscaled, {f.lead_time_min:g} min lead"),
     ):
+        key = rule.rule
         rows.append(
             (
                 name,
-                str(rule.peak_gpus),
-                f"{rule.gpu_hours_per_day:,.1f}",
-                _money(rule.cost_per_day),
-                _money(rule.cost_per_month, 0),
-                "–" if rule.mean_utilisation is None else f"{rule.mean_utilisation:.0%}",
+                display.span(f.span(key, "peak_gpus")),
+                display.span(f.span(key, "gpu_hours_per_day"), display.number),
+                display.span(f.span(key, "cost_per_day"), display.money),
+                display.span(f.span(key, "cost_per_month"), display.money),
+                display.fraction(rule.mean_utilisation),
             )
         )
     steps = tuple(
@@ -470,11 +476,11 @@ def _demand(ctx: ReportContext) -> Section | None:
         (
             option.label,
             option.seats,
-            str(fleet.fixed.peak_gpus),
-            _money(fleet.fixed.cost_per_day),
-            str(fleet.autoscaled.peak_gpus),
-            f"{fleet.autoscaled.gpu_hours_per_day:,.1f}",
-            _money(fleet.autoscaled.cost_per_day),
+            display.span(fleet.span("fixed", "peak_gpus")),
+            display.span(fleet.span("fixed", "cost_per_day"), display.money),
+            display.span(fleet.span("autoscaled", "peak_gpus")),
+            display.span(fleet.span("autoscaled", "gpu_hours_per_day"), display.number),
+            display.span(fleet.span("autoscaled", "cost_per_day"), display.money),
         )
         for option, fleet in option_fleets(ctx.result, profile, f.lead_time_min)
     )

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from planner.errors import BadInput, PlannerError
 
 DEFAULT_BUDGET_FRAMES = 400_000_000
-"""About 10 s of simulation on two cores."""
+"""About 18 CPU-seconds (14 s on two shared cores) for the crafted link of
+docs/reliability.md; ``scripts/measure_budget.py`` measures it on a machine."""
 CHUNK_FRAMES = 10_000_000
 
 

@@ -9,7 +9,10 @@ backoff, up to ``wait_s`` seconds (``PLANNER_DB_WAIT_S``, default 10), and only 
 up with a one-line ``StoreLocked`` message naming the holder.
 
 Within one process, every ``Store`` of the same file shares one lock, so the sessions of a
-Streamlit server (threads) take turns; a connection is never used by two threads. Writes
+Streamlit server (threads) take turns; a connection is never used by two threads. After
+each hold a process that has held the file more than half the time lately leaves it free
+for as long as it held it (at most ``MAX_GAP_S``), so a busy server cannot starve the
+commands waiting for the file. Writes
 run in a transaction each: an import either stores every curve it read or none. A file
 the user may only read is opened read-only: listing and planning work, writing says why
 it cannot. A damaged file, a folder that cannot be created or a full disk become a
@@ -55,6 +58,11 @@ DEFAULT_WAIT_S = 10.0
 MAX_WAIT_S = 3600.0
 _FIRST_BACKOFF_S = 0.01
 _MAX_BACKOFF_S = 0.1
+MAX_GAP_S = 0.05
+"""A process that has held the file more than half of the last second or so leaves it
+free after each hold for as long as it held it (up to this) before taking it again; see
+``StoreFile._connection``."""
+_DUTY_TAU_S = 1.0
 
 _LOCK_HOLDER = re.compile(r"PID (\d+)")
 _DAMAGED = (
@@ -99,6 +107,28 @@ def _drop_root() -> None:
 # process ever have the file attached at once, a connection is never shared between
 # threads, and a Store used inside another one's batch (same file, same thread) joins it.
 _FILES: dict[str, tuple[threading.RLock, str, threading.local]] = {}
+_HELD: dict[str, tuple[float, float, float]] = {}
+"""Per store file, this process's recent holds: when the last one ended, how long it was,
+and the time held lately (each second held counted with weight decaying over
+``_DUTY_TAU_S``)."""
+
+
+def _gap(key: str, now: float) -> float:
+    """How long to leave the file free before this process takes it again: the last hold's
+    length (at most MAX_GAP_S) while the process has held it more than half the time
+    lately, else nothing (an occasional operation, a page rerun, pays nothing)."""
+    ended, last, lately = _HELD.get(key, (0.0, 0.0, 0.0))
+    if lately * math.exp(-(now - ended) / _DUTY_TAU_S) <= 0.5 * _DUTY_TAU_S:
+        return 0.0
+    return max(0.0, ended + min(last, MAX_GAP_S) - now)
+
+
+def _held(key: str, taken: float, released: float) -> None:
+    ended, _last, lately = _HELD.get(key, (released, 0.0, 0.0))
+    decayed = lately * math.exp(-max(0.0, released - ended) / _DUTY_TAU_S)
+    _HELD[key] = (released, released - taken, decayed + (released - taken))
+
+
 _FILES_GUARD = threading.Lock()
 
 
@@ -277,7 +307,18 @@ class StoreFile:
             yield held
             return
         with self._lock:
+            # Fairness to other processes: a busy server (many visitors' reads back to
+            # back) would otherwise take the file again the moment it let go, and a
+            # command retrying every 10-100 ms would rarely find it free, giving up with
+            # "busy" although every single hold was short. So while this process has
+            # held the file more than half the time lately, the file stays free after
+            # each hold for as long as the hold was (at most MAX_GAP_S).
+            key = str(self.path)
+            rest = _gap(key, time.monotonic())
+            if rest > 0:
+                time.sleep(rest)
             connection = self._attach()
+            taken = time.monotonic()
             self._local.connection = connection
             try:
                 yield connection
@@ -303,6 +344,7 @@ class StoreFile:
                     _drop_root()
                 with suppress(duckdb.Error):
                     connection.close()
+                _held(key, taken, time.monotonic())
 
     def _attach(self) -> duckdb.DuckDBPyConnection:
         """A connection with the file attached and in use, waiting with backoff while

@@ -9,6 +9,11 @@ Engines (no home-made distribution):
   so the pool and the simulator's own threads do not oversubscribe the cores. A worker
   ends when this process does, however it ends (``kill -9`` included): it would
   otherwise wait for work forever, since it holds the pool's queues open itself.
+- ``here``: this process, one cell after another, under a ``planner.sim.work.Work``
+  (``work``): each chunk of simulation is admitted against its budget, run in one of
+  the process's turns and counted, so a study a dashboard page starts shares the
+  server with the other visitors chunk by chunk and stops at the next chunk when its
+  budget runs out or its visitor leaves (``on_chunk`` raising). No worker is started.
 - ``ray``: an existing Ray cluster (``address``) or a local Ray started for the run.
   The curves go into Ray's object store once; each task computes a small chunk of cells
   with one CPU; results are taken with ``ray.wait`` as they complete. Ray is imported
@@ -30,6 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -42,14 +48,15 @@ from planner.plan.recommend import recommend
 from planner.plan.request import Request
 from planner.plan.resolve import plan_inputs
 from planner.sim import ensemble
-from planner.sim.work import Work
+from planner.sim.work import Cancelled, OverBudget, Work
 from planner.store.connection import uninterrupted
 from planner.store.repository import Store
 from planner.studies.store import CellResult, finished_keys, save_results, save_study
 from planner.studies.study import Cell, Study, cells, outputs
 
-Engine = Literal["local", "ray"]
+Engine = Literal["local", "ray", "here"]
 ENGINES: tuple[str, ...] = ("local", "ray")
+"""The engines the command line offers; ``here`` is for callers with a ``Work``."""
 CHUNK = 4
 """Cells per task: enough to amortise sending a task, few enough to balance the load."""
 IN_FLIGHT = 4
@@ -188,27 +195,32 @@ def _follow_parent(parent: int) -> None:
 def evaluate(jobs: Sequence[Job], curves: dict[str, FittedCurve]) -> list[CellResult]:
     """Recommend each job's cell; a failure becomes an ``error`` result (tried again by
     the driver), never an exception that loses the other cells of the chunk."""
-    out = []
-    for job in jobs:
-        start = time.perf_counter()
-        try:
-            request = Request(
-                curve=curves[job.curve],
-                profile_curves=tuple((name, curves[cid]) for name, cid in job.profiles),
-                **dict(job.request),
-            )
-            account = Work(budget=float("inf"))
-            result = recommend(request, work=account)
-            day = plan_fleet(result, job.demand, job.lead_time_min)
-            doc = {**outputs(result, day), "frames": account.done}
-            if request.calibration is not None:
-                doc["calibration"] = request.calibration.id
-            out.append(CellResult(job.key, "ok", doc, None, 1, time.perf_counter() - start))
-        except Exception as exc:
-            message = "; ".join(exc.problems) if isinstance(exc, PlannerError) else repr(exc)
-            out.append(CellResult(job.key, "error", {}, message[:2000], 1,
-                                  time.perf_counter() - start))  # fmt: skip
-    return out
+    return [evaluate_one(job, curves, Work(budget=float("inf"))) for job in jobs]
+
+
+def evaluate_one(job: Job, curves: dict[str, FittedCurve], account: Work) -> CellResult:
+    """One cell's recommendation under ``account``. A failure of the cell becomes an
+    ``error`` result; the account's own stops (OverBudget, Cancelled, and whatever its
+    ``on_chunk`` raises) are not the cell's failure and propagate."""
+    start = time.perf_counter()
+    before = account.done
+    try:
+        request = Request(
+            curve=curves[job.curve],
+            profile_curves=tuple((name, curves[cid]) for name, cid in job.profiles),
+            **dict(job.request),
+        )
+        result = recommend(request, work=account)
+        day = plan_fleet(result, job.demand, job.lead_time_min)
+        doc = {**outputs(result, day), "frames": account.done - before}
+        if request.calibration is not None:
+            doc["calibration"] = request.calibration.id
+        return CellResult(job.key, "ok", doc, None, 1, time.perf_counter() - start)
+    except (OverBudget, Cancelled):
+        raise
+    except Exception as exc:
+        message = "; ".join(exc.problems) if isinstance(exc, PlannerError) else repr(exc)
+        return CellResult(job.key, "error", {}, message[:2000], 1, time.perf_counter() - start)
 
 
 def _evaluate_here(jobs: Sequence[Job]) -> list[CellResult]:
@@ -284,16 +296,23 @@ def run_study(
     progress: Callable[[Progress], None] = lambda _p: None,
     on_result: Callable[[CellResult], None] = lambda _r: None,
     preparing: Callable[[int, int], None] = lambda _d, _t: None,
+    work: Work | None = None,
 ) -> Summary:
     """Compute and store every cell of ``study`` not stored yet (see the module docs).
+
+    ``engine="here"`` runs the cells in this process under ``work`` (required then):
+    OverBudget or whatever stops the work ends the run, keeping every cell finished
+    before it.
 
     ``progress`` is called as cells finish; raising from it (or Ctrl-C) stops the run,
     keeping every cell finished so far. ``on_result`` sees each stored result;
     ``preparing(done, total)`` is called while the cells are prepared (see ``prepare``).
     """
-    if engine not in ENGINES:
+    if engine not in (*ENGINES, "here"):
         raise BadInput(f"engine {engine!r} is not one of {', '.join(ENGINES)}")
-    count = default_workers() if workers is None else workers
+    if engine == "here" and work is None:
+        raise BadInput("the here engine runs under a Work: pass work=")
+    count = 1 if engine == "here" else default_workers() if workers is None else workers
     # Processes or CPUs on this machine (the local pool, or a Ray started for the run):
     # more than a few per core only oversubscribe it. An existing cluster may be larger.
     most = 4096 if engine == "ray" and ray_address else MAX_WORKERS_PER_CORE * default_workers()
@@ -332,8 +351,11 @@ def run_study(
         return Summary(study.name, engine, count, state.total, state.skipped, computed,
                        state.failed, simulations, elapsed, interrupted)  # fmt: skip
 
-    runner = _run_local if engine == "local" else _run_ray
-    results = runner(jobs, curves, count, ray_address)
+    if engine == "here" and work is not None:
+        results = _run_here(jobs, curves, work)
+    else:
+        runner = _run_local if engine == "local" else _run_ray
+        results = runner(jobs, curves, count, ray_address)
     interrupted = False
     try:
         for result in results:
@@ -371,6 +393,24 @@ def _chunks(jobs: Sequence[Job], size: int = CHUNK) -> list[list[Job]]:
     return [list(jobs[i : i + size]) for i in range(0, len(jobs), size)]
 
 
+def _run_here(
+    jobs: Sequence[Job], curves: dict[str, FittedCurve], work: Work
+) -> Generator[CellResult, None, None]:
+    """The cells one after another in this process, every chunk under ``work``. A cell
+    that fails is tried once more, like on the other engines."""
+    for job in jobs:
+        result = evaluate_one(job, curves, work)
+        if result.status != "ok":
+            result = _attempts(evaluate_one(job, curves, work), True)
+        yield result
+
+
+LOST_WORKER = (
+    "a study worker process ended before its cells were done (killed, or out of memory?); "
+    "the cells finished before it are stored, and running the study again computes the rest"
+)
+
+
 def _run_local(
     jobs: Sequence[Job], curves: dict[str, FittedCurve], workers: int, _address: str | None
 ) -> Generator[CellResult, None, None]:
@@ -404,6 +444,8 @@ def _run_local(
                         continue
                     yield _attempts(result, result.key in retried)
         finished_all = True
+    except BrokenProcessPool:  # a worker was killed: one line, not the pool's traceback
+        raise PlannerError(LOST_WORKER) from None
     finally:
         # Stopped early (Ctrl-C, or the caller closed us): the chunks already handed to
         # the workers would still run to their end, and the interpreter's exit waits for

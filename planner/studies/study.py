@@ -58,6 +58,7 @@ from planner.links.urls import saved_params
 from planner.plan.options import Recommendation
 from planner.plan.params import PlanParams
 from planner.sim.policies import POLICIES
+from planner.spans import Span, fields, int_fields
 from planner.store.calibrations import latest_calibration
 from planner.store.repository import Store
 
@@ -481,6 +482,9 @@ OUTPUTS = (
     "binding_constraint", "latency_ms", "min_fps", "gpus", "cost_per_seat_hour",
     "day_peak_gpus", "day_gpu_hours", "cost_per_day", "measure_next", "simulations",
 )  # fmt: skip
+"""What a cell stores; ``seats_per_card`` and the figures from ``gpus`` on are spans, with
+their ``_low`` and ``_high`` beside them (``planner.spans``; a cell stored before they
+were kept reads its likely figure at both ends)."""
 
 
 def outputs(result: Recommendation, day: DemandFleet | None = None) -> dict[str, Any]:
@@ -496,19 +500,19 @@ def outputs(result: Recommendation, day: DemandFleet | None = None) -> dict[str,
         "cap": best.cap if best else 0,
         "cap_low": best.cap_low if best else 0,
         "cap_high": best.cap_high if best else 0,
-        "seats_per_card": best.seats_per_card if best else 0,
+        **int_fields("seats_per_card", best.seats_span if best else Span(0, 0, 0)),
         "seats": best.seats if best else "0",
         "option": closest.label if closest else None,
         "policy": closest.policy if closest else None,
         "mode": closest.mode if closest else None,
         "binding_constraint": closest.binding_constraint if closest else None,
-        "latency_ms": at.e2e_latency_ms if at else None,
-        "min_fps": at.min_fps if at else None,
-        "gpus": fleet.gpus if fleet else None,
-        "cost_per_seat_hour": fleet.cost_per_seat_hour if fleet else None,
-        "day_peak_gpus": day.autoscaled.peak_gpus if day else None,
-        "day_gpu_hours": day.autoscaled.gpu_hours_per_day if day else None,
-        "cost_per_day": day.autoscaled.cost_per_day if day else None,
+        "latency_ms": round(at.e2e_latency_ms, 2) if at and at.e2e_latency_ms is not None else None,
+        "min_fps": round(at.min_fps, 2) if at else None,
+        **int_fields("gpus", fleet.gpus_span if fleet else None),
+        **fields("cost_per_seat_hour", fleet.cost_per_seat_hour_span if fleet else None, 4),
+        **int_fields("day_peak_gpus", day.span("autoscaled", "peak_gpus") if day else None),
+        **fields("day_gpu_hours", day.span("autoscaled", "gpu_hours_per_day") if day else None, 2),
+        **fields("cost_per_day", day.span("autoscaled", "cost_per_day") if day else None, 2),
         "measure_next": result.measure_next,
         "simulations": result.simulations,
     }
