@@ -6,7 +6,9 @@ recorded then must come out identical now; figures added since are not compared.
 frame-rate figures (each session's fps, their mean, min and max, Jain's index, and the
 fps in a cap's reasons) were re-recorded, and only they, when the delivered frame rate
 came to leave out the frames still in flight at the end of a run
-(``planner.sim.delivered``); every other figure is the one recorded then.
+(``planner.sim.delivered``), and the wording of five sentences (a whole frame rate written
+"21 fps" by ``planner.display``, and the measure-next basis naming the plan's batch sizes)
+when those changed; every other figure is the one recorded then.
 """
 
 from __future__ import annotations
