@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Page, expect
 
 from planner.curves.cards import builtin_catalogue
 from tests.test_browser import (
@@ -38,6 +38,24 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base
 
 
+def choose(page: Page, box: str, option: str) -> None:
+    """Pick ``option`` in the select box labelled ``box``: the list opens on a click of its
+    combobox, and a click that lands while the page is still settling may not open it."""
+    combobox = page.get_by_test_id("stSelectbox").filter(has_text=box).get_by_role("combobox")
+    wanted = page.get_by_role("option", name=option, exact=False)
+    for _ in range(3):
+        combobox.click()
+        try:
+            expect(wanted).to_be_visible(timeout=5_000)
+        except AssertionError:
+            page.keyboard.press("Escape")
+            settle(page)
+            continue
+        wanted.click()
+        return
+    raise AssertionError(f"the {box!r} box never offered {option!r}")
+
+
 def test_picking_all_profiles_shows_every_profile_in_one_table(
     served: str,
     chrome: Browser,  # noqa: F811 - the fixture imported above
@@ -54,8 +72,7 @@ def test_picking_all_profiles_shows_every_profile_in_one_table(
         settle(page)
         expect(page.locator(".st-key-plan_profiles")).to_have_count(0)
 
-        page.get_by_test_id("stSelectbox").filter(has_text="MIG profile").click()
-        page.get_by_role("option", name="all profiles of this card", exact=False).click()
+        choose(page, "MIG profile", "all profiles of this card")
         table = page.locator(".st-key-plan_profiles table")
         expect(table).to_be_visible(timeout=FIRST_RUN_MS)
         settle(page)
