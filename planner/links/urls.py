@@ -145,9 +145,11 @@ def decode(
         if not found:
             break
         for names, message in found:
-            for name in names:
+            # Only what the link gave is ignored: a default it left alone is not.
+            given = [name for name in names if name in values] or list(names)
+            for name in given:
                 values.pop(name, None)
-            ignored.append(f"ignored {', '.join(names)}: {message}")
+            ignored.append(f"ignored {', '.join(given)}: {message}")
 
     try:
         return cls(**values), ignored
