@@ -192,8 +192,9 @@ def _print_stages(at: Any, cap: int) -> None:
     print(f"end-to-end latency at {cap} sessions by stage (mean / p{stages.percentile:g} tail):")
     for part in PARTS:
         mean, tail = getattr(stages.mean, part), getattr(stages.tail, part)
-        print(f"  {PART_LABELS[part]:<22} {mean:8.1f} ms {tail:8.1f} ms")
-    print(f"  {'total':<22} {stages.mean.total:8.1f} ms {stages.tail.total:8.1f} ms")
+        print(f"  {PART_LABELS[part]:<22} {display.ms_column(mean)} {display.ms_column(tail)}")
+    total = f"{display.ms_column(stages.mean.total)} {display.ms_column(stages.tail.total)}"
+    print(f"  {'total':<22} {total}")
 
 
 def _isolation(option: Any) -> str:
