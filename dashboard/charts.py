@@ -42,7 +42,7 @@ def latency_figure(curves: Sequence[Curve], labels: Sequence[str] | None = None)
         lambda p, v: v,
         title="Latency per batched call",
         y_title="latency per call (ms)",
-        hover="batch %{x}: %{y:.2f} ms per call",
+        hover="batch %{x}: %{y:,.3~r} ms per call",
     )
 
 
@@ -54,7 +54,7 @@ def per_frame_figure(curves: Sequence[Curve], labels: Sequence[str] | None = Non
         lambda p, v: v / p.batch,
         title="Time per frame",
         y_title="time per frame (ms)",
-        hover="batch %{x}: %{y:.2f} ms per frame",
+        hover="batch %{x}: %{y:,.3~r} ms per frame",
     )
 
 
@@ -327,7 +327,7 @@ def loo_figure(fit: FittedCurve) -> go.Figure | None:
             y=[100 * p.error for p in loo.points],
             name="fit",
             marker_color=[COLOURS[0] if p.inside else "#d1242f" for p in loo.points],
-            hovertemplate="batch %{x}: %{y:.2f}% off<extra>fit</extra>",
+            hovertemplate="batch %{x}: %{y:,.3~r}% off<extra>fit</extra>",
         )
     )
     figure.add_trace(
@@ -336,7 +336,7 @@ def loo_figure(fit: FittedCurve) -> go.Figure | None:
             y=[100 * p.straight_line_error for p in loo.points],
             name="straight-line method",
             marker_color="#8c959f",
-            hovertemplate="batch %{x}: %{y:.2f}% off<extra>straight line</extra>",
+            hovertemplate="batch %{x}: %{y:,.3~r}% off<extra>straight line</extra>",
         )
     )
     figure.update_layout(

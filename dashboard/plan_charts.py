@@ -55,10 +55,10 @@ def sessions_figure(
         mine = [r for r in rows if r.policy == policy]
         if metric == "latency":
             ys = [r.e2e_latency_ms for r in mine]
-            hover = f"%{{x}} sessions: p{percentile:g} %{{y:.1f}} ms"
+            hover = f"%{{x}} sessions: p{percentile:g} %{{y:,.3~r}} ms"
         else:
             ys = [r.min_fps for r in mine]
-            hover = "%{x} sessions: slowest %{y:.1f} fps"
+            hover = "%{x} sessions: slowest %{y:,.3~r} fps"
         highest = max([highest, *(y for y in ys if y is not None)])
         style = _style(policy)
         data.append(
@@ -77,13 +77,13 @@ def sessions_figure(
     if metric == "latency":
         title = f"p{percentile:g} latency, end to end"
         y_title = f"p{percentile:g} latency, end to end (ms)"
-        line_text = f"budget {limit:g} ms"
+        line_text = f"budget {display.ms(limit)}"
         # Latency far beyond the budget says nothing more; keep the budget readable.
         top = min(max(highest, limit) * 1.08, limit * 4)
     else:
         title = "Frame rate of the slowest session"
         y_title = "slowest session (frames/s)"
-        line_text = f"floor {limit:g} fps"
+        line_text = f"floor {display.fps(limit)}"
         top = max(highest, limit) * 1.15
     red, green = "#d1242f", "#1a7f37"
     shapes: list[dict[str, Any]] = [
@@ -311,7 +311,7 @@ def stages_figure(stages: Stages, sessions: int, height: int = 260) -> go.Figure
                 "y": [label for label, _ in shown],
                 "name": PART_LABELS[part],
                 "marker": {"color": STAGE_COLOURS[part]},
-                "hovertemplate": f"{PART_LABELS[part]}: %{{x:.1f}} ms<extra>%{{y}}</extra>",
+                "hovertemplate": f"{PART_LABELS[part]}: %{{x:,.3~r}} ms<extra>%{{y}}</extra>",
             }
         )
     layout = {

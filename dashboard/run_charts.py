@@ -155,9 +155,9 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
             marker={"size": 4, "color": "#1f2328"},
             name="delivered",
             customdata=np.stack([arrival, dispatch, completion - ready, size, done], axis=-1),
-            hovertemplate="session %{y}: arrived %{customdata[0]:.1f} ms, batch of "
-            "%{customdata[3]} from %{customdata[1]:.1f} ms, off the GPU %{x:.1f} ms "
-            "(GPU side %{customdata[2]:.1f} ms), done %{customdata[4]:.1f} ms"
+            hovertemplate="session %{y}: arrived %{customdata[0]:,.3~r} ms, batch of "
+            "%{customdata[3]} from %{customdata[1]:,.3~r} ms, off the GPU %{x:,.3~r} ms "
+            "(GPU side %{customdata[2]:,.3~r} ms), done %{customdata[4]:,.3~r} ms"
             "<extra></extra>",
         )
     )
@@ -187,8 +187,8 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
             textfont={"size": 10, "color": "white"},
             showlegend=False,
             customdata=np.stack([starts, ends, sizes], axis=-1) if starts.size else None,
-            hovertemplate="batch of %{customdata[2]} frames, %{customdata[0]:.1f}–"
-            "%{customdata[1]:.1f} ms<extra></extra>",
+            hovertemplate="batch of %{customdata[2]} frames, %{customdata[0]:,.3~r}–"
+            "%{customdata[1]:,.3~r} ms<extra></extra>",
         )
     )
     if pool and records.job_start.size:
@@ -214,8 +214,8 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
                     x=starts, y=np.full(starts.size, cpu_lane), mode="markers",
                     marker={"size": 3, "color": CPU_COLOURS[kind]}, showlegend=False,
                     customdata=waited,
-                    hovertemplate=f"{label[12:]} started %{{x:.1f}} ms after waiting "
-                    "%{customdata:.1f} ms in the queue<extra></extra>",
+                    hovertemplate=f"{label[12:]} started %{{x:,.3~r}} ms after waiting "
+                    "%{customdata:,.3~r} ms in the queue<extra></extra>",
                 )
             )  # fmt: skip
     lanes = [cpu_lane, gpu_lane] if pool else [gpu_lane]
@@ -227,7 +227,7 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
     which = f", sessions 0–{n - 1} of {drawn.of_sessions}" if n < drawn.of_sessions else ""
     figure.update_layout(
         title={
-            "text": f"What the GPU ran, first {min(window_ms, horizon):.4g} ms{which} "
+            "text": f"What the GPU ran, first {display.ms(min(window_ms, horizon))}{which} "
             "(drag to pan)",
             "x": 0,
             "xanchor": "left",
@@ -267,7 +267,7 @@ def fps_figure(results: Results, floor: float | None = None) -> go.Figure:
             ],
             name="delivered",
             showlegend=False,
-            hovertemplate="session %{x}: %{y:.2f} fps<extra></extra>",
+            hovertemplate="session %{x}: %{y:,.3~r} fps<extra></extra>",
         )
     )
     offered = max(s.offered_fps for s in sessions)
@@ -279,7 +279,7 @@ def fps_figure(results: Results, floor: float | None = None) -> go.Figure:
             y=[offered, offered],
             mode="lines",
             line={"color": "#57606a", "dash": "dot", "width": 1.5},
-            name=f"sent ({offered:g} fps)",
+            name=f"sent ({display.fps(offered)})",
             hoverinfo="skip",
         )
     )
@@ -346,7 +346,7 @@ def latency_histogram(
     series = [("GPU side" if overhead else "GPU side = end to end (no overhead)", gpu,
                COLOURS[0], 0.7)]  # fmt: skip
     if overhead:
-        series.append((f"end to end (+{overhead:g} ms)", gpu + overhead, COLOURS[2], 0.6))
+        series.append((f"end to end (+{display.ms(overhead)})", gpu + overhead, COLOURS[2], 0.6))
     for name, values, colour, opacity in series:
         counts, _ = np.histogram(values, bins=edges)
         figure.add_trace(
@@ -358,7 +358,7 @@ def latency_histogram(
                 marker_color=colour,
                 opacity=opacity,
                 customdata=np.stack([edges[:-1], edges[1:]], axis=-1),
-                hovertemplate="%{customdata[0]:.2f}–%{customdata[1]:.2f} ms: %{y} frames"
+                hovertemplate="%{customdata[0]:,.3~r}–%{customdata[1]:,.3~r} ms: %{y} frames"
                 "<extra></extra>",
             )
         )

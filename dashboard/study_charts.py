@@ -67,8 +67,12 @@ def front_figure(
             y=[cost for _, cost, _ in points],
             mode="lines+markers",
             line={"color": COLOURS[0], "shape": "hv"},
-            customdata=labels,
-            hovertemplate="budget %{x} ms: $%{y:.3f} per seat-hour (%{customdata})<extra></extra>",
+            customdata=[
+                [display.money(cost), name]
+                for (_, cost, _), name in zip(points, labels, strict=True)
+            ],
+            hovertemplate="budget %{x} ms: %{customdata[0]} per seat-hour (%{customdata[1]})"
+            "<extra></extra>",
         )
     )
     figure.update_layout(

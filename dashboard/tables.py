@@ -18,9 +18,7 @@ from planner import display
 from planner.curves.curve import OPTIONAL_POINT_FIELDS, Curve, Point, make_point, normalise_points
 from planner.curves.fit import FittedCurve
 from planner.curves.labels import config_label, distinct_labels
-from planner.demand.profiles import HOURS_PER_MONTH
 from planner.errors import BadInput
-from planner.plan.mig_profiles import ProfilePlan
 from planner.plan.options import Option, fleet
 from planner.sim.results import Results
 
@@ -323,38 +321,4 @@ def run_rows(runs: Sequence[Results]) -> list[dict[str, Any]]:
                 "starved sessions": str(len(results.starved_sessions)),
             }
         )
-    return rows
-
-
-def profile_rows(
-    plans: Sequence[ProfilePlan], *, percentile: float, peak: bool, price: bool
-) -> list[dict[str, Any]]:
-    """One row per MIG profile (and each other mode planned beside them), in the card's
-    order: its seats per card, the GPUs for the peak and the cost of a seat (per hour and
-    per month of ``HOURS_PER_MONTH`` hours), then the option that holds them and its
-    latency at the cap. The GPU and cost columns appear when a peak or a price is set."""
-    rows = []
-    for plan in plans:
-        best, sized = plan.best, plan.fleet
-        at = best.at_cap if best is not None else None
-        row: dict[str, Any] = {
-            "sharing": plan.name,
-            "seats per card": best.seats if best is not None else "0",
-        }
-        if peak:
-            row["GPUs for peak"] = display.span(None if sized is None else sized.gpus_span)
-        if price:
-            hourly = sized.cost_per_seat_hour_span if sized is not None else None
-            monthly = sized.cost_per_seat_month_span if sized is not None else None
-            row["cost per seat-hour"] = display.span(hourly, display.money)
-            row[f"per seat-month ({HOURS_PER_MONTH} h)"] = display.span(monthly, display.money)
-        row["best option"] = best.policy if best is not None else "none holds a seat"
-        row["seats per instance"] = (
-            f"{best.seats_per_instance} x {best.per_card}"
-            if best is not None and best.per_card > 1
-            else ""
-        )
-        latency = at.e2e_latency_ms if at is not None else None
-        row[f"p{percentile:g} latency at cap (ms)"] = display.ms(latency, unit=False)
-        rows.append(row)
     return rows

@@ -5,7 +5,7 @@ values (no Streamlit), so they are tested without a server."""
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -87,6 +87,15 @@ def _measured(run: Run, metric: str) -> float | None:
     return None if value is None else float(value)
 
 
+WRITERS: dict[str, Callable[[float | None], str]] = {
+    "fps": display.fps,
+    "ms": display.ms,
+    "fraction": display.fraction,
+}
+"""How a compared figure of each unit is written in the error table (with its unit: the
+column's label does not name it)."""
+
+
 def error_rows(test: LoadTest, calibrated: bool = False) -> list[dict[str, Any]]:
     """One row per run: each compared figure as measured, predicted and the verdict."""
     rows = []
@@ -98,14 +107,14 @@ def error_rows(test: LoadTest, calibrated: bool = False) -> list[dict[str, Any]]
             "loaded": "yes" if run.loaded else "",
         }
         for f in run.figures(calibrated):
-            label = f.metric.label
+            label, write = f.metric.label, WRITERS[f.metric.unit]
             if f.measured is None:
-                row[f"{label}: measured"] = None
+                row[f"{label}: measured"] = display.MISSING
             elif f.is_range:
-                row[f"{label}: measured"] = f"{f.measured[0]:.3g}–{f.measured[1]:.3g}"
+                row[f"{label}: measured"] = f"{write(f.measured[0])}–{write(f.measured[1])}"
             else:
-                row[f"{label}: measured"] = round(f.measured[0], 3)
-            row[f"{label}: predicted"] = None if f.predicted is None else round(f.predicted, 3)
+                row[f"{label}: measured"] = write(f.measured[0])
+            row[f"{label}: predicted"] = write(f.predicted)
             row[f"{label}: error"] = f.verdict
         rows.append(row)
     return rows

@@ -71,11 +71,20 @@ def number(value: float | None) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def ms(value: float | None, *, unit: bool = True) -> str:
+def ms(value: float | None, *, unit: bool = True, sign: bool = False) -> str:
     """A time in milliseconds: ``38.5 ms`` (``38.5`` with ``unit=False``, for a table
-    whose header names the unit)."""
+    whose header names the unit; ``+1.75 ms`` with ``sign=True``, for a change)."""
     text = number(value)
+    if sign and text != MISSING and value is not None and value > 0:
+        text = "+" + text
     return f"{text} ms" if unit and text != MISSING else text
+
+
+def ms_column(value: float | None, width: int = 8) -> str:
+    """``ms`` right-aligned in ``width`` characters, for a text table's column:
+    ``'    38.5 ms'``."""
+    text = number(value)
+    return f"{text:>{width}} ms" if text != MISSING else f"{text:>{width}}"
 
 
 def fps(value: float | None, *, unit: bool = True) -> str:
@@ -88,19 +97,21 @@ def fps(value: float | None, *, unit: bool = True) -> str:
     return f"{text} fps" if unit else text
 
 
-def fraction(value: float | None) -> str:
+def fraction(value: float | None, *, sign: bool = False) -> str:
     """A fraction as a percentage: ``12%``, ``12.5%``, ``0.40%``; a non-zero fraction
-    never reads ``0%``."""
+    never reads ``0%``. ``sign=True`` writes a change: ``+12.5%``."""
     if _missing(value):
         return MISSING
     assert value is not None
+    if sign and value > 0:
+        return "+" + fraction(value)
     percent = 100 * value
     magnitude = abs(percent)
     if magnitude == 0:
         return "0%"
     if magnitude >= 10:
         return f"{percent:.3g}%" if magnitude < 100 else f"{percent:.0f}%"
-    if magnitude >= 1:
+    if magnitude >= 0.995:  # 0.996% is 1.0%, not 1.00%
         return f"{percent:.1f}%"
     if magnitude >= 0.01:
         return f"{percent:.2f}%"
@@ -140,14 +151,15 @@ def span(value: Span | None, write: Callable[[float | None], str] = count, unit:
     return f"{low}–{high}{unit}, likely {likely}"
 
 
-_NUMBER = (
-    r"-?(?:\d{1,3}(?:,\d{3})+|\d{3}|\d{1,2}(?:\.\d)?|\d\.\d{1,2}|0\.\d{1,3}|0\.0\d{1,3}|0\.00\d+)"
+_NUMBER = (  # never a trailing zero after the point: ``50 ms``, not ``50.0 ms``
+    r"-?(?:\d{1,3}(?:,\d{3})+|\d{3}|\d{1,2}(?:\.[1-9])?|\d\.\d?[1-9]"
+    r"|0\.\d{0,2}[1-9]|0\.0\d{0,2}[1-9]|0\.00\d*[1-9])"
 )
 PATTERNS = {
     "money": r"-?\$(?:\d{1,3}(?:,\d{3})*\.\d{2}|0\.0\d{1,}|0)",
     "ms": _NUMBER + " ms",
     "fps": r"-?\d+(?:\.\d)? fps",
-    "percent": r"-?(?:\d{3,}|\d{2}(?:\.\d)?|\d\.\d|0\.\d{2}|0\.0\d+|0)%",
+    "percent": r"[-+]?(?:[1-9]\d{2,}|[1-9]\d(?:\.\d)?|[1-9]\.\d|0\.\d{2}|0\.0\d+|0)%",
 }
 """What ``money``, ``ms``, ``fps`` and ``fraction`` write, as regular expressions (with
 their units): a figure of that kind written anywhere else does not match."""

@@ -129,8 +129,8 @@ def test_an_imported_summary_shows_the_comparison_and_is_stored(
     scenario = ("--sessions", "3", "--policy", "round-robin", "--fps", "22", "--duration-s", "10")
     run = cli("loadtest", "import", path, "--points", "1:19.6,2:39.2", *scenario, "--seeds", "2")
     assert run.status == 0, run.err
-    assert "15.0–19.0 / 17.1 (inside)" in run.out
-    assert "0.20–0.25 / 0.22 (inside)" in run.out
+    assert "15–19 / 17.1 (inside)" in run.out
+    assert "20%–25% / 22.3% (inside)" in run.out
     assert loadtests(store)[0]["source"] == "imported per-session summary"
     missing = cli("loadtest", "import", path, "--points", "1:19.6")
     assert missing.status == 2 and "import needs --sessions and --policy" in missing.err

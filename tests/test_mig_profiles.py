@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -102,6 +103,33 @@ def test_the_command_prints_every_profile_in_one_table(cli: Any) -> None:
         "--json",
     ).json
     assert [r["mig_profile"] for r in doc["profiles"]][1:] == [p.name for p in card.mig_profiles]
+
+
+def test_the_report_shows_every_profile_in_one_table_as_the_command_does(
+    cli: Any, tmp_path: Path
+) -> None:
+    card = store().card("h100-80gb")
+    args = ("--points", "1:4.69,4:9.29", "--card", "h100-80gb", "--mig-profile", "all",
+            "--policies", "oldest-first", "--seeds", "2", "--duration-s", "5",
+            "--price-per-hour", "4")  # fmt: skip
+    said = cli("report", *args, "--out", tmp_path / "plan.md")
+    assert said.status == 0, said.err
+    markdown = (tmp_path / "plan.md").read_text()
+    assert "Every MIG profile of this card" in markdown
+    section = markdown.split("Every MIG profile of this card")[1].split("\n#")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| MIG ")]
+    assert [r.split("|")[1].strip() for r in rows] == [f"MIG {p.name}" for p in card.mig_profiles]
+    # The same rows as planner recommend prints, cell for cell.
+    printed = cli("recommend", *args).out.split("every MIG profile of the card")[1]
+    for row in rows:
+        # (Markdown escapes a pair of dollar signs, which some renderers read as maths.)
+        cells = [c.strip().replace("\\$", "$") for c in row.strip("|").split("|")]
+        line = next(x for x in printed.splitlines() if x.startswith(cells[0] + " "))
+        assert line.split() == " ".join(c for c in cells if c).split()
+    # A plan of one profile has no such section.
+    one = cli("report", *args[:5], "1g.10gb", *args[6:], "--out", tmp_path / "one.md")
+    assert one.status == 0, one.err
+    assert "Every MIG profile" not in (tmp_path / "one.md").read_text()
 
 
 def test_the_page_offers_every_profile_and_shows_them_in_one_table(app: AppTest) -> None:

@@ -1,6 +1,7 @@
 """Every money, millisecond, frame-rate and percentage figure that one plan's fronts write
-(every dashboard page, the report, the command line's text) is written the one way
-``planner.display`` writes it: each figure found must match ``display.PATTERNS``."""
+(every dashboard page, the report, the command line's text, a simulation's and a stored
+load test's text, the Validate page) is written the one way ``planner.display`` writes it:
+each figure found must match ``display.PATTERNS``."""
 
 from __future__ import annotations
 
@@ -10,15 +11,23 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
 from dashboard.navigation import PAGES
 from dashboard.state import store
 from planner import display
+from planner.curves.fit import fit_curve
 from planner.links.urls import encode
 from planner.plan.params import PlanParams
 from planner.plan.resolve import default_curve
 from planner.store.repository import Store
+from planner.validate.loadtest import run_loadtest
+from planner.validate.loadtest_store import save_loadtest
+from planner.validate.options import LoadTestOptions
+from planner.validate.runs import LoadTest
+from planner.validate.worker.backends import SleepBackend
 from tests.conftest import run
 
 PLAN = PlanParams(peak_sessions=200, profile="office-hours", seeds=2, duration_s=5.0)
@@ -54,8 +63,25 @@ def test_the_rule_matches_what_display_writes_and_nothing_else() -> None:
         assert badly_written(display.fps(value)) == []
     for value in (0.00004, 0.004, 0.125, 0.2, 1.0):
         assert badly_written(display.fraction(value)) == []
-    for wrong in ("$0.240", "$1412.50", "44.08 ms", "29.97 fps", "12.50%", "$0.5"):
+    wrong_ones = ("$0.240", "$1412.50", "44.08 ms", "29.97 fps", "12.50%", "$0.5", "0.0 ms",
+                  "   9.0 ms", "10.00 ms", "0.000 ms", "0.450 ms", "1,382.0 ms")  # fmt: skip
+    for wrong in wrong_ones:
         assert badly_written(wrong), wrong
+
+
+FINITE = st.floats(min_value=-1e9, max_value=1e9, allow_nan=False, allow_infinity=False)
+
+
+@given(value=FINITE, sign=st.booleans())
+def test_whatever_display_writes_the_rule_accepts(value: float, sign: bool) -> None:
+    for kind, written in (
+        ("money", display.money(abs(value))),
+        ("ms", display.ms(value, sign=sign)),
+        ("ms", display.ms_column(value).strip()),
+        ("fps", display.fps(value)),
+        ("percent", display.fraction(value / 1e7, sign=sign)),
+    ):
+        assert re.fullmatch(display.PATTERNS[kind], written.lstrip("+")), (kind, written)
 
 
 def _page_texts(at: AppTest) -> list[str]:
@@ -74,7 +100,8 @@ def _page_texts(at: AppTest) -> list[str]:
 
 
 UNWRITTEN = "a number the table writes itself, in"
-FIGURE_HEADERS = ("(ms)", "(fps)", "(%)", "USD", "cost", "per day", "per month", "error")
+FIGURE_HEADERS = ("(ms)", "(fps)", "(%)", "USD", "cost", "per day", "per month", "error",
+                  ": measured", ": predicted")  # fmt: skip
 """Headers of a column of figures: its cells must be text written by ``planner.display``."""
 
 
@@ -142,3 +169,46 @@ def test_the_report_writes_figures_one_way(cli: Any, db_path: Path, tmp_path: Pa
     text = out.read_text(encoding="utf-8")
     assert "$" in text and " ms" in text and "%" in text
     assert [bad for line in text.splitlines() for bad in badly_written(line)] == []
+
+
+def _bad_lines(text: str) -> list[str]:
+    return [bad for line in text.splitlines() for bad in badly_written(line)]
+
+
+def test_a_simulation_writes_figures_one_way(cli: Any) -> None:
+    # Worker stages make the latency-by-stage table and the CPU threads' lines appear.
+    done = cli("simulate", "--points", "1:8,3:20", "--sessions", "3", "--pre-ms", "12",
+               "--network-ms", "5", "--cpu-workers", "1", "--duration-s", "2")  # fmt: skip
+    assert done.status == 0, done.err
+    assert "end-to-end latency by stage" in done.out and "CPU pre jobs:" in done.out
+    assert _bad_lines(done.out) == []
+
+
+def _stored_loadtest(db: Store) -> LoadTest:
+    curve = default_curve(db)
+    table = fit_curve(curve.points).table(64)
+    options = LoadTestOptions(sessions=(1, 2), policies=("batch-all", "oldest-first"),
+                              duration_s=0.4)  # fmt: skip
+    test = run_loadtest(options, curve=curve, backend=SleepBackend(table), stage_ms=(0.0, 0.0))
+    return save_loadtest(db, test)
+
+
+def test_a_stored_load_test_is_shown_with_figures_one_way(cli: Any, db_path: Path) -> None:
+    with Store(db_path) as opened:
+        test = _stored_loadtest(opened)
+    assert test.calibration is not None
+    done = cli("loadtest", "show", str(test.id))
+    assert done.status == 0, done.err
+    assert "measured / predicted" in done.out and "Calibrated by" in done.out
+    assert _bad_lines(done.out) == []
+
+
+def test_the_validate_page_writes_a_load_tests_figures_one_way(app: AppTest) -> None:
+    test = _stored_loadtest(store())
+    app.switch_page("dashboard/pages/validate.py")
+    run(app)
+    assert app.selectbox(key="validate_loadtest").value == test.id
+    texts = _page_texts(app)
+    assert any(re.search(FOUND["ms"], t) for t in texts)
+    found = [bad for text in texts for bad in badly_written(text)]
+    assert found + [t for t in texts if t.startswith(UNWRITTEN)] == []

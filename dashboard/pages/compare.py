@@ -272,9 +272,9 @@ planned = [p for p in plans if p.result is not None]
 
 st.caption(
     f"Each curve is planned with the same criteria: p{params.percentile:g} latency within "
-    f"{params.budget_ms:g} ms end to end, the slowest session at {params.min_fps:g} fps or "
-    "more, the card to itself (exclusive). Seats are a range when the fit's band makes the "
-    "cap uncertain."
+    f"{display.ms(params.budget_ms)} end to end, the slowest session at "
+    f"{display.fps(params.min_fps)} or more, the card to itself (exclusive). Seats are a "
+    "range when the fit's band makes the cap uncertain."
 )
 static_table(rows(planned, params), key="cmp_table")
 what_to_add(planned, params, model)

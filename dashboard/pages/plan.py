@@ -21,7 +21,7 @@ from dashboard.controls import (
 )
 from dashboard.plan_charts import pareto_figure, sessions_figure, stages_figure
 from dashboard.state import store
-from dashboard.tables import option_rows, profile_rows
+from dashboard.tables import option_rows
 from dashboard.text import md, md_list
 from dashboard.ui import default_curve_or_stop, show_over_budget, show_problems, static_table
 from planner import display, limits
@@ -31,7 +31,7 @@ from planner.demand.profiles import HOURS_PER_MONTH
 from planner.errors import BadInput, NotFound
 from planner.links.urls import encode, saved_params, saved_plan_url, self_contained, url
 from planner.plan.answer import Paragraph, plan_answer
-from planner.plan.mig_profiles import profile_plans
+from planner.plan.mig_profiles import plans_every_profile, result_rows
 from planner.plan.options import Option, Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.pareto import dominated
@@ -453,19 +453,11 @@ def figures(result: Recommendation, best: Option) -> None:
 def profiles_table(result: Recommendation) -> None:
     """Every MIG profile of the card side by side, where the plan asks for them all
     (``planner.plan.mig_profiles``)."""
-    if sum(s.mode == "mig" for s in result.request.sharings) < 2:
+    if not plans_every_profile(result):
         return
     request = result.request
     st.subheader("Every MIG profile of this card")
-    static_table(
-        profile_rows(
-            profile_plans(result),
-            percentile=request.criteria.percentile,
-            peak=request.peak_sessions is not None,
-            price=request.price_per_hour is not None,
-        ),
-        key="plan_profiles",
-    )
+    static_table(result_rows(result), key="plan_profiles")
     st.caption(
         "Each profile's best option, from one plan of them all under the same criteria. "
         "Seats per card count every instance of the profile a card holds"

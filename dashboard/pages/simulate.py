@@ -276,7 +276,7 @@ def run_view(results: Results, index: int, wide: bool, params: SimulateParams) -
             else f"its {drawn.sessions} sessions"
         )
         st.caption(
-            f"The timeline draws {which} over the first {drawn.horizon_ms:.4g} ms: at most "
+            f"The timeline draws {which} over the first {display.ms(drawn.horizon_ms)}: at most "
             f"{TIMELINE_SESSIONS} sessions and {TIMELINE_FRAMES:,} frames. Every other figure "
             "on this page counts every frame of the run."
         )
@@ -326,9 +326,9 @@ except (BadInput, NotFound) as exc:
     st.stop()
 
 scenario = inputs.scenario
-rates = sorted(set(scenario.fps))
+rates = ", ".join(display.fps(f, unit=False) for f in sorted(set(scenario.fps)))
 st.caption(
-    f"{scenario.sessions} sessions at {', '.join(f'{f:g}' for f in rates)} fps on "
+    f"{scenario.sessions} sessions at {rates} fps on "
     f"{md(inputs.curve.label)}, {scenario.sharing.label}, {scenario.duration_s:g} s, "
     f"{scenario.phases} phases, seed {scenario.seed}. Each session keeps only its newest "
     "frame: one that arrives while an older frame of the same session still waits "

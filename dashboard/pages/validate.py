@@ -57,7 +57,9 @@ def show(test: LoadTest) -> None:
     late = test.lateness_ms
     facts = [f"curve **{md(test.curve.label)}** ({test.curve.id})", f"{len(test.runs)} runs"]
     if test.options.duration_s:
-        facts.append(f"{test.options.duration_s:g} s each at {test.options.fps:g} fps per session")
+        facts.append(
+            f"{test.options.duration_s:g} s each at {display.fps(test.options.fps)} per session"
+        )
     if test.pre_ms or test.post_ms:
         facts.append(
             f"CPU work {display.ms(test.pre_ms)} before and {display.ms(test.post_ms)} "
@@ -69,7 +71,7 @@ def show(test: LoadTest) -> None:
             f"arrivals handled {display.ms(p50)} late at the median, {display.ms(p99)} at p99"
         )
     if "load_average_start" in env:
-        facts.append(f"load average {env['load_average_start'][0]:.2f} at the start")
+        facts.append(f"load average {display.number(env['load_average_start'][0])} at the start")
     st.caption(" · ".join(facts))
     if test.interrupted:
         st.warning("This load test was interrupted; it holds the runs finished before that.")

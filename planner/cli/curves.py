@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from planner import display
 from planner.cli.output import csv_list, note, open_store, print_json, table
 from planner.curves.curve import Curve, clean_batch
 from planner.curves.imports import FORMATS, MAX_FILE_BYTES, ImportOptions, read_files
@@ -156,7 +157,11 @@ def _describe(curve: Curve) -> None:
         print(f"  {key}: {value}")
     fields = ("batch", "latency_ms", "p10_ms", "p50_ms", "p90_ms", "p99_ms", "std_ms", "n")
     present = [f for f in fields if any(getattr(p, f) is not None for p in curve.points)]
-    rows = [[getattr(p, f) for f in present] for p in curve.points]
+    rows = [
+        [display.ms(getattr(p, f), unit=False) if f.endswith("_ms") else getattr(p, f)
+         for f in present]
+        for p in curve.points
+    ]  # fmt: skip
     print(table(rows, present))
 
 

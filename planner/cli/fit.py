@@ -113,10 +113,10 @@ def _print(fitted: FittedCurve, document: dict[str, Any], upto: int) -> None:
         rows.append(
             (
                 b,
-                f"{p['latency_ms']:.2f}",
-                f"{p['low_ms']:.2f}",
-                f"{p['high_ms']:.2f}",
-                f"{fps:.1f}",
+                display.ms(p["latency_ms"], unit=False),
+                display.ms(p["low_ms"], unit=False),
+                display.ms(p["high_ms"], unit=False),
+                display.fps(fps, unit=False),
                 note,
             )
         )

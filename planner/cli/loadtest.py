@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from planner import limits
+from planner import display, limits
 from planner.cli.output import StatusLine, note, number, open_store, print_json, table
 from planner.errors import BadInput
 from planner.sim.policies import POLICIES
@@ -78,12 +78,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="seeds per session count (import: phase draws predicted; default "
         f"{DEFAULTS.seeds}, {IMPORT_SEEDS})",
     )
-    runs.add_argument("--jitter-ms", help=f"arrival jitter, ms (default {DEFAULTS.jitter_ms:g})")
     runs.add_argument(
-        "--network-ms", help=f"one-way network delay, ms (default {DEFAULTS.stages.network_ms:g})"
+        "--jitter-ms", help=f"arrival jitter (default {display.ms(DEFAULTS.jitter_ms)})"
     )
     runs.add_argument(
-        "--overhead-ms", help=f"per-frame overhead, ms (default {DEFAULTS.overhead_ms:g})"
+        "--network-ms",
+        help=f"one-way network delay (default {display.ms(DEFAULTS.stages.network_ms)})",
+    )
+    runs.add_argument(
+        "--overhead-ms", help=f"per-frame overhead (default {display.ms(DEFAULTS.overhead_ms)})"
     )
     runs.add_argument("--max-batch", help="max-batch and triton: largest batch B")
     runs.add_argument("--max-queue-delay-us", help="triton: longest wait for a fuller batch, µs")
@@ -730,10 +733,12 @@ def _cell(figure: Figure) -> str:
     m, p = figure.measured, figure.predicted
     if m is None and p is None:
         return "-"
-    digits = ".2f" if figure.metric.unit == "fraction" else ".1f"
+    unit = figure.metric.unit
 
     def show(value: float) -> str:
-        return format(value, digits)
+        if unit == "fraction":
+            return display.fraction(value)
+        return display.fps(value, unit=False) if unit == "fps" else display.ms(value, unit=False)
 
     measured = "?" if m is None else show(m[0]) if m[0] == m[1] else f"{show(m[0])}–{show(m[1])}"
     predicted = "?" if p is None else show(p)
@@ -749,7 +754,7 @@ def _report(args: argparse.Namespace, test: LoadTest) -> None:
     print(f"load test {test.id}: {test.source}, curve {test.curve.label} ({test.curve.id})")
     if test.pre_ms or test.post_ms:
         print(
-            f"CPU work per frame: pre {test.pre_ms:.2f} ms, post {test.post_ms:.2f} ms "
+            f"CPU work per frame: pre {display.ms(test.pre_ms)}, post {display.ms(test.post_ms)} "
             f"(measured here, given to the simulator)"
         )
     names = (
@@ -784,7 +789,8 @@ def _report(args: argparse.Namespace, test: LoadTest) -> None:
     if late.size:
         p50, p99 = np.percentile(late, [50, 99])
         print(
-            f"arrival lateness: p50 {p50:.3f} ms, p99 {p99:.3f} ms, max {late.max():.3f} ms "
+            f"arrival lateness: p50 {display.ms(p50)}, p99 {display.ms(p99)}, "
+            f"max {display.ms(late.max())} "
             f"over {late.size:,} arrivals"
         )
     for cap in test.caps:
@@ -799,8 +805,8 @@ def _report(args: argparse.Namespace, test: LoadTest) -> None:
     if "load_average_start" in env:
         end = env.get("load_average_end")
         print(
-            f"load average (1 min): {env['load_average_start'][0]:.2f} at the start, "
-            + (f"{end[0]:.2f} at the end" if end else "not read at the end")
+            f"load average (1 min): {display.number(env['load_average_start'][0])} at the start, "
+            + (f"{display.number(end[0])} at the end" if end else "not read at the end")
         )
     _report_server(test)
     for warning in test.warnings:
@@ -816,7 +822,7 @@ def _report_server(test: LoadTest) -> None:
     print(
         f"server {env.get('server')}, model {env.get('model')}: max batch "
         f"{env.get('max_batch_size')}, queue delay {env.get('max_queue_delay_us')} µs; "
-        f"each request beyond the first costs {env['per_request_ms']:.3f} ms"
+        f"each request beyond the first costs {display.ms(env['per_request_ms'])}"
     )
     for run in env.get("runs") or []:
         ran = run["server"]

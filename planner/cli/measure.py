@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from planner import display
 from planner.cli.output import StatusLine, note, open_store, print_json, table
 from planner.curves.curve import Curve
 from planner.curves.imports.native import to_csv
@@ -308,10 +309,10 @@ def print_curve(curve: Curve) -> None:
     rows = [
         (
             p.batch,
-            f"{p.latency_ms:.3f}",
-            "-" if p.p10_ms is None else f"{p.p10_ms:.3f}",
-            "-" if p.p90_ms is None else f"{p.p90_ms:.3f}",
-            f"{p.latency_ms / p.batch:.3f}",
+            display.ms(p.latency_ms, unit=False),
+            display.ms(p.p10_ms, unit=False),
+            display.ms(p.p90_ms, unit=False),
+            display.ms(p.latency_ms / p.batch, unit=False),
             "-" if p.memory_mb is None else f"{p.memory_mb:g}",
         )
         for p in curve.points

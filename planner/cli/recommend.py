@@ -25,7 +25,7 @@ from planner.demand.profiles import HOURS_PER_MONTH
 from planner.errors import BadInput
 from planner.plan.answer import Answer, plan_answer
 from planner.plan.fleet import plan_fleet
-from planner.plan.mig_profiles import ProfilePlan, profile_plans
+from planner.plan.mig_profiles import plans_every_profile, profile_plans, result_rows
 from planner.plan.options import Recommendation
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         note(f"warning: {inputs.request.floor_warning}")
     result = recommend(inputs.request)
     demand = plan_fleet(result, profile, params.lead_time_min)
-    profiles = profile_plans(result) if _every_profile(result) else None
+    profiles = profile_plans(result) if plans_every_profile(result) else None
     if args.json:
         print_json(
             {
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print(result)
     if profiles is not None:
-        _print_profiles(result, profiles)
+        _print_profiles(result)
     if demand is not None:
         print_fleet_summary(demand)
     elif profile is not None:
@@ -148,38 +148,11 @@ def _print(result: Recommendation) -> None:
         print(f"  - {sentence}")
 
 
-def _every_profile(result: Recommendation) -> bool:
-    """Whether the plan asks for every MIG profile of its card (``--mig-profile all``)."""
-    return sum(s.mode == "mig" for s in result.request.sharings) > 1
-
-
-def _print_profiles(result: Recommendation, profiles: list[ProfilePlan]) -> None:
+def _print_profiles(result: Recommendation) -> None:
     """Every MIG profile of the card side by side (``planner.plan.mig_profiles``)."""
-    request = result.request
-    rows = []
-    for plan in profiles:
-        best, sized = plan.best, plan.fleet
-        at = best.at_cap if best is not None else None
-        hour = None if sized is None else sized.cost_per_seat_hour_span
-        month = None if sized is None else sized.cost_per_seat_month_span
-        rows.append(
-            (
-                plan.name,
-                best.seats if best is not None else "0",
-                display.span(None if sized is None else sized.gpus_span),
-                display.span(hour, display.money),
-                display.span(month, display.money),
-                best.policy if best is not None else "none holds a seat",
-                display.ms(None if at is None else at.e2e_latency_ms, unit=False),
-            )
-        )
-    pct = f"p{request.criteria.percentile:g}"
+    rows = result_rows(result)
     print("every MIG profile of the card (each one's best option):")
-    print(
-        table(rows, ("sharing", "seats per card", "GPUs for peak", "per seat-hour",
-                     f"per seat-month ({HOURS_PER_MONTH} h)", "best option",
-                     f"{pct} ms at cap"))
-    )  # fmt: skip
+    print(table([tuple(r.values()) for r in rows], tuple(rows[0])))
 
 
 def _print_answer(answer: Answer) -> None:
@@ -219,8 +192,9 @@ def _print_stages(at: Any, cap: int) -> None:
     print(f"end-to-end latency at {cap} sessions by stage (mean / p{stages.percentile:g} tail):")
     for part in PARTS:
         mean, tail = getattr(stages.mean, part), getattr(stages.tail, part)
-        print(f"  {PART_LABELS[part]:<22} {mean:8.1f} ms {tail:8.1f} ms")
-    print(f"  {'total':<22} {stages.mean.total:8.1f} ms {stages.tail.total:8.1f} ms")
+        print(f"  {PART_LABELS[part]:<22} {display.ms_column(mean)} {display.ms_column(tail)}")
+    total = f"{display.ms_column(stages.mean.total)} {display.ms_column(stages.tail.total)}"
+    print(f"  {'total':<22} {total}")
 
 
 def _isolation(option: Any) -> str:

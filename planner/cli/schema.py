@@ -1,8 +1,10 @@
-"""The JSON Schema (draft 2020-12) of what ``planner COMMAND --json`` prints, for the
-commands whose documents carry a plan's figures, and ``planner schema COMMAND`` to print
-one.
+"""The JSON Schema (draft 2020-12) of what ``planner COMMAND --json`` prints, for every
+command that has ``--json``, and ``planner schema COMMAND`` to print one.
 
-The schemas are built here from a few parts so that one figure has one type everywhere:
+The plan documents' schemas are built here, the store's (cards, curves, profiles) in
+``planner.cli.schema_store`` and the runs' (fit, simulate, measure, loadtest, study,
+bench) and a plan's hand-offs (link, deploy, report) in ``planner.cli.schema_runs``, all
+from the parts in ``planner.cli.schema_parts`` so that one figure has one type everywhere:
 seats per card and GPU counts are integers, money, milliseconds and fractions numbers,
 and every figure that follows from a seat range is a span (``planner.spans``: ``X``,
 ``X_low`` and ``X_high``, all three of one type, or all three null). The tests check each
@@ -15,35 +17,11 @@ import argparse
 import json
 from typing import Any
 
-from planner.spans import HIGH, LOW
+from planner.cli import schema_runs, schema_store
+from planner.cli.schema_parts import BOOL, INT, NUM, STR, array, nullable, obj, span
+from planner.errors import BadInput
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
-
-INT: dict[str, Any] = {"type": "integer"}
-NUM: dict[str, Any] = {"type": "number"}
-STR: dict[str, Any] = {"type": "string"}
-BOOL: dict[str, Any] = {"type": "boolean"}
-
-
-def nullable(part: dict[str, Any]) -> dict[str, Any]:
-    return {"anyOf": [part, {"type": "null"}]}
-
-
-def array(items: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "array", "items": items}
-
-
-def obj(properties: dict[str, Any]) -> dict[str, Any]:
-    """An object with every one of ``properties`` (others may follow: a later planner
-    may add keys, never change these)."""
-    return {"type": "object", "properties": properties, "required": list(properties)}
-
-
-def span(key: str, part: dict[str, Any], *, can_be_null: bool = False) -> dict[str, Any]:
-    """A span's three keys (``key``, ``key_low``, ``key_high``) of one type."""
-    each = nullable(part) if can_be_null else part
-    return {key: each, key + LOW: each, key + HIGH: each}
-
 
 SEATS = {**span("seats_per_card", INT), "seats": STR}
 
@@ -109,7 +87,7 @@ PLAN_SIDE = obj({
     "problems": array(STR),
 })  # fmt: skip
 
-SCHEMAS: dict[str, dict[str, Any]] = {
+PLAN_SCHEMAS: dict[str, dict[str, Any]] = {
     "recommend": obj({
         "recommended": nullable(OPTION), "summary": STR, "options": array(OPTION),
         "measure_next": nullable(INT), "measure_next_basis": STR, "fleet": nullable(FLEET),
@@ -129,11 +107,19 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "cards": nullable(array(CARD_COST)),
     }),
 }  # fmt: skip
-"""Each command's schema, by the command's name."""
+
+SCHEMAS: dict[str, dict[str, Any]] = dict(
+    sorted({**schema_store.SCHEMAS, **PLAN_SCHEMAS, **schema_runs.SCHEMAS}.items())
+)
+"""Each command's schema, by the command's name: a sub-command's name is the command's
+and the action's with a space (``curves list``); ``loadtest`` is the run, and
+``loadtest import``, ``list`` and ``show`` its actions."""
 
 
 def schema(command: str) -> dict[str, Any]:
     """The schema of ``planner COMMAND --json``'s document, with its dialect and title."""
+    if command not in SCHEMAS:
+        raise BadInput(f"no command {command!r} prints --json; choose from {', '.join(SCHEMAS)}")
     return {"$schema": DIALECT, "title": f"planner {command} --json", **SCHEMAS[command]}
 
 
@@ -142,12 +128,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "schema",
         help="the JSON Schema of a command's --json output",
         description="Print the JSON Schema (draft 2020-12) of what `planner COMMAND --json` "
-        "prints: " + ", ".join(SCHEMAS) + ".",
+        "prints, for every command that has --json: " + ", ".join(SCHEMAS) + ". A "
+        "sub-command is named with its action, e.g. `planner schema curves list`.",
     )
-    parser.add_argument("command", choices=sorted(SCHEMAS), help="the command")
+    parser.add_argument(
+        "command", nargs="+", metavar="COMMAND", help="the command, and its action if it has one"
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    print(json.dumps(schema(args.command), indent=2))
+    print(json.dumps(schema(" ".join(args.command)), indent=2))
     return 0

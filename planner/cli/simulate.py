@@ -303,8 +303,9 @@ def _print(results: Any) -> None:
     doc = results.as_dict()
     print(f"{s.sessions} sessions, {s.policy}, {s.sharing.label}, {s.duration_s:g} s")
     print(
-        f"fps per session: mean {doc['mean_fps']:.2f}, min {doc['min_fps']:.2f}, "
-        f"max {doc['max_fps']:.2f} (Jain {doc['jain']:.3f})"
+        f"fps per session: mean {display.fps(doc['mean_fps'], unit=False)}, "
+        f"min {display.fps(doc['min_fps'], unit=False)}, "
+        f"max {display.fps(doc['max_fps'], unit=False)} (Jain {doc['jain']:.3f})"
     )
     for name, key in (("GPU latency", "latency_ms"), ("end-to-end", "e2e_latency_ms")):
         lat = doc[key]
@@ -354,5 +355,5 @@ def _print(results: Any) -> None:
         print(f"end-to-end latency by stage (mean / p{stages.percentile:g} tail):")
         for part in PARTS:
             mean, tail = getattr(stages.mean, part), getattr(stages.tail, part)
-            print(f"  {PART_LABELS[part]:<22} {mean:8.2f} ms {tail:8.2f} ms")
+            print(f"  {PART_LABELS[part]:<22} {display.ms_column(mean)} {display.ms_column(tail)}")
     sys.stdout.flush()

@@ -138,9 +138,9 @@ def plain_sentence(result: Recommendation) -> str:
     sentence says so instead of naming a figure it did not simulate."""
     request = result.request
     criteria = request.criteria
-    source = f"{request.fps:g} fps"
+    source = f"{display.fps(request.fps)}"
     share = display.fraction(criteria.percentile / 100)
-    within = f"{share} of answers within {criteria.budget_ms:g} ms"
+    within = f"{share} of answers within {display.ms(criteria.budget_ms)}"
     best = result.recommended
     if best is None:
         return f"A card cannot serve even one live camera at {source} with {within}."
@@ -176,7 +176,7 @@ def _one_more(failing: Pooled, request: Request) -> str:
         share = display.fraction(criteria.percentile / 100)
         return (
             f"slow answers to {display.ms(failing.e2e_latency_ms)} ({share} within), past "
-            f"the {criteria.budget_ms:g} ms budget"
+            f"the {display.ms(criteria.budget_ms)} budget"
         )
     if failing.min_fps < criteria.min_fps:
         return f"leave the slowest at {display.fps(failing.min_fps)}"

@@ -29,6 +29,7 @@ import json
 import math
 from typing import Any
 
+from planner import display
 from planner.curves.cards import Card
 from planner.errors import BadInput
 from planner.plan.options import Option, Recommendation
@@ -122,8 +123,8 @@ def _worker(result: Recommendation, option: Option) -> DeployFile:
     assumption = (
         f"One worker per {unit} serves at most {option.cap} session(s) with {option.policy}, "
         f"keeping only each session's newest frame, as simulated: the p{criteria.percentile:g} "
-        f"end-to-end latency within {criteria.budget_ms:g} ms and the slowest session at "
-        f"{criteria.min_fps:g} fps or more, for {request.fps:g} fps sources"
+        f"end-to-end latency within {display.ms(criteria.budget_ms)} and the slowest session at "
+        f"{display.fps(criteria.min_fps)} or more, for {display.fps(request.fps)} sources"
         + (
             f"; a card holds {option.per_card} such workers ({option.seats_per_card} seats)"
             if option.per_card > 1

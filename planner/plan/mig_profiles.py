@@ -10,10 +10,12 @@ option off it: seats per card, the GPUs for the peak and the cost of a seat.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from planner import display
+from planner.demand.profiles import HOURS_PER_MONTH
 from planner.plan.options import (
     MONEY_DIGITS,
     Fleet,
@@ -84,6 +86,59 @@ def profile_plans(result: Recommendation) -> list[ProfilePlan]:
         )
         rows.append(ProfilePlan(sharing, best, sized))
     return rows
+
+
+def plans_every_profile(result: Recommendation) -> bool:
+    """Whether ``result``'s request plans more than one MIG profile (``mig_profile=all``)."""
+    return sum(s.mode == "mig" for s in result.request.sharings) > 1
+
+
+def profile_rows(
+    plans: Sequence[ProfilePlan], *, percentile: float, peak: bool, price: bool
+) -> list[dict[str, str]]:
+    """One row per MIG profile (and each other mode planned beside them), in the card's
+    order: its seats per card, the GPUs for the peak and the cost of a seat (per hour and
+    per month of ``HOURS_PER_MONTH`` hours), then the option that holds them and its
+    latency at the cap, written as ``planner.display`` writes figures. The GPU and cost
+    columns appear when a peak or a price is set. The page, the report and ``planner
+    recommend --mig-profile all`` show these rows."""
+    rows = []
+    for plan in plans:
+        best, sized = plan.best, plan.fleet
+        at = best.at_cap if best is not None else None
+        row = {
+            "sharing": plan.name,
+            "seats per card": best.seats if best is not None else "0",
+        }
+        if peak:
+            row["GPUs for peak"] = display.span(None if sized is None else sized.gpus_span)
+        if price:
+            hourly = sized.cost_per_seat_hour_span if sized is not None else None
+            monthly = sized.cost_per_seat_month_span if sized is not None else None
+            row["cost per seat-hour"] = display.span(hourly, display.money)
+            row[f"per seat-month ({HOURS_PER_MONTH} h)"] = display.span(monthly, display.money)
+        row["best option"] = best.policy if best is not None else "none holds a seat"
+        row["seats per instance"] = (
+            f"{best.seats_per_instance} x {best.per_card}"
+            if best is not None and best.per_card > 1
+            else ""
+        )
+        latency = at.e2e_latency_ms if at is not None else None
+        row[f"p{percentile:g} latency at cap (ms)"] = display.ms(latency, unit=False)
+        rows.append(row)
+    return rows
+
+
+def result_rows(result: Recommendation) -> list[dict[str, str]]:
+    """``profile_rows`` of every sharing ``result`` planned, under its own criteria, peak
+    and price."""
+    request = result.request
+    return profile_rows(
+        profile_plans(result),
+        percentile=request.criteria.percentile,
+        peak=request.peak_sessions is not None,
+        price=request.price_per_hour is not None,
+    )
 
 
 def every_profile(params: PlanParams) -> PlanParams:

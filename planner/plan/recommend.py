@@ -497,7 +497,7 @@ def _assumptions(request: Request) -> tuple[str, ...]:
             notes.append(f"{sharing.label}: {sentence}" if len(request.sharings) > 1 else sentence)
     notes.append(
         f"{request.seeds} random phase draws of {request.duration_s:g} s each at "
-        f"{request.fps:g} fps per session; the {request.criteria.percentile:g}th percentile "
+        f"{display.fps(request.fps)} per session; the {request.criteria.percentile:g}th percentile "
         "is over all their delivered frames."
     )
     return tuple(notes)
@@ -510,13 +510,13 @@ def _worker_assumption(request: Request) -> str:
     if not stages.takes_time:
         return (
             "Latency is GPU-side plus a fixed per-frame overhead for network, decode and "
-            f"post-processing ({overhead:g} ms), which does not occupy the GPU."
+            f"post-processing ({display.ms(overhead)}), which does not occupy the GPU."
         )
     text = (
-        f"End-to-end latency is the network both ways ({stages.network_ms:g} ms each, "
-        f"constant), CPU work before the GPU ({stages.pre_ms:g} ms) and after it "
-        f"({stages.post_ms:g} ms), the GPU's queue and batch, and a fixed "
-        f"{overhead:g} ms overhead."
+        f"End-to-end latency is the network both ways ({display.ms(stages.network_ms)} each, "
+        f"constant), CPU work before the GPU ({display.ms(stages.pre_ms)}) and after it "
+        f"({display.ms(stages.post_ms)}), the GPU's queue and batch, and a fixed "
+        f"{display.ms(overhead)} overhead."
     )
     if stages.cpu_workers:
         threads = "one thread" if stages.cpu_workers == 1 else f"{stages.cpu_workers} threads"
@@ -528,5 +528,5 @@ def _worker_assumption(request: Request) -> str:
         text += " CPU threads are unlimited, so the CPU stages only delay frames."
     return (
         text + f" The objectives of aimd and deadline are the budget less "
-        f"{request.non_gpu_ms:g} ms outside the GPU."
+        f"{display.ms(request.non_gpu_ms)} outside the GPU."
     )

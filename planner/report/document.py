@@ -34,6 +34,7 @@ from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import encode, saved_params, saved_plan_url, self_contained, url
 from planner.plan.answer import Answer, Paragraph, plan_answer
 from planner.plan.fleet import option_fleets
+from planner.plan.mig_profiles import plans_every_profile, result_rows
 from planner.plan.options import Option, Recommendation, fleet
 from planner.plan.params import PlanParams
 from planner.plan.resolve import PlanInputs, command_line
@@ -145,8 +146,11 @@ def report_sections(ctx: ReportContext) -> list[Section]:
         _inputs(ctx),
         _curve(ctx),
         _options(ctx),
-        _fleet(ctx),
     ]
+    profiles = _profiles(ctx)
+    if profiles is not None:
+        sections.append(profiles)
+    sections.append(_fleet(ctx))
     demand = _demand(ctx)
     if demand is not None:
         sections.append(demand)
@@ -388,6 +392,24 @@ def _options(ctx: ReportContext) -> Section:
                     limit=request.criteria.min_fps,
                     percentile=percentile,
                 ),
+            ),
+        ),
+    )
+
+
+def _profiles(ctx: ReportContext) -> Section | None:
+    """Every MIG profile of the card side by side, where the plan asks for them all."""
+    if not plans_every_profile(ctx.result):
+        return None
+    rows = result_rows(ctx.result)
+    return Section(
+        "profiles",
+        "Every MIG profile of this card",
+        (
+            Table(tuple(rows[0]), tuple(tuple(r.values()) for r in rows)),
+            Text(
+                "Each profile's best option, from one plan of them all under the same "
+                "criteria. Seats per card count every instance of the profile a card holds."
             ),
         ),
     )

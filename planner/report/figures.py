@@ -64,7 +64,7 @@ def curve_figure(label: str, points: Sequence[Point], fit: FittedCurve, upto: in
             "mode": "lines",
             "line": {"color": COLOURS[0], "width": 2},
             "name": "fit",
-            "hovertemplate": "batch %{x}: %{y:.3~g} ms per call<extra>fit</extra>",
+            "hovertemplate": "batch %{x}: %{y:,.3~r} ms per call<extra>fit</extra>",
         },
         {
             "type": "scatter",
@@ -73,7 +73,7 @@ def curve_figure(label: str, points: Sequence[Point], fit: FittedCurve, upto: in
             "mode": "markers",
             "marker": {"size": 10, "color": COLOURS[1]},
             "name": "measured",
-            "hovertemplate": "batch %{x}: %{y:.3~g} ms<extra>measured</extra>",
+            "hovertemplate": "batch %{x}: %{y:,.3~r} ms<extra>measured</extra>",
         },
     ]
     layout = {
@@ -101,10 +101,10 @@ def options_figure(
         rows = option.history
         if metric == "latency":
             ys = [r.e2e_latency_ms for r in rows]
-            hover = f"%{{x}} sessions: p{percentile:g} %{{y:.1f}} ms"
+            hover = f"%{{x}} sessions: p{percentile:g} %{{y:,.3~r}} ms"
         else:
             ys = [r.min_fps for r in rows]
-            hover = "%{x} sessions: slowest %{y:.1f} fps"
+            hover = "%{x} sessions: slowest %{y:,.3~r} fps"
         data.append(
             {
                 "type": "scatter",
@@ -165,7 +165,7 @@ def demand_figure(fleet: DemandFleet, *, height: int = 380) -> go.Figure:
             "fill": "tozeroy",
             "fillcolor": "rgba(140, 149, 159, 0.25)",
             "name": "demand (sessions)",
-            "hovertemplate": "hour %{x:.2f}: %{y:.4~g} sessions<extra></extra>",
+            "hovertemplate": "hour %{x:,.3~r}: %{y:.4~g} sessions<extra></extra>",
         },
         {
             "type": "scatter",
@@ -175,7 +175,7 @@ def demand_figure(fleet: DemandFleet, *, height: int = 380) -> go.Figure:
             "line": {**shape, "color": COLOURS[1], "dash": "dash"},
             "name": "GPUs, fixed fleet",
             "yaxis": "y2",
-            "hovertemplate": "hour %{x:.2f}: %{y} GPUs<extra>fixed</extra>",
+            "hovertemplate": "hour %{x:,.3~r}: %{y} GPUs<extra>fixed</extra>",
         },
         {
             "type": "scatter",
@@ -185,7 +185,7 @@ def demand_figure(fleet: DemandFleet, *, height: int = 380) -> go.Figure:
             "line": {**shape, "color": COLOURS[0], "width": 2},
             "name": f"GPUs, autoscaled ({fleet.lead_time_min:g} min lead)",
             "yaxis": "y2",
-            "hovertemplate": "hour %{x:.2f}: %{y} GPUs<extra>autoscaled</extra>",
+            "hovertemplate": "hour %{x:,.3~r}: %{y} GPUs<extra>autoscaled</extra>",
         },
         {
             "type": "scatter",
@@ -195,7 +195,7 @@ def demand_figure(fleet: DemandFleet, *, height: int = 380) -> go.Figure:
             "line": {**shape, "color": COLOURS[2], "dash": "dot", "width": 1},
             "name": "GPUs needed in the step",
             "yaxis": "y2",
-            "hovertemplate": "hour %{x:.2f}: %{y} GPUs<extra>needed</extra>",
+            "hovertemplate": "hour %{x:,.3~r}: %{y} GPUs<extra>needed</extra>",
         },
     ]
     # The GPU axis is the sessions axis in cards: ceil(sessions (1 + h) / seats), so the

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from planner import limits
+from planner import display, limits
 from planner.errors import BadInput
 from planner.sim.scenario import Scenario
 from planner.units import Milliseconds
@@ -139,8 +139,8 @@ class Calibration:
         """One sentence for people, next to a seat cap or in a report."""
         text = (
             f"Calibrated by {self.source}, calibration {self.id}: every batch takes "
-            f"{self.a_ms:.2f} ms + {self.c_ms:.3f} ms per frame more than the curve, and "
-            f"every frame {self.d_ms:+.2f} ms outside the device"
+            f"{display.ms(self.a_ms)} + {display.ms(self.c_ms)} per frame more than the curve, "
+            f"and every frame {display.ms(self.d_ms, sign=True)} outside the device"
         )
         if self.spread_sigma is not None:
             text += f"; batch times spread with sigma {self.spread_sigma:.3f} (ln ms)"

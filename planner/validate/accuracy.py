@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from planner import display
 from planner.curves.fit import fit_curve
 from planner.errors import BadInput
 from planner.plan.recommend import recommend
@@ -317,8 +318,12 @@ def _cap_from_runs(test: LoadTest, policy: str, criteria: Criteria) -> tuple[int
 # The page
 
 
+def _fps(value: float | None) -> str:
+    return display.fps(value, unit=False)
+
+
 def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
+    return display.fraction(value)
 
 
 def _cap_text(cap: tuple[int, int, int] | None) -> str:
@@ -384,7 +389,7 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
     if start or end:
 
         def load(values: object) -> str:
-            return "?" if not values else " / ".join(f"{v:.2f}" for v in values)  # type: ignore[attr-defined]
+            return "?" if not values else " / ".join(display.number(v) for v in values)  # type: ignore[attr-defined]
 
         lines.append(
             f"- Load average (1 / 5 / 15 min) at the start {load(start)}, at the end "
@@ -404,14 +409,14 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
         model = (
             f"{env.get('model')} at {env.get('server')} (max batch {env.get('max_batch_size')}, "
             f"queue delay {env.get('max_queue_delay_us')} µs; each request beyond the first "
-            f"costs {float(env.get('per_request_ms') or 0.0):.3f} ms)"
+            f"costs {display.ms(float(env.get('per_request_ms') or 0.0))})"
         )
     lines.append(
         f"- Model: {model}; curve `{test.curve.id}` ({test.curve.label}), measured "
         "batch latencies: "
         + ", ".join(
-            f"{p.batch}: {p.latency_ms:.2f} ms"
-            + (f" (p90 {p.p90_ms:.2f})" if p.p90_ms is not None else "")
+            f"{p.batch}: {display.ms(p.latency_ms)}"
+            + (f" (p90 {display.ms(p.p90_ms)})" if p.p90_ms is not None else "")
             for p in points
         )
         + " (the simulator uses each batch size's median; the p90 shows the spread)."
@@ -419,13 +424,13 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
     if options.camera:
         lines.append(
             f"- CPU work: a {options.camera} uint8 camera frame resized and normalised before "
-            f"the model ({test.pre_ms:.2f} ms) and the heatmap's arg-max after it "
-            f"({test.post_ms:.2f} ms), measured here and given to the simulator as "
+            f"the model ({display.ms(test.pre_ms)}) and the heatmap's arg-max after it "
+            f"({display.ms(test.post_ms)}), measured here and given to the simulator as "
             f"`pre_ms` and `post_ms`, on {options.stages.cpu_workers} CPU "
             f"thread{'s' if options.stages.cpu_workers != 1 else ''}."
         )
     lines.append(
-        f"- Sessions {', '.join(map(str, options.sessions))} at {options.fps:g} fps, "
+        f"- Sessions {', '.join(map(str, options.sessions))} at {display.fps(options.fps)}, "
         f"{options.duration_s:g} s per run, {options.seeds} seed"
         f"{'s' if options.seeds != 1 else ''} from {options.seed}, {options.phases} phases; "
         f"policies {', '.join(options.policies)}."
@@ -441,17 +446,19 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
                   "arrivals were handled")
         )  # fmt: skip
         lines.append(
-            f"- Arrival timing: {how}; {what} {p50:.3f} ms late at the median, {p99:.3f} ms "
-            f"at p99 and {late.max():.3f} ms at worst, over {late.size:,} arrivals."
+            f"- Arrival timing: {how}; {what} {display.ms(p50)} late at the median, "
+            f"{display.ms(p99)} at p99 and {display.ms(late.max())} at worst, over "
+            f"{late.size:,} arrivals."
         )
     lines += ["", "## Errors against the targets", ""]
     lines.append(
         "Relative error = (predicted − measured) / measured, over the loaded runs ("
         + (
-            f"the server busy at least {SERVER_LOADED:.0%} of the run, as it reports: a "
+            f"the server busy at least {display.fraction(SERVER_LOADED)} of the run, as it "
+            "reports: a "
             "server that queues every frame keeps the frame rate while its queue grows"
             if test.source == SERVER_SOURCE
-            else f"the slowest session measured below {LOADED:.0%} of the source rate"
+            else f"the slowest session measured below {display.fraction(LOADED)} of the source rate"
         )
         + f"): "
         f"{len(result.loaded)} of {len(test.runs)} runs. The calibration is fitted on the "
@@ -468,7 +475,7 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
         rows.append(
             (
                 LABELS[name],
-                f"≤ {TARGETS[name]:.0%}",
+                f"≤ {display.fraction(TARGETS[name])}",
                 f"{_pct(b.median if b else None)} / {_pct(b.largest if b else None)}",
                 f"{_pct(a.median if a else None)} / {_pct(a.largest if a else None)}",
                 verdict,
@@ -490,8 +497,8 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
     if result.held_out is not None:
         c = result.held_out
         lines.append(
-            f"Held-out calibration (odd session counts): a = {c.a_ms:.3f} ms per batch, "
-            f"c = {c.c_ms:.4f} ms per frame of a batch, d = {c.d_ms:.3f} ms per frame "
+            f"Held-out calibration (odd session counts): a = {display.ms(c.a_ms)} per batch, "
+            f"c = {display.ms(c.c_ms)} per frame of a batch, d = {display.ms(c.d_ms)} per frame "
             f"outside the device, from "
             + (f"{c.batches:,} batches and " if c.batches else "")
             + f"{c.frames:,} frames"
@@ -504,14 +511,14 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
         c = test.calibration
         lines.append(
             f"The calibration fitted on every run and stored with the curve: a = "
-            f"{c.a_ms:.3f} ms, c = {c.c_ms:.4f} ms, d = {c.d_ms:.3f} ms."
+            f"{display.ms(c.a_ms)}, c = {display.ms(c.c_ms)}, d = {display.ms(c.d_ms)}."
         )
     lines += ["", "## Seat caps", ""]
     crit = result.criteria
     lines.append(
-        f"Criteria: p{crit.percentile:g} end to end within {crit.budget_ms:g} ms, the "
-        f"slowest session at least {crit.min_fps:g} fps"
-        + (f", at most {crit.max_overwritten:.0%} overwritten" if crit.max_overwritten
+        f"Criteria: p{crit.percentile:g} end to end within {display.ms(crit.budget_ms)}, the "
+        f"slowest session at least {display.fps(crit.min_fps)}"
+        + (f", at most {display.fraction(crit.max_overwritten)} overwritten" if crit.max_overwritten
            is not None else "")
         + "; n = 1, 2, … sessions, stopping at the first failure, as the recommendation "
         "does. The prediction's range comes from the curve's uncertainty band."
@@ -581,13 +588,14 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
         cells = []
         for name in ACCURACY_METRICS:
             m, p = getattr(run.measured, name), getattr(run.predicted, name)
-            text = "-" if m is None or p is None else f"{m:.1f} / {p:.1f}"
+            write = _fps if name.endswith("_fps") else display.number
+            text = "-" if m is None or p is None else f"{write(m)} / {write(p)}"
             if m and p is not None:
-                text += f" ({(p - m) / abs(m):+.1%})"
+                text += f" ({display.fraction((p - m) / abs(m), sign=True)})"
             if calibrated is not None and m:
                 q = getattr(calibrated, name)
                 if q is not None:
-                    text += f"; cal. {q:.1f} ({(q - m) / abs(m):+.1%})"
+                    text += f"; cal. {write(q)} ({display.fraction((q - m) / abs(m), sign=True)})"
             cells.append(text)
         run_rows.append((run.sessions, run.policy, "yes" if run.loaded else "", *cells))
     lines += _table(("sessions", "policy", "loaded", *(LABELS[n] for n in ACCURACY_METRICS)),

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from planner import display
 from planner.sim.results import Results, e2e_latencies
 from planner.units import FramesPerSecond, Milliseconds
 
@@ -161,7 +162,7 @@ class Figure:
                 return "inside"
             return "outside (above)" if self.predicted > self.measured[1] else "outside (below)"
         error = self.error
-        return "-" if error is None else f"{error:+.1%}"
+        return "-" if error is None else display.fraction(error, sign=True)
 
     def as_dict(self) -> dict[str, Any]:
         return {
