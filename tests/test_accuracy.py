@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import planner.validate.loadtest as loadtest_module
+from planner import display
 from planner.curves.curve import Point, make_curve
 from planner.curves.fit import fit_curve
 from planner.plan.request import Criteria
@@ -99,7 +100,7 @@ def test_the_page_says_what_ran_the_targets_and_every_run(test_run: LoadTest) ->
     assert "Arrival timing" in text and "Load average" in text
     for stats in judged.after:
         if stats.median is not None:
-            assert f"{stats.median:.1%}" in text
+            assert display.fraction(stats.median) in text
     for policy in OPTIONS.policies:
         for n in OPTIONS.sessions:
             assert f"\n| {n} | {policy} |" in text  # every run has its row
