@@ -7,15 +7,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Page, expect
 
-from tests.test_browser import (  # noqa: F401 - server and chromium are fixtures
+from tests.test_browser import (  # noqa: F401 - server, chromium and page are fixtures
     FIRST_RUN_MS,
     HEADLINE,
-    UI_TIMEOUT_MS,
-    WIDTH,
     chromium,
     headline,
+    page,
     rerun_ms,
     server,
     settle,
@@ -26,32 +25,26 @@ pytestmark = pytest.mark.browser
 
 def test_a_floor_equal_to_the_source_rate_keeps_every_seat(
     server: str,  # noqa: F811 - the fixture imported above
-    chromium: Browser,  # noqa: F811
+    page: Page,  # noqa: F811
 ) -> None:
-    context = chromium.new_context(viewport={"width": WIDTH, "height": 1000})
-    context.set_default_timeout(UI_TIMEOUT_MS)
-    try:
-        page = context.new_page()
-        page.goto(f"{server}/")
-        expect(page.locator(".st-key-headline h1")).to_have_text(HEADLINE, timeout=FIRST_RUN_MS)
-        settle(page)
-        first = headline(page)
-        source = page.get_by_role("spinbutton", name="Source frame rate (fps)")
-        expect(source).to_have_value("30")
+    page.goto(f"{server}/")
+    expect(page.locator(".st-key-headline h1")).to_have_text(HEADLINE, timeout=FIRST_RUN_MS)
+    settle(page)
+    first = headline(page)
+    source = page.get_by_role("spinbutton", name="Source frame rate (fps)")
+    expect(source).to_have_value("30")
 
-        floor = page.get_by_role("spinbutton", name="Frame-rate floor (fps)")
-        floor.fill("30")
-        floor.press("Enter")
-        settle(page)
-        expect(page).to_have_url(re.compile(r"min_fps=30(&|$)"))
-        assert headline(page) == first
-        expect(page.get_by_text("above the source frame rate", exact=False)).to_have_count(0)
+    floor = page.get_by_role("spinbutton", name="Frame-rate floor (fps)")
+    floor.fill("30")
+    floor.press("Enter")
+    settle(page)
+    expect(page).to_have_url(re.compile(r"min_fps=30(&|$)"))
+    assert headline(page) == first
+    expect(page.get_by_text("above the source frame rate", exact=False)).to_have_count(0)
 
-        # A floor above what the sources send is warned about.
-        before = headline(page)
-        floor.fill("31")
-        floor.press("Enter")
-        rerun_ms(page, before)
-        expect(page.get_by_text("above the source frame rate", exact=False)).to_be_visible()
-    finally:
-        context.close()
+    # A floor above what the sources send is warned about.
+    before = headline(page)
+    floor.fill("31")
+    floor.press("Enter")
+    rerun_ms(page, before)
+    expect(page.get_by_text("above the source frame rate", exact=False)).to_be_visible()

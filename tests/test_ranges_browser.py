@@ -7,15 +7,14 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Page, expect
 
-from tests.test_browser import (  # noqa: F401 - server and chromium are fixtures
+from tests.test_browser import (  # noqa: F401 - server, chromium and page are fixtures
     FIRST_RUN_MS,
     HEADLINE,
-    UI_TIMEOUT_MS,
-    WIDTH,
     chromium,
     headline,
+    page,
     server,
     settle,
 )
@@ -37,39 +36,33 @@ def ordered(match: re.Match[str] | None) -> tuple[float, float, float]:
 
 def test_a_ranged_cap_carries_its_range_into_gpus_and_cost(
     server: str,  # noqa: F811 - the fixture imported above
-    chromium: Browser,  # noqa: F811
+    page: Page,  # noqa: F811
 ) -> None:
-    context = chromium.new_context(viewport={"width": WIDTH, "height": 1000})
-    context.set_default_timeout(UI_TIMEOUT_MS)
-    try:
-        page = context.new_page()
-        page.goto(f"{server}{LINK}")
-        expect(page.locator(".st-key-headline h1")).to_have_text(HEADLINE, timeout=FIRST_RUN_MS)
-        settle(page)
-        seats = re.match(r"(\d+)–(\d+) seats per card", headline(page))
-        assert seats is not None, headline(page)
-        few, many = int(seats.group(1)), int(seats.group(2))
+    page.goto(f"{server}{LINK}")
+    expect(page.locator(".st-key-headline h1")).to_have_text(HEADLINE, timeout=FIRST_RUN_MS)
+    settle(page)
+    seats = re.match(r"(\d+)–(\d+) seats per card", headline(page))
+    assert seats is not None, headline(page)
+    few, many = int(seats.group(1)), int(seats.group(2))
 
-        cost = page.locator(".st-key-plan_cost").inner_text()
-        fitted = re.search(r"÷ \d+–\d+ seats, likely (\d+)", cost)
-        assert fitted is not None, cost
-        seats_likely = int(fitted.group(1))
-        assert few <= seats_likely <= many
+    cost = page.locator(".st-key-plan_cost").inner_text()
+    fitted = re.search(r"÷ \d+–\d+ seats, likely (\d+)", cost)
+    assert fitted is not None, cost
+    seats_likely = int(fitted.group(1))
+    assert few <= seats_likely <= many
 
-        gpus = page.get_by_test_id("stMetric").filter(has_text="GPUs for 200 at peak")
-        expect(gpus).to_have_count(1)
-        # Fewer seats per card need more cards: each end of the GPUs is the other end's.
-        assert ordered(re.search(SPAN, gpus.inner_text())) == (
-            -(-240 // many),
-            -(-240 // seats_likely),
-            -(-240 // few),
-        )
-        assert ordered(re.search(MONEY_SPAN, cost)) == (
-            round(2.5 / many, 2),
-            round(2.5 / seats_likely, 2),
-            round(2.5 / few, 2),
-        )
-        fleet = r"the fleet costs \$[\d.,]+–\$[\d.,]+, likely \$[\d.,]+ per hour"
-        assert re.search(fleet, cost), cost
-    finally:
-        context.close()
+    gpus = page.get_by_test_id("stMetric").filter(has_text="GPUs for 200 at peak")
+    expect(gpus).to_have_count(1)
+    # Fewer seats per card need more cards: each end of the GPUs is the other end's.
+    assert ordered(re.search(SPAN, gpus.inner_text())) == (
+        -(-240 // many),
+        -(-240 // seats_likely),
+        -(-240 // few),
+    )
+    assert ordered(re.search(MONEY_SPAN, cost)) == (
+        round(2.5 / many, 2),
+        round(2.5 / seats_likely, 2),
+        round(2.5 / few, 2),
+    )
+    fleet = r"the fleet costs \$[\d.,]+–\$[\d.,]+, likely \$[\d.,]+ per hour"
+    assert re.search(fleet, cost), cost
