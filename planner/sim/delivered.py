@@ -42,11 +42,9 @@ def delivered_fps(
     times and its delivered and pending counts."""
     since = scenario.duration_ms - in_flight_window_ms(scenario)
     sent = np.diff(capture.start)
-    # Frames captured within the window, per session: each session's times are sorted.
-    late = np.array(
-        [sent[i] - np.searchsorted(capture.of(i), since) for i in range(capture.sessions)],
-        dtype=np.int64,
-    ).reshape(-1)
+    # Frames captured within the window, per session, counted in one pass over all frames.
+    within = np.concatenate(([0], np.cumsum(capture.times >= since, dtype=np.int64)))
+    late = within[capture.start[1:]] - within[capture.start[:-1]]
     due = sent - np.minimum(np.asarray(pending, dtype=np.int64), late)
     source = np.asarray(scenario.session_fps, dtype=np.float64)
     share = np.divide(
