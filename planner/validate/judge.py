@@ -5,7 +5,7 @@ scenarios. Pure: nothing here runs a device."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -100,32 +100,46 @@ def find_cap(
     calibration: Calibration | None = None,
     report: ProgressFn | None = None,
 ) -> Cap:
-    """Search ``policy``'s seat cap on the real worker: n = 1, 2, … sessions, each on
-    ``options.seeds`` seeds pooled, judged by the recommendation's criteria, stopping at
-    the first failure (at most ``upto``); and the recommendation's cap for the same
-    scenarios on the curve (with ``calibration`` where given)."""
+    """Search ``policy``'s seat cap on the real worker (``search_cap``), beside the
+    recommendation's cap for the same scenarios on the curve (with ``calibration`` where
+    given)."""
     table = tuple(float(v) for v in fitted.table(max(64, upto)))
     spread = model_spread(fitted, max(64, upto), None, True)
     pre, post = stage_ms
-    rows = []
+
+    def runs_at(n: int) -> list[WorkerRun]:
+        return [
+            serve(options.scenario(table, n, policy, options.seed + k, pre, post, spread), backend)
+            for k in range(options.seeds)
+        ]
+
+    request = prediction_request(options, fitted, policy, criteria, upto, stage_ms, calibration)
+    return search_cap(policy, runs_at, criteria, upto, request, report)
+
+
+def search_cap(
+    policy: str,
+    runs_at: Callable[[int], Sequence[WorkerRun]],
+    criteria: Criteria,
+    upto: int,
+    request: Request,
+    report: ProgressFn | None = None,
+) -> Cap:
+    """The seat cap measured and predicted, the one place a ``Cap`` is made: n = 1, 2, …
+    sessions, the runs ``runs_at(n)`` serves (one per seed) pooled and judged by
+    ``criteria``, stopping at the first failure (at most ``upto``); and the
+    recommendation's cap for ``request``, the same scenarios simulated."""
     measured = upto
     reason = f"meets every criterion up to {upto} sessions, the largest tried"
     for n in range(1, upto + 1):
-        seeds = [
-            options.scenario(table, n, policy, options.seed + k, pre, post, spread)
-            for k in range(options.seeds)
-        ]
         if report is not None:
             what = f"{n} session{'s' if n != 1 else ''}"
             report(Progress(0.99, f"finding the cap of {policy}: {what}"))
-        row = pooled([serve(s, backend) for s in seeds], criteria.percentile)
-        rows.append(row)
-        failed = failures(row, criteria)
+        failed = failures(pooled(runs_at(n), criteria.percentile), criteria)
         if failed:
             measured = n - 1
             reason = "; ".join(f.sentence for f in failed)
             break
-    request = prediction_request(options, fitted, policy, criteria, upto, stage_ms, calibration)
     option = recommend(request).options[0]
     return Cap(
         policy=policy,
