@@ -286,3 +286,46 @@ def _text(value: object) -> str:
         text = repr(value)
         return text[:-2] if text.endswith(".0") else text
     return str(value)
+
+
+def parse_sessions(text: str) -> tuple[int, ...]:
+    """``"1,2,4"`` or ``"1-8"`` (or both: ``"1-4,8"``) as session counts."""
+    counts: list[int] = []
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        low, dash, high = item.partition("-")
+        shown = repr(item[:40])
+        try:
+            first = int(low)
+            last = int(high) if dash else first
+        except ValueError:
+            raise BadInput(f"--sessions {shown} is not a count or a range such as 1-8") from None
+        if not (1 <= first <= last <= MAX_LOADTEST_SESSIONS):
+            raise BadInput(f"--sessions {shown}: counts must run from 1 to {MAX_LOADTEST_SESSIONS}")
+        counts.extend(range(first, last + 1))
+    if not counts:
+        raise BadInput("--sessions is empty; give counts such as 1,2,4 or 1-8")
+    return tuple(sorted(set(counts)))
+
+
+SECRET_OPTIONS = ("--header",)
+"""Options whose value is ``NAME=VALUE`` with a value never stored or shown (a token)."""
+
+
+def shown_command(argv: Sequence[str]) -> str:
+    """The command as stored and cited (``planner loadtest …``), every ``--header``'s
+    value written ``***``: ``--header Authorization=***``."""
+    import shlex
+
+    shown: list[str] = []
+    secret = False
+    for word in argv:
+        if secret:
+            word = f"{word.partition('=')[0]}=***"
+        option, equals, value = word.partition("=")
+        if equals and option in SECRET_OPTIONS:
+            word = f"{option}={value.partition('=')[0]}=***"
+        shown.append(word)
+        secret = word in SECRET_OPTIONS
+    return shlex.join(["planner", *shown])

@@ -11,7 +11,10 @@ the request. With a dynamic batcher, a request that does not fill the preferred 
 waits up to ``max_queue_delay_microseconds`` before it runs; the simulator's ``triton``
 policy models that wait itself, so each point has the mean time the server says the
 requests spent in its queue (its statistics, read around the timed calls) taken out. What
-is left is what one execution of b frames costs as seen from the client.
+is left is what one execution of b frames costs as seen from the client. Where the server
+gives no statistics, or gives some that cannot be true of the calls just made (counters
+that fell, or a mean queue time below 0 or above the calls' own median), nothing is
+taken out and the sweep's ``notes`` say why.
 
 The difference between the two is what b - 1 extra requests cost: ``per_request_ms``.
 """
@@ -33,7 +36,7 @@ from planner.errors import BadInput
 from planner.limits import MIN_LATENCY_MS
 from planner.units import Milliseconds
 from planner.validate.server.client import Connection
-from planner.validate.server.statistics import parse_statistics
+from planner.validate.server.statistics import Statistics, read_statistics
 
 SINGLE, CONCURRENT = "single", "concurrent"
 WAYS: dict[str, str] = {
@@ -53,6 +56,7 @@ class Sweep:
     timings: dict[int, list[float]] = field(default_factory=dict)
     queue_ms: dict[int, float] = field(default_factory=dict)
     ran: dict[int, dict[int, int]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def latency_ms(self, batch: int) -> Milliseconds:
         """The point's latency: the median timing less the server's queue time."""
@@ -78,23 +82,46 @@ async def sweep(
     untimed calls, then ``repetitions`` timed ones, with the server's statistics read
     around the timed calls."""
     found = Sweep(way)
-    model = connection.model.name
     for batch in batches:
         if step is not None:
             step(f"batch {batch}, {WAYS[way].removeprefix('server: ')}")
         for _ in range(warmup):
             await _call(connection, way, batch)
-        before = parse_statistics(await connection.statistics(), model)
+        before = await read_statistics(connection)
         timings = []
         for _ in range(repetitions):
             start = time.perf_counter_ns()
             await _call(connection, way, batch)
             timings.append((time.perf_counter_ns() - start) / 1e6)
-        ran = parse_statistics(await connection.statistics(), model).since(before)
+        after = await read_statistics(connection)
         found.timings[batch] = timings
+        found.queue_ms[batch] = 0.0
+        found.ran[batch] = {}
+        ran = _difference(before, after, repetitions * batch, float(np.median(timings)))
+        if isinstance(ran, str):
+            if ran not in found.notes:
+                found.notes.append(ran)
+            continue
         found.queue_ms[batch] = ran.queue_ms
         found.ran[batch] = dict(ran.batches)
     return found
+
+
+def _difference(
+    before: Statistics | str, after: Statistics | str, answered: int, median_ms: float
+) -> Statistics | str:
+    """What the server ran over the timed calls, or why it cannot be used."""
+    for reading in (before, after):
+        if isinstance(reading, str):
+            return reading
+    assert isinstance(before, Statistics) and isinstance(after, Statistics)
+    ran = after.since(before)
+    problem = ran.impossible(answered)
+    if problem is None and not (0.0 <= ran.queue_ms <= median_ms):
+        problem = f"a mean queue time of {ran.queue_ms:g} ms for calls of {median_ms:g} ms"
+    if problem is not None:
+        return f"the server's statistics cannot be true ({problem}); its queue time is not used"
+    return ran
 
 
 async def _call(connection: Connection, way: str, batch: int) -> None:
@@ -166,6 +193,7 @@ def make_server_curve(
             str(b): {str(s): n for s, n in sorted(found.ran[b].items())} for b in found.batches
         },
         **({"per_request_ms": per_request} if per_request else {}),
+        **({"statistics": list(found.notes)} if found.notes else {}),
     }
     name = model.name if found.way == SINGLE else f"{model.name} (one frame per request)"
     try:

@@ -11,6 +11,14 @@ single-request curve under the ``triton`` policy with the server's own batcher s
 (``server_scenario``). With ``find_cap_upto`` it also searches the seat cap on the server,
 as ``planner.validate.judge.find_cap`` does on the reference worker.
 
+A server is not trusted (``planner.validate.server.client``): every call has a time limit,
+the whole test may have one (``ServerOptions.time_limit_s``), and a failure of the server
+(``ServerFailed``) while measuring its curve ends the test with nothing to keep; during
+the runs it ends the test with the runs finished before it, marked (``ServerLoadTest.
+stopped``, ``interrupted``). A run whose statistics the server withholds or gives in a
+form that cannot be true is kept without what needs them (the batch sizes run, the busy
+time), said in its note and the test's warnings.
+
 Nothing here prints or stores: ``planner loadtest --target`` does.
 """
 
@@ -20,25 +28,31 @@ import asyncio
 import contextlib
 import math
 import os
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from planner.curves.curve import Curve
 from planner.curves.fit import fit_curve
 from planner.errors import BadInput
-from planner.plan.options import failures
-from planner.plan.recommend import recommend
 from planner.plan.request import Criteria, model_spread, model_table
 from planner.sim.scenario import Scenario
 from planner.sim.simulate import simulate
 from planner.units import Milliseconds
-from planner.validate.judge import pooled, prediction_request
+from planner.validate.judge import prediction_request, search_cap
 from planner.validate.measured_vs_predicted import Summary
 from planner.validate.options import LoadTestOptions, default_batches
 from planner.validate.runs import SERVER_SOURCE, Cap, LoadTest, Progress, ProgressFn, Run
-from planner.validate.server.client import Connection, ServerModel, open_model
+from planner.validate.server.client import (
+    CALL_TIMEOUT_S,
+    Connection,
+    Link,
+    ServerFailed,
+    ServerModel,
+    open_model,
+)
 from planner.validate.server.curves import (
     CONCURRENT,
     SINGLE,
@@ -47,9 +61,9 @@ from planner.validate.server.curves import (
     per_request_ms,
     sweep,
 )
-from planner.validate.server.statistics import Statistics, parse_statistics
+from planner.validate.server.statistics import Statistics, read_statistics
 from planner.validate.server.target import Target
-from planner.validate.server.traffic import TIMEOUT_S, ServerRun, drive
+from planner.validate.server.traffic import ANSWERED, ServerRun, drive
 
 SERVER_QUEUE = "all"
 """What a Triton-like server does with a request it cannot run at once: it queues it,
@@ -63,7 +77,9 @@ class ServerOptions:
     the target and model, one frame's input shape where the model leaves it open, the
     batch sizes to measure (None: those the runs can form, up to the model's limit),
     warm-up and timed calls per batch size, the card name for the curves (None: the
-    server's address), and how long a request may take."""
+    server's address), how long one call may take, how long the whole test may take
+    (None: no bound but the calls'), and the headers every call carries (an access
+    token: never stored or shown)."""
 
     target: Target
     model: str
@@ -72,7 +88,9 @@ class ServerOptions:
     warmup: int = 5
     repetitions: int = 30
     card: str | None = None
-    timeout_s: float = TIMEOUT_S
+    call_timeout_s: float = CALL_TIMEOUT_S
+    time_limit_s: float | None = None
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         problems = []
@@ -82,8 +100,11 @@ class ServerOptions:
             problems.append("the curve needs at least one timed call per batch size")
         if self.batches is not None and (not self.batches or any(b < 1 for b in self.batches)):
             problems.append("batch sizes to measure must be whole numbers from 1 up")
-        if not (self.timeout_s > 0 and math.isfinite(self.timeout_s)):
-            problems.append("the request timeout must be above 0 s")
+        if not (self.call_timeout_s > 0 and math.isfinite(self.call_timeout_s)):
+            problems.append("a call's time limit must be above 0 s")
+        limit = self.time_limit_s
+        if limit is not None and not (limit > 0 and math.isfinite(limit)):
+            problems.append("the load test's time limit must be above 0 s")
         if problems:
             raise BadInput(problems)
 
@@ -140,12 +161,14 @@ def measurement_batches(
 @dataclass(frozen=True)
 class ServerLoadTest:
     """A finished (or interrupted) server load test: the ``LoadTest`` (predicted on the
-    single-request curve), both measured curves (single, concurrent) and the per-request
-    cost between them (``planner.validate.server.curves.per_request_ms``)."""
+    single-request curve), both measured curves (single, concurrent), the per-request
+    cost between them (``planner.validate.server.curves.per_request_ms``), and what
+    stopped the runs early (None: nothing, or Ctrl-C)."""
 
     test: LoadTest
     curves: tuple[Curve, Curve]
     per_request_ms: Milliseconds
+    stopped: str | None = None
 
 
 def run_server_loadtest(
@@ -159,19 +182,28 @@ def run_server_loadtest(
     """Measure the server's curves, run every (sessions, seed) against it, predict each
     with the simulator (see the module docstring). Ctrl-C (KeyboardInterrupt) during the
     runs ends the test early with the runs finished before it and ``interrupted`` set;
-    during the connection or the curves it is raised (nothing to keep yet).
+    during the connection or the curves it is raised (nothing to keep yet). A failure of
+    the server during the runs ends it the same way, with ``stopped`` saying why.
 
-    Raises BadInput: the server unreachable, the model unknown or not ready, an input
-    that cannot be sent, statistics the server withholds.
+    Raises BadInput: the server unreachable, the model unknown, not ready or described in
+    a way that cannot be used; ServerFailed: the server failing, hanging or answering what
+    cannot be true while its curve is measured, or failing before the first run finished.
     """
     report = progress or (lambda _p: None)
     units = options.runs + 2
     env: dict[str, Any] = _environment()
+    limit = server.time_limit_s
+    link = Link(
+        server.call_timeout_s,
+        None if limit is None else time.monotonic() + limit,
+        dict(server.headers),
+    )
     runs: list[Run] = []
     caps: list[Cap] = []
     interrupted = False
+    stopped: str | None = None
     with asyncio.Runner() as runner:
-        connection = runner.run(open_model(server.target, server.model, server.input_shape))
+        connection = runner.run(open_model(server.target, server.model, server.input_shape, link))
         try:
             model = connection.model
             options = server_options(options, model)
@@ -198,20 +230,24 @@ def run_server_loadtest(
                         report(Progress((done + fraction) / units, label))
 
                     report(Progress(done / units, label))
-                    run, served, ran = runner.run(
-                        measure_server_run(connection, scenario, server.timeout_s, tick)
-                    )
+                    _time_for(link, scenario)
+                    run, served, ran = runner.run(measure_server_run(connection, scenario, tick))
                     runs.append(run)
                     env["runs"].append(_run_note(scenario, served, ran))
                 if find_cap_upto is not None:
                     caps.append(
                         find_server_cap(
                             runner, connection, options, curves[0], criteria or Criteria(),
-                            find_cap_upto, server.timeout_s, report,
+                            find_cap_upto, report,
                         )
                     )  # fmt: skip
             except KeyboardInterrupt:
                 interrupted = True
+            except ServerFailed as exc:
+                if not runs:
+                    raise
+                interrupted, stopped = True, str(exc)
+                env["stopped"] = stopped
         finally:
             with contextlib.suppress(Exception, KeyboardInterrupt):
                 runner.run(connection.close())
@@ -220,6 +256,7 @@ def run_server_loadtest(
     env["finished_at"] = _now().isoformat()
     env["sweeps"] = {s.way: {str(b): s.timings[b] for b in s.batches} for s in sweeps}
     report(Progress(1.0, "done"))
+    notes = [f"the curve: {n}" for s in sweeps for n in s.notes]
     test = LoadTest(
         curve=curves[0],
         options=options,
@@ -229,9 +266,20 @@ def run_server_loadtest(
         interrupted=interrupted,
         source=SERVER_SOURCE,
         description=f"{model.name} at {model.target.url}",
-        warnings=tuple(_warnings(env["runs"])),
-    )
-    return ServerLoadTest(test, curves, per_request)
+        warnings=tuple([*dict.fromkeys(notes), *_warnings(env["runs"])]
+                       + ([f"stopped early: {stopped}"] if stopped else [])),
+    )  # fmt: skip
+    return ServerLoadTest(test, curves, per_request, stopped)
+
+
+def _time_for(link: Link, scenario: Scenario) -> None:
+    """ServerFailed (stopped) when the load test's time limit ends before the run could."""
+    if link.deadline is not None and link.deadline - time.monotonic() < scenario.duration_s:
+        raise ServerFailed(
+            f"the load test's time limit leaves too little for the run of "
+            f"{scenario.sessions} sessions ({scenario.duration_s:g} s)",
+            stopped=True,
+        )
 
 
 def _curves(
@@ -267,21 +315,33 @@ def _curves(
 async def measure_server_run(
     connection: Connection,
     scenario: Scenario,
-    timeout_s: float = TIMEOUT_S,
     tick: Callable[[float], None] | None = None,
-) -> tuple[Run, ServerRun, Statistics]:
+) -> tuple[Run, ServerRun, Statistics | str]:
     """Send one scenario to the server and predict it: the pair as a ``Run``, the frames
-    as sent, and what the server's statistics say it ran meanwhile. The measured GPU busy
-    fraction is the server's: the time its executions took over the run's duration (per
-    model instance)."""
-    name = connection.model.name
-    before = parse_statistics(await connection.statistics(), name)
-    served = await drive(connection, scenario, timeout_s=timeout_s, on_tick=tick)
-    ran = parse_statistics(await connection.statistics(), name).since(before)
+    as sent, and what the server's statistics say it ran meanwhile (or why they cannot
+    say: ``planner.validate.server.statistics.read_statistics``, ``Statistics.impossible``).
+    The measured GPU busy fraction is the server's: the time its executions took over the
+    run's duration (per model instance); None without statistics. ServerFailed when the
+    server stopped answering during the run."""
+    before = await read_statistics(connection)
+    served = await drive(connection, scenario, on_tick=tick)
+    after = await read_statistics(connection)
+    if served.count(ANSWERED) == 0 and served.frames and not await connection.live():
+        raise ServerFailed(
+            f"the server at {connection.model.target.url} stopped answering during the run "
+            f"of {scenario.sessions} sessions"
+        )
+    instances = connection.model.instances or 1
+    ran: Statistics | str = after if isinstance(after, str) else before
+    if isinstance(before, Statistics) and isinstance(after, Statistics):
+        ran = after.since(before)
+        problem = ran.impossible(served.count(ANSWERED), scenario.duration_ms, instances)
+        if problem is not None:
+            ran = f"the server's statistics cannot be true ({problem})"
     worker = served.worker_run()
     measured = Summary.of(worker.results(), served.lateness_ms)
-    instances = connection.model.instances or 1
-    measured = replace(measured, gpu_busy_fraction=ran.busy_ms / scenario.duration_ms / instances)
+    busy = ran.busy_ms / scenario.duration_ms / instances if isinstance(ran, Statistics) else None
+    measured = replace(measured, gpu_busy_fraction=busy)
     predicted = simulate(scenario)
     run = Run(
         scenario=scenario,
@@ -300,56 +360,39 @@ def find_server_cap(
     curve: Curve,
     criteria: Criteria,
     upto: int,
-    timeout_s: float = TIMEOUT_S,
     report: ProgressFn | None = None,
 ) -> Cap:
-    """The seat cap on the server: n = 1, 2, … sessions, each on ``options.seeds`` seeds
-    pooled and judged by the recommendation's criteria, stopping at the first failure (at
-    most ``upto``), beside the recommendation's cap for the same scenarios on the curve;
-    as ``planner.validate.judge.find_cap`` searches the reference worker's."""
+    """The seat cap on the server beside the recommendation's for the same scenarios on
+    the curve (``planner.validate.judge.search_cap``, as the reference worker's)."""
     table, spread = server_tables(curve, max(64, upto, options.max_batch or 1))
-    measured = upto
-    reason = f"meets every criterion up to {upto} sessions, the largest tried"
-    for n in range(1, upto + 1):
-        if report is not None:
-            what = f"{n} session{'s' if n != 1 else ''}"
-            report(Progress(0.99, f"finding the cap of {POLICY}: {what}"))
-        served = []
-        for k in range(options.seeds):
-            scenario = server_scenario(options, table, n, options.seed + k, spread)
-            served.append(runner.run(drive(connection, scenario, timeout_s=timeout_s)))
-        row = pooled([s.worker_run() for s in served], criteria.percentile)
-        failed = failures(row, criteria)
-        if failed:
-            measured = n - 1
-            reason = "; ".join(f.sentence for f in failed)
-            break
+
+    def runs_at(n: int) -> list[Any]:
+        return [
+            runner.run(
+                drive(connection, server_scenario(options, table, n, options.seed + k, spread))
+            ).worker_run()
+            for k in range(options.seeds)
+        ]
+
     request = replace(
         prediction_request(options, fit_curve(curve.points), POLICY, criteria, upto, (0.0, 0.0)),
         queue=SERVER_QUEUE,
         per_request_ms=curve.per_request_ms,
     )
-    option = recommend(request).options[0]
-    return Cap(
-        policy=POLICY,
-        measured=measured,
-        predicted=option.cap,
-        predicted_low=option.cap_low,
-        predicted_high=option.cap_high,
-        largest=upto,
-        measured_reason=reason,
-        predicted_reason=option.binding_constraint,
-    )
+    return search_cap(POLICY, runs_at, criteria, upto, request, report)
 
 
-def _run_note(scenario: Scenario, served: ServerRun, ran: Statistics) -> dict[str, Any]:
-    """A run's frames as sent and the server's own count of them, for the environment."""
+def _run_note(scenario: Scenario, served: ServerRun, ran: Statistics | str) -> dict[str, Any]:
+    """A run's frames as sent and the server's own count of them (None, with why, where
+    there is none to use), for the environment."""
+    known = isinstance(ran, Statistics)
     return {
         "sessions": scenario.sessions,
         "seed": scenario.seed,
         "frames": served.counts(),
         "errors": list(served.errors),
-        "server": ran.as_dict(),
+        "server": ran.as_dict() if isinstance(ran, Statistics) else None,
+        **({} if known else {"statistics": ran}),
     }
 
 
@@ -363,6 +406,11 @@ def _warnings(notes: Sequence[dict[str, Any]]) -> list[str]:
             out.append(
                 f"{note['sessions']} sessions, seed {note['seed']}: {frames['failed']} "
                 f"requests failed and {frames['timed out']} timed out{first}"
+            )
+        if note.get("statistics"):
+            out.append(
+                f"{note['sessions']} sessions, seed {note['seed']}: {note['statistics']}; the "
+                "batch sizes run and the busy time are unavailable"
             )
     return out
 

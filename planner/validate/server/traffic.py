@@ -5,8 +5,10 @@ server) on an asyncio loop, the way cameras would send them.
 The capture times are the simulator's own (``planner.validate.worker.schedule``, which is
 ``planner.sim.arrivals.arrivals``), bit for bit. A frame whose send time falls at or after
 the end of the run is never sent (pending, as the reference worker leaves it). A request
-sent before the end is waited for, up to ``timeout_s``: it ends delivered, failed (the
-server or the transport answered with an error) or timed out.
+sent before the end is waited for, up to the connection's time limit per call: it ends
+delivered, failed (the server or the transport answered with an error, or an answer that
+does not fit what was sent) or timed out. A run during which the whole load test's time
+limit ran out is no run: ``drive`` raises ``ServerFailed`` (stopped).
 
 ``ServerRun`` keeps, per frame: session, index, capture time, the scheduled and the
 actual send time, when the answer came, and the status. ``worker_run`` gives the same run
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.sim.scenario import Scenario
-from planner.validate.server.client import Connection
+from planner.validate.server.client import Connection, ServerFailed
 from planner.validate.worker.frames import DELIVERED, EXPIRED, PENDING, WorkerRun, empty_run
 from planner.validate.worker.schedule import schedule
 
@@ -45,9 +47,6 @@ LEAD_MS = 50.0
 is due."""
 TICK_S = 0.25
 """How often a run reports how far it is."""
-TIMEOUT_S = 10.0
-"""How long a request may take before it counts as timed out."""
-
 Tick = Callable[[float], None]
 
 
@@ -112,17 +111,18 @@ async def drive(
     connection: Connection,
     scenario: Scenario,
     *,
-    timeout_s: float = TIMEOUT_S,
     on_tick: Tick | None = None,
 ) -> ServerRun:
     """Send ``scenario``'s frames to the server at their times and wait for every answer
-    (see the module docstring)."""
+    (see the module docstring); ServerFailed (stopped) when the load test's time limit
+    ends the run."""
     plan = schedule(scenario)
     n = plan.frames
     sent = np.full(n, np.nan)
     done = np.full(n, np.nan)
     status = np.full(n, NOT_SENT, np.int8)
     errors: list[str] = []
+    stopped: list[ServerFailed] = []
     duration = scenario.duration_ms
     connection.prepare([1])
     t0 = time.perf_counter_ns() + int(LEAD_MS * 1e6)
@@ -133,13 +133,13 @@ async def drive(
     async def one(row: int) -> None:
         sent[row] = now()
         try:
-            await asyncio.wait_for(connection.infer(1), timeout_s)
-        except TimeoutError:
-            status[row] = TIMED_OUT
-        except Exception as exc:  # the server's or the transport's: the frame failed
-            status[row] = FAILED
-            if len(errors) < 5:
-                errors.append(" ".join(str(exc).split())[:200] or type(exc).__name__)
+            await connection.infer(1)
+        except ServerFailed as exc:
+            status[row] = TIMED_OUT if exc.timed_out else FAILED
+            if exc.stopped:
+                stopped.append(exc)
+            elif not exc.timed_out and len(errors) < 5:
+                errors.append(exc.detail[:200])
         else:
             status[row] = ANSWERED
         done[row] = now()
@@ -169,6 +169,8 @@ async def drive(
             ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await ticker
+    if stopped:
+        raise stopped[0]
     return ServerRun(
         scenario=scenario,
         session=plan.session,
