@@ -11,29 +11,35 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from planner import display, limits
+from planner.cli.loadtest_options import (
+    CALIBRATION_HELP,
+    DEFAULTS,
+    IMPORT_SEEDS,
+    SERVER_ONLY,
+    calibration_of,
+    check_files,
+    criteria_from_args,
+    find_cap,
+    import_scenario,
+    options_from_args,
+    server_options_from_args,
+)
 from planner.cli.output import StatusLine, note, number, open_store, print_json, table
 from planner.errors import BadInput
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import PHASES
-from planner.sim.stages import NO_STAGES, STAGE_FIELDS, WorkerStages
-from planner.validate.measured_vs_predicted import Figure
-from planner.validate.options import MAX_LOADTEST_SESSIONS, LoadTestOptions
+from planner.sim.stages import NO_STAGES
+from planner.validate import view
+from planner.validate.options import shown_command
 from planner.validate.runs import LoadTest, Progress
+from planner.validate.server.client import CALL_TIMEOUT_S
 
 INTERRUPTED = 130
 ACTIONS = ("import", "list", "show")
-DEFAULTS = LoadTestOptions()
-IMPORT_SEEDS = limits.DEFAULT_SEEDS
-"""Phase draws an imported load test is predicted on, as a recommendation makes them."""
-CALIBRATION_HELP = (
-    "a calibration to predict with beside the plain prediction: a calibration id, latest "
-    "(the curve's newest) or none (default: none; the load test judges the model itself)"
-)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -141,6 +147,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--repetitions (default 30) how its curve is measured, --card the name the curves "
         "get (default: the server's address)",
     )
+    server.add_argument(
+        "--call-timeout-s",
+        help="longest wait for one answer of the server, in s: a request that takes longer "
+        "times out, and a call the curve needs ends the load test "
+        f"(default {CALL_TIMEOUT_S:g})",
+    )
+    server.add_argument(
+        "--time-limit-s",
+        help="longest time the whole load test may take, in s; the runs finished by then "
+        "are kept (default: no limit beyond each call's)",
+    )
+    server.add_argument(
+        "--header",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a header every call carries, such as an access token (repeatable); its value "
+        "is never stored, printed or reported",
+    )
     cap = parser.add_argument_group("measured seat cap")
     cap.add_argument(
         "--find-cap",
@@ -171,165 +195,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# Reading the options
-
-
-def parse_sessions(text: str) -> tuple[int, ...]:
-    """``"1,2,4"`` or ``"1-8"`` (or both: ``"1-4,8"``) as session counts."""
-    counts: list[int] = []
-    for item in (i.strip() for i in text.split(",")):
-        if not item:
-            continue
-        low, dash, high = item.partition("-")
-        try:
-            first = int(low)
-            last = int(high) if dash else first
-        except ValueError:
-            raise BadInput(f"--sessions {item!r} is not a count or a range such as 1-8") from None
-        if not (1 <= first <= last <= MAX_LOADTEST_SESSIONS):
-            raise BadInput(
-                f"--sessions {item!r}: counts must run from 1 to {MAX_LOADTEST_SESSIONS}"
-            )
-        counts.extend(range(first, last + 1))
-    if not counts:
-        raise BadInput("--sessions is empty; give counts such as 1,2,4 or 1-8")
-    return tuple(sorted(set(counts)))
-
-
-def _camera(text: str) -> tuple[int, int]:
-    from planner.curves.curve import parse_resolution
-
-    try:
-        return parse_resolution(text)
-    except BadInput:
-        raise BadInput(f"--camera {text!r} is not WIDTHxHEIGHT, e.g. 1280x720") from None
-
-
-def _get(problems: list[str], fn: Any, *a: Any) -> Any:
-    try:
-        return fn(*a)
-    except BadInput as exc:
-        problems.extend(exc.problems)
-        return None
-
-
-def options_from_args(args: argparse.Namespace) -> LoadTestOptions:
-    """The run's options, every problem at once."""
-    from planner.cli.measure import options_from_args as measure_options
-
-    problems: list[str] = []
-    values: dict[str, Any] = {}
-    if args.sessions is not None:
-        values["sessions"] = _get(problems, parse_sessions, args.sessions)
-    if args.policies is not None:
-        values["policies"] = tuple(p.strip() for p in args.policies.split(",") if p.strip())
-        unknown = [p for p in values["policies"] if p not in POLICIES]
-        if unknown or not values["policies"]:
-            problems.append(
-                f"--policies must be some of {', '.join(POLICIES)}"
-                + (f" (not {', '.join(unknown)})" if unknown else "")
-            )
-    numbers = {
-        "fps": limits.FPS,
-        "duration_s": limits.DURATION_S,
-        "seed": limits.SEED,
-        "seeds": limits.SEEDS,
-        "jitter_ms": limits.JITTER_MS,
-        "network_ms": limits.STAGE_MS,
-        "overhead_ms": limits.OVERHEAD_MS,
-        "max_batch": limits.MAX_BATCH,
-        "max_queue_delay_us": limits.MAX_QUEUE_DELAY_US,
-        "slo_ms": limits.SLO_MS,
-        "cpu_workers": limits.LOADTEST_CPU_WORKERS,
-        "threads": limits.TORCH_THREADS,
-    }
-    for name, bound in numbers.items():
-        text = getattr(args, name)
-        if text is not None:
-            values[name] = _get(problems, number, text, f"--{name.replace('_', '-')}", bound)
-    # The worker's stages are one value; a stage left out keeps the load test's default.
-    stages = {name: values.pop(name) for name in STAGE_FIELDS if name in values}
-    if args.phases is not None:
-        values["phases"] = args.phases
-    if args.camera is not None:
-        values["camera"] = args.camera
-        if _get(problems, _camera, args.camera) is None:
-            values.pop("camera")
-    elif args.cpu_workers is not None:
-        problems.append("--cpu-workers runs the CPU work of --camera; give --camera WxH too")
-    if args.pre_ms is not None or args.post_ms is not None:
-        problems.append(
-            "--pre-ms and --post-ms describe another worker (import); the reference worker "
-            "does real CPU work with --camera and measures what it costs"
-        )
-    if args.policy is not None:
-        problems.append("--policy is for import; a load test takes --policies")
-    if args.points is not None:
-        problems.append("--points is for import; a load test measures its curve or takes --curve")
-    measure_args = argparse.Namespace(
-        model_file=args.model_file,
-        input_shape=args.input_shape,
-        model=args.model,
-        resolution=args.resolution,
-        device=args.device,
-        precision=args.precision,
-        batches=args.batches,
-        warmup=args.warmup or "10",
-        rounds=args.rounds or "3",
-        repetitions=args.repetitions or "30",
-        channels_last=args.channels_last,
-        card=args.card,
-        mig_profile=args.mig_profile,
-    )
-    measure = _get(problems, measure_options, measure_args)
-    if problems:
-        raise BadInput(problems)
-    try:
-        return LoadTestOptions(measure=measure, stages=replace(DEFAULTS.stages, **stages), **values)
-    except BadInput as exc:
-        raise BadInput(exc.problems) from None
-
-
-def criteria_from_args(args: argparse.Namespace) -> Any:
-    from planner.plan.request import Criteria
-
-    problems: list[str] = []
-    values: dict[str, Any] = {}
-    for name, bound in (
-        ("budget_ms", limits.BUDGET_MS),
-        ("percentile", limits.PERCENTILE),
-        ("min_fps", limits.MIN_FPS),
-        ("max_overwritten", limits.MAX_OVERWRITTEN),
-    ):
-        text = getattr(args, name)
-        if text is not None:
-            values[name] = _get(problems, number, text, f"--{name.replace('_', '-')}", bound)
-    if problems:
-        raise BadInput(problems)
-    return Criteria(**values)
-
-
-def calibration_of(store: Any, choice: str | None, curve_id: str) -> Any:
-    """The calibration ``--calibration`` names for this curve (None: none); ``latest``
-    must find one here, since the user asked for it."""
-    from planner.store.calibrations import resolve
-
-    found = resolve(store, choice, curve_id, default="none")
-    if found is None and choice is not None and choice.strip().lower() == "latest":
-        raise BadInput(f"--calibration latest: the curve {curve_id} has no calibration yet")
-    return found
-
-
-def _check_out(path: Path | None) -> None:
-    if path is None:
-        return
-    if path.is_dir():
-        raise BadInput(f"--out {path} is a folder; give a file name ending in .csv")
-    if not path.parent.is_dir():
-        raise BadInput(f"--out {path}: the folder {path.parent} does not exist")
-
-
-# ---------------------------------------------------------------------------------------
 # Commands
 
 
@@ -338,218 +203,104 @@ def run(args: argparse.Namespace) -> int:
         if args.action is not None:
             raise BadInput(f"--target runs a load test; it does not go with {args.action}")
         return _run_server(args)
-    if args.action == "list":
-        return _list(args)
-    if args.action == "show":
-        return _show(args)
-    if args.action == "import":
-        return _import(args)
+    if args.action in ACTIONS:
+        return {"list": _list, "show": _show, "import": _import}[args.action](args)
     if args.target is not None:
         raise BadInput(f"unexpected {args.target!r}; did you mean `planner loadtest import FILE`?")
+    refused = [f"--{n.replace('_', '-')}" for n in SERVER_ONLY if getattr(args, n) is not None]
+    if refused:
+        raise BadInput(f"{', '.join(refused)} go with --target (a server's load test)")
     return _run(args)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from planner.measure.devices import require_torch, resolve_device
     from planner.validate.loadtest import run_loadtest
-    from planner.validate.loadtest_store import save_loadtest
 
-    options = options_from_args(args)
-    criteria = criteria_from_args(args)
-    upto = None
-    if args.find_cap is not None:
-        upto = int(number(args.find_cap, "--find-cap", limits.Bound(1, 64, whole=True)))
-        if options.seed != 0:
-            raise BadInput(
-                "--find-cap draws seeds from 0, as the recommendation does; leave out --seed"
-            )
+    options, criteria = options_from_args(args), criteria_from_args(args)
+    upto = find_cap(args, options)
     if args.format != "auto":
         raise BadInput("--format is for import")
-    _check_out(args.out)
-    _check_report(args)
+    check_files(args)
     with open_store(args) as store:
         store.require_writable()
         curve = store.curve(args.curve) if args.curve else None
-        applied = None
-        if args.calibration is not None:
-            if curve is None:
-                raise BadInput(
-                    "--calibration needs --curve (a calibration belongs to a stored curve)"
-                )
-            applied = calibration_of(store, args.calibration, curve.id)
-    from planner.measure.devices import require_torch, resolve_device
-
+        if args.calibration is not None and curve is None:
+            raise BadInput("--calibration needs --curve (a calibration belongs to a stored curve)")
+        applied = None if curve is None else calibration_of(store, args.calibration, curve.id)
     require_torch()
     resolve_device(options.measure.device)
-    bar = Bar(sys.stderr)
-    try:
-        test = run_loadtest(
-            options,
-            curve=curve,
-            calibration=applied,
-            progress=bar,
-            criteria=criteria,
-            find_cap_upto=upto,
-        )
-    finally:
-        bar.close()
-    if not test.runs:
-        note("interrupted before any run finished; nothing stored")
-        return INTERRUPTED
-    if hasattr(args, "argv"):  # what the accuracy report cites, however it is re-made
-        import shlex
-
-        test.environment["command"] = shlex.join(["planner", *args.argv])
-    with open_store(args) as store:
-        if curve is None:
-            store.add_curves([test.curve])
-        test = save_loadtest(store, test)
-    _stored(args, test, f"stored load test {test.id} (curve {test.curve.id})")
-    if test.interrupted:
-        note("interrupted: the runs finished before Ctrl-C were kept")
-        return INTERRUPTED
-    return 0
-
-
-SERVER_REFUSED = (
-    "camera", "cpu_workers", "threads", "model_file", "resolution", "device", "precision",
-    "mig_profile", "curve", "calibration", "points", "policy", "max_batch",
-    "max_queue_delay_us",
-)  # fmt: skip
-"""Options that do not apply to a server's load test: the server does its own work on its
-own device, and its batcher's settings are read from the model's config."""
-
-
-def server_options_from_args(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The load test's options and the server's (``ServerOptions``), every problem at
-    once."""
-    from planner.validate.server.client import parse_shape
-    from planner.validate.server.loadtest import POLICY, ServerOptions
-    from planner.validate.server.target import parse_target
-
-    problems: list[str] = []
-    target = _get(problems, parse_target, args.server)
-    for name in SERVER_REFUSED:
-        value = getattr(args, name, None)
-        if value is not None and value is not False:
-            flag = name.replace("_", "-")
-            why = (
-                "the server's batcher settings are read from the model's config"
-                if name in ("max_batch", "max_queue_delay_us", "policy")
-                else "the server runs the model on its own device"
-            )
-            problems.append(f"--{flag} does not apply to --target ({why})")
-    if args.channels_last:
-        problems.append("--channels-last does not apply to --target (the server runs the model)")
-    if args.policies is not None and [p.strip() for p in args.policies.split(",")] != [POLICY]:
-        problems.append(
-            f"--policies: a server's load test predicts with {POLICY}, the server's batcher "
-            "(leave --policies out)"
-        )
-    if args.format != "auto":
-        problems.append("--format is for import")
-    if not args.model:
-        problems.append("--target needs --model NAME, the model's name on the server")
-    shape = None if args.input_shape is None else _get(problems, parse_shape, args.input_shape)
-    batches = None
-    if args.batches is not None:
-        from planner.measure.options import parse_batches
-
-        batches = _get(problems, parse_batches, args.batches)
-    if args.rounds is not None:
-        problems.append(
-            "--rounds does not apply to --target (--repetitions gives the timed calls per "
-            "batch size)"
-        )
-    counts = {}  # those given; ServerOptions has the defaults
-    for name, low in (("warmup", 0), ("repetitions", 1)):
-        text = getattr(args, name)
-        if text is not None:
-            bound = limits.Bound(low, 10_000, whole=True)
-            counts[name] = _get(problems, number, text, f"--{name}", bound)
-    plain = argparse.Namespace(**vars(args))
-    for name in ("model", "input_shape", "batches", "warmup", "rounds", "repetitions", "policies"):
-        setattr(plain, name, None)
-    for name in SERVER_REFUSED:
-        setattr(plain, name, None)
-    options = _get(problems, options_from_args, plain)
-    if problems:
-        raise BadInput(problems)
-    server = ServerOptions(
-        target=target,
-        model=args.model,
-        input_shape=shape,
-        batches=batches,
-        card=args.card,
-        **{name: int(value) for name, value in counts.items()},
-    )
-    return replace(options, policies=(POLICY,)), server
+    with Bar(sys.stderr) as bar:
+        test = run_loadtest(options, curve=curve, calibration=applied, progress=bar,
+                            criteria=criteria, find_cap_upto=upto)  # fmt: skip
+    return _keep(args, test, () if curve else (test.curve,), f"curve {test.curve.id}")
 
 
 def _run_server(args: argparse.Namespace) -> int:
-    from planner.validate.loadtest_store import save_loadtest
+    from planner.validate.server.client import ServerFailed
     from planner.validate.server.loadtest import run_server_loadtest
 
     options, server = server_options_from_args(args)
     criteria = criteria_from_args(args)
-    upto = None
-    if args.find_cap is not None:
-        upto = int(number(args.find_cap, "--find-cap", limits.Bound(1, 64, whole=True)))
-        if options.seed != 0:
-            raise BadInput(
-                "--find-cap draws seeds from 0, as the recommendation does; leave out --seed"
-            )
-    _check_out(args.out)
-    _check_report(args)
+    upto = find_cap(args, options)
+    check_files(args)
     with open_store(args) as store:
         store.require_writable()
-    bar = Bar(sys.stderr)
-    try:
-        done = run_server_loadtest(
-            options, server, progress=bar, criteria=criteria, find_cap_upto=upto
+    with Bar(sys.stderr) as bar:
+        done = run_server_loadtest(options, server, progress=bar, criteria=criteria,
+                                   find_cap_upto=upto)  # fmt: skip
+    single, concurrent = done.curves
+    status = _keep(
+        args,
+        done.test,
+        done.curves,
+        f"{done.test.source}; curves {single.id}, one request of b frames, and "
+        f"{concurrent.id}, b requests of one frame",
+        quiet=done.stopped is not None,
+    )
+    if done.stopped is not None:
+        runs = len(done.test.runs)
+        raise ServerFailed(
+            f"{done.stopped}; the {runs} run{'s' if runs != 1 else ''} finished before it "
+            f"are kept, marked interrupted, in load test {done.test.id}"
         )
-    finally:
-        bar.close()
-    test = done.test
+    return status
+
+
+def _keep(
+    args: argparse.Namespace, test: LoadTest, curves: Any, what: str, quiet: bool = False
+) -> int:
+    """Store a finished (or interrupted) load test and the curves it measured, then report
+    it; 130 when it was interrupted."""
+    from planner.validate.loadtest_store import save_loadtest
+
     if not test.runs:
         note("interrupted before any run finished; nothing stored")
         return INTERRUPTED
-    if hasattr(args, "argv"):
-        import shlex
-
-        test.environment["command"] = shlex.join(["planner", *args.argv])
+    if hasattr(args, "argv"):  # what the accuracy report cites, however it is re-made
+        test.environment["command"] = shown_command(args.argv)
     with open_store(args) as store:
-        store.add_curves(list(done.curves))
+        store.add_curves(list(curves))
         test = save_loadtest(store, test)
-    single, concurrent = done.curves
-    _stored(
-        args,
-        test,
-        f"stored load test {test.id} ({test.source}; curves {single.id}, one request of b "
-        f"frames, and {concurrent.id}, b requests of one frame)",
-    )
-    if test.interrupted:
+    _stored(args, test, f"stored load test {test.id} ({what})")
+    if test.interrupted and not quiet:
         note("interrupted: the runs finished before Ctrl-C were kept")
         return INTERRUPTED
     return 0
 
 
 def _import(args: argparse.Namespace) -> int:
-    from planner.curves.fit import fit_curve
-    from planner.sim.scenario import Scenario
     from planner.validate.loadtest_import import import_file
     from planner.validate.loadtest_store import save_loadtest
 
     if args.target is None:
         raise BadInput("give the file to import: planner loadtest import FILE")
-    path = Path(args.target)
-    problems: list[str] = []
-    for flag in ("camera", "find_cap", "policies", "threads", "model_file", "batches"):
-        if getattr(args, flag) is not None:
-            problems.append(f"--{flag.replace('_', '-')} does not apply to import")
-    if problems:
-        raise BadInput(problems)
-    _check_out(args.out)
-    _check_report(args)
+    flags = ("camera", "find_cap", "policies", "threads", "model_file", "batches", *SERVER_ONLY)
+    refused = [f"--{f.replace('_', '-')} does not apply to import" for f in flags
+               if getattr(args, f) is not None]  # fmt: skip
+    if refused:
+        raise BadInput(refused)
+    check_files(args)
     with open_store(args) as store:
         store.require_writable()
         curve = None
@@ -558,81 +309,16 @@ def _import(args: argparse.Namespace) -> int:
         elif args.points:
             from planner.curves.curve import make_curve, parse_points_option
 
-            curve = make_curve(
-                model="unnamed model",
-                card=args.card or "unnamed card",
-                points=parse_points_option(args.points),
-                source="uploaded",
-            )
-        scenario = None
+            points = parse_points_option(args.points)
+            card = args.card or "unnamed card"
+            curve = make_curve(model="unnamed model", card=card, points=points, source="uploaded")
         seeds = int(number(args.seeds or str(IMPORT_SEEDS), "--seeds", limits.SEEDS))
-        if curve is not None:
-            scenario = _import_scenario(args, curve, Scenario, fit_curve, store)
-        test = import_file(path, scenario, curve, seeds, args.format)
+        scenario = None if curve is None else import_scenario(args, curve, store)
+        test = import_file(Path(args.target), scenario, curve, seeds, args.format)
         store.add_curves([test.curve])
         test = save_loadtest(store, test)
     _stored(args, test, f"stored load test {test.id} ({test.source}, curve {test.curve.id})")
     return 0
-
-
-def _stored(args: argparse.Namespace, test: LoadTest, message: str) -> None:
-    """Say what was stored, write the files asked for, and print the comparison."""
-    note(message)
-    if test.calibration is not None:
-        note(f"stored calibration {test.calibration.id}: {test.calibration.description}")
-    _write_out(args.out, test)
-    _write_report(args, test)
-    _report(args, test)
-
-
-def _import_scenario(
-    args: argparse.Namespace, curve: Any, scenario_class: Any, fit: Any, store: Any
-) -> Any:
-    problems: list[str] = []
-    missing = [
-        f for f, v in (("--sessions", args.sessions), ("--policy", args.policy)) if v is None
-    ]
-    if missing:
-        raise BadInput(f"import needs {' and '.join(missing)} for the scenario of the file's run")
-    sessions = _get(problems, number, args.sessions, "--sessions", limits.SESSIONS)
-
-    # The options given, each read against its range; the rest keep the scenario's
-    # defaults (the library's, so none is written here).
-    bounds = {
-        "fps": limits.FPS,
-        "duration_s": limits.DURATION_S,
-        "seed": limits.SEED,
-        "jitter_ms": limits.JITTER_MS,
-        "overhead_ms": limits.OVERHEAD_MS,
-        "network_ms": limits.STAGE_MS,
-        "pre_ms": limits.STAGE_MS,
-        "post_ms": limits.STAGE_MS,
-        "cpu_workers": limits.CPU_WORKERS,
-        "max_batch": limits.MAX_BATCH,
-        "max_queue_delay_us": limits.MAX_QUEUE_DELAY_US,
-        "slo_ms": limits.SLO_MS,
-    }
-    values = {
-        name: _get(problems, number, getattr(args, name), f"--{name.replace('_', '-')}", bound)
-        for name, bound in bounds.items()
-        if getattr(args, name) is not None
-    }
-    if args.phases is not None:
-        values["phases"] = args.phases
-    if problems:
-        raise BadInput(problems)
-    if "fps" in values:
-        values["fps"] = (values["fps"],)
-    values["stages"] = WorkerStages(
-        **{name: values.pop(name) for name in STAGE_FIELDS if name in values}
-    )
-    n = int(sessions)
-    table = tuple(float(v) for v in fit(curve.points).table(max(64, n)))
-    scenario = scenario_class(latency_ms=table, sessions=n, policy=args.policy, **values)
-    applied = calibration_of(store, args.calibration, curve.id) if args.curve else None
-    if args.calibration and not args.curve:
-        raise BadInput("--calibration needs --curve (a calibration belongs to a stored curve)")
-    return scenario if applied is None else applied.apply(scenario)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -642,27 +328,13 @@ def _list(args: argparse.Namespace) -> int:
         rows = loadtests(store)
     if args.json:
         print_json([{**r, "created_at": str(r["created_at"])} for r in rows])
-        return 0
-    if not rows:
+    elif not rows:
         print("no load tests stored yet: run `planner loadtest` or `planner loadtest import FILE`")
-        return 0
-    print(
-        table(
-            [
-                (
-                    r["id"],
-                    str(r["created_at"]),
-                    r["source"],
-                    r["curve_id"],
-                    r["runs"],
-                    "yes" if r["interrupted"] else "",
-                    r["description"],
-                )
-                for r in rows
-            ],
-            ("id", "when (UTC)", "source", "curve", "runs", "interrupted", "description"),
-        )
-    )
+    else:
+        header = ("id", "when (UTC)", "source", "curve", "runs", "interrupted", "description")
+        print(table([(r["id"], str(r["created_at"]), r["source"], r["curve_id"], r["runs"],
+                      "yes" if r["interrupted"] else "", r["description"]) for r in rows],
+                    header))  # fmt: skip
     return 0
 
 
@@ -672,13 +344,11 @@ def _show(args: argparse.Namespace) -> int:
     if args.target is None:
         raise BadInput("give the id of a stored load test: planner loadtest show ID")
     ident = int(number(args.target, "load test id", limits.Bound(1, 2**31 - 1, whole=True)))
-    _check_out(args.out)
-    _check_report(args)
+    check_files(args)
     with open_store(args) as store:
         wanted = args.out is not None or args.report is not None
         test = load_loadtest(store, ident, records=wanted)
-    _write_out(args.out, test)
-    _write_report(args, test)
+    _write_files(args, test)
     _report(args, test)
     return 0
 
@@ -687,210 +357,50 @@ def _show(args: argparse.Namespace) -> int:
 # Output
 
 
-def summary(test: LoadTest) -> dict[str, Any]:
-    """The document ``--json`` prints."""
-    import numpy as np
+def _write_files(args: argparse.Namespace, test: LoadTest) -> None:
+    from planner.validate import files
 
-    late = test.lateness_ms
-    return {
-        "id": test.id,
-        "source": test.source,
-        "curve": test.curve.id,
-        "curve_label": test.curve.label,
-        "options": test.options.as_dict(),
-        "pre_ms": test.pre_ms,
-        "post_ms": test.post_ms,
-        "environment": test.environment,
-        "interrupted": test.interrupted,
-        "runs": [
-            {
-                "sessions": r.sessions,
-                "policy": r.policy,
-                "seed": r.scenario.seed,
-                "loaded": r.loaded,
-                "measured": r.measured.as_dict(),
-                "predicted": r.predicted.as_dict(),
-                "calibrated": None if r.calibrated is None else r.calibrated.as_dict(),
-                "figures": [f.as_dict() for f in r.figures()],
-            }
-            for r in test.runs
-        ],
-        "calibration": None if test.calibration is None else test.calibration.as_dict(),
-        "applied_calibration": None if test.applied is None else test.applied.as_dict(),
-        "caps": [c.as_dict() for c in test.caps],
-        "lateness_ms": None
-        if late.size == 0
-        else {
-            "p50": float(np.percentile(late, 50)),
-            "p99": float(np.percentile(late, 99)),
-            "max": float(late.max()),
-            "arrivals": int(late.size),
-        },
-    }
+    if args.out is not None:
+        note(files.write_frames_csv(args.out, test))
+    if args.report is not None:
+        command = shown_command(getattr(args, "argv", ["loadtest"]))
+        note(files.write_report(args.report, test, check_files(args), command))
 
 
-def _cell(figure: Figure) -> str:
-    m, p = figure.measured, figure.predicted
-    if m is None and p is None:
-        return "-"
-    unit = figure.metric.unit
-
-    def show(value: float) -> str:
-        if unit == "fraction":
-            return display.fraction(value)
-        return display.fps(value, unit=False) if unit == "fps" else display.ms(value, unit=False)
-
-    measured = "?" if m is None else show(m[0]) if m[0] == m[1] else f"{show(m[0])}–{show(m[1])}"
-    predicted = "?" if p is None else show(p)
-    return f"{measured} / {predicted} ({figure.verdict})"
+def _stored(args: argparse.Namespace, test: LoadTest, message: str) -> None:
+    """Say what was stored, write the files asked for, and print the comparison."""
+    note(message)
+    if test.calibration is not None:
+        note(f"stored calibration {test.calibration.id}: {test.calibration.description}")
+    _write_files(args, test)
+    _report(args, test)
 
 
 def _report(args: argparse.Namespace, test: LoadTest) -> None:
     if args.json:
-        print_json(summary(test))
+        print_json(view.summary(test))
         return
-    import numpy as np
-
-    print(f"load test {test.id}: {test.source}, curve {test.curve.label} ({test.curve.id})")
-    if test.pre_ms or test.post_ms:
-        print(
-            f"CPU work per frame: pre {display.ms(test.pre_ms)}, post {display.ms(test.post_ms)} "
-            f"(measured here, given to the simulator)"
-        )
-    names = (
-        "min_fps",
-        "mean_fps",
-        "e2e_p50_ms",
-        "e2e_p99_ms",
-        "overwritten_fraction",
-        "gpu_busy_fraction",
-    )
-    header = (
-        "sessions",
-        "policy",
-        "slowest fps",
-        "mean fps",
-        "p50 ms",
-        "p99 ms",
-        "overwritten",
-        "GPU busy",
-    )
-    for calibrated in (False, True):
-        if calibrated and not any(r.calibrated for r in test.runs):
-            continue
-        rows = []
-        for r in test.runs:
-            figures = {f.metric.name: f for f in r.figures(calibrated)}
-            rows.append((r.sessions, r.policy, *(_cell(figures[n]) for n in names)))
-        what = "calibrated prediction" if calibrated else "predicted"
-        print(f"measured / {what} (relative error, or whether inside a measured range):")
-        print(table(rows, header))
-    late = test.lateness_ms
-    if late.size:
-        p50, p99 = np.percentile(late, [50, 99])
-        print(
-            f"arrival lateness: p50 {display.ms(p50)}, p99 {display.ms(p99)}, "
-            f"max {display.ms(late.max())} "
-            f"over {late.size:,} arrivals"
-        )
-    for cap in test.caps:
-        verdict = "agrees" if cap.agrees else "differs"
-        print(
-            f"seat cap, {cap.policy}: measured {cap.measured}, predicted {cap.predicted_text} "
-            f"({verdict}); measured: {cap.measured_reason}"
-        )
-    if test.calibration is not None:
-        print(test.calibration.description)
-    env = test.environment
-    if "load_average_start" in env:
-        end = env.get("load_average_end")
-        print(
-            f"load average (1 min): {display.number(env['load_average_start'][0])} at the start, "
-            + (f"{display.number(end[0])} at the end" if end else "not read at the end")
-        )
-    _report_server(test)
+    print("\n".join(view.head(test)))
+    for title, rows in view.tables(test):
+        print(title)
+        print(table(rows, view.HEADER))
+    for line in view.tail(test):
+        print(line)
     for warning in test.warnings:
         note(f"warning: {warning}")
 
 
-def _report_server(test: LoadTest) -> None:
-    """What only a server's load test has: the per-request cost and the batch sizes the
-    server's own statistics say it ran, run by run."""
-    env = test.environment
-    if "per_request_ms" not in env:
-        return
-    print(
-        f"server {env.get('server')}, model {env.get('model')}: max batch "
-        f"{env.get('max_batch_size')}, queue delay {env.get('max_queue_delay_us')} µs; "
-        f"each request beyond the first costs {display.ms(env['per_request_ms'])}"
-    )
-    for run in env.get("runs") or []:
-        ran = run["server"]
-        sizes = ", ".join(f"{n}×{b}" for b, n in ran["batches"].items()) or "none"
-        frames = run["frames"]
-        what = f"{run['sessions']} session{'s' if run['sessions'] != 1 else ''}"
-        print(
-            f"{what}, seed {run['seed']}: {frames['delivered']} of "
-            f"{frames['delivered'] + frames['failed'] + frames['timed out']} requests answered"
-            + (
-                f" ({frames['after the end']} after the end of the run, counted as queued then)"
-                if frames.get("after the end")
-                else ""
-            )
-            + f"; the server ran {ran['frames']} frames in {ran['executions']} executions "
-            f"(batches {sizes})"
-        )
-
-
-def _check_report(args: argparse.Namespace) -> Any:
-    """The criteria the report's seat caps are judged by; BadInput for a report file that
-    cannot be written (checked before any run)."""
-    path = args.report
-    if path is None:
-        return None
-    if path.is_dir() or not path.parent.is_dir():
-        raise BadInput(f"--report {path}: give a file in a folder that exists")
-    return criteria_from_args(args)
-
-
-def _write_report(args: argparse.Namespace, test: LoadTest) -> None:
-    if args.report is None:
-        return
-    import shlex
-
-    from planner.validate.accuracy import accuracy, markdown
-
-    judged = accuracy(test, _check_report(args))
-    text = markdown(judged, shlex.join(["planner", *getattr(args, "argv", ["loadtest"])]))
-    try:
-        args.report.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"--report {args.report}: cannot write ({exc.strerror})") from None
-    note(f"wrote the accuracy report to {args.report}")
-
-
-def _write_out(path: Path | None, test: LoadTest) -> None:
-    if path is None:
-        return
-    from planner.validate.worker.bundle import write_frames
-
-    runs = [(i, r.records) for i, r in enumerate(test.runs) if r.records is not None]
-    if not runs:
-        note(f"no per-frame records to write to {path} (a summary import has none)")
-        return
-    try:
-        with path.open("w", newline="", encoding="utf-8") as handle:
-            write_frames(handle, runs, extra=True)
-    except OSError as exc:
-        raise BadInput(f"--out {path}: cannot write ({exc.strerror})") from None
-    note(f"wrote {sum(r.frames for _, r in runs):,} frame records to {path}")
-
-
 class Bar(StatusLine):
     """The load test's progress on standard error: a bar redrawn in place on a terminal,
-    one line per run elsewhere."""
+    one line per run elsewhere; a context manager that closes it."""
 
     message = ""
+
+    def __enter__(self) -> Bar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __call__(self, event: Progress) -> None:
         if not self.terminal:

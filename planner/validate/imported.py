@@ -1,0 +1,35 @@
+"""The scenario an imported load test is predicted on: the file's run (its session count
+and policy) on a curve, with the scenario options given and the library's defaults for the
+rest, and a calibration applied where one is asked for."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from planner.curves.curve import Curve
+from planner.curves.fit import fit_curve
+from planner.sim.calibration import Calibration
+from planner.sim.scenario import Scenario
+from planner.sim.stages import STAGE_FIELDS, WorkerStages
+
+
+def imported_scenario(
+    curve: Curve,
+    sessions: int,
+    policy: str,
+    values: Mapping[str, Any],
+    calibration: Calibration | None = None,
+) -> Scenario:
+    """``sessions`` sessions under ``policy`` on ``curve``'s fitted table, with the
+    scenario's options in ``values`` (one frame rate ``fps``; the stages' fields become its
+    ``WorkerStages``), and ``calibration`` applied where given."""
+    options = dict(values)
+    if "fps" in options:
+        options["fps"] = (options["fps"],)
+    options["stages"] = WorkerStages(
+        **{name: options.pop(name) for name in STAGE_FIELDS if name in options}
+    )
+    table = tuple(float(v) for v in fit_curve(curve.points).table(max(64, sessions)))
+    scenario = Scenario(latency_ms=table, sessions=sessions, policy=policy, **options)
+    return scenario if calibration is None else calibration.apply(scenario)
