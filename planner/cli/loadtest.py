@@ -233,7 +233,7 @@ def _run(args: argparse.Namespace) -> int:
     with Bar(sys.stderr) as bar:
         test = run_loadtest(options, curve=curve, calibration=applied, progress=bar,
                             criteria=criteria, find_cap_upto=upto)  # fmt: skip
-    return _keep(args, test, () if curve else (test.curve,), f"curve {test.curve.id}")
+    return _status(_keep(args, test, () if curve else (test.curve,), f"curve {test.curve.id}"))
 
 
 def _run_server(args: argparse.Namespace) -> int:
@@ -250,40 +250,43 @@ def _run_server(args: argparse.Namespace) -> int:
         done = run_server_loadtest(options, server, progress=bar, criteria=criteria,
                                    find_cap_upto=upto)  # fmt: skip
     single, concurrent = done.curves
-    status = _keep(
-        args,
-        done.test,
-        done.curves,
+    what = (
         f"{done.test.source}; curves {single.id}, one request of b frames, and "
-        f"{concurrent.id}, b requests of one frame",
-        quiet=done.stopped is not None,
+        f"{concurrent.id}, b requests of one frame"
     )
-    if done.stopped is not None:
-        runs = len(done.test.runs)
+    stored = _keep(args, done.test, done.curves, what)
+    if stored is not None and done.stopped is not None:
+        kept = "the 1 run" if len(stored.runs) == 1 else f"the {len(stored.runs)} runs"
+        are = "is" if len(stored.runs) == 1 else "are"
         raise ServerFailed(
-            f"{done.stopped}; the {runs} run{'s' if runs != 1 else ''} finished before it "
-            f"are kept, marked interrupted, in load test {done.test.id}"
+            f"{done.stopped}; {kept} finished before it {are} kept, marked interrupted, in "
+            f"load test {stored.id}"
         )
-    return status
+    return _status(stored)
 
 
-def _keep(
-    args: argparse.Namespace, test: LoadTest, curves: Any, what: str, quiet: bool = False
-) -> int:
-    """Store a finished (or interrupted) load test and the curves it measured, then report
-    it; 130 when it was interrupted."""
+def _keep(args: argparse.Namespace, test: LoadTest, curves: Any, what: str) -> LoadTest | None:
+    """Store a finished (or interrupted) load test and the curves it measured, and report
+    it: the test as stored (None: no run finished, nothing stored)."""
     from planner.validate.loadtest_store import save_loadtest
 
     if not test.runs:
-        note("interrupted before any run finished; nothing stored")
-        return INTERRUPTED
+        return None
     if hasattr(args, "argv"):  # what the accuracy report cites, however it is re-made
         test.environment["command"] = shown_command(args.argv)
     with open_store(args) as store:
         store.add_curves(list(curves))
         test = save_loadtest(store, test)
     _stored(args, test, f"stored load test {test.id} ({what})")
-    if test.interrupted and not quiet:
+    return test
+
+
+def _status(stored: LoadTest | None) -> int:
+    """0, or 130 for a load test Ctrl-C ended (saying what was kept)."""
+    if stored is None:
+        note("interrupted before any run finished; nothing stored")
+        return INTERRUPTED
+    if stored.interrupted:
         note("interrupted: the runs finished before Ctrl-C were kept")
         return INTERRUPTED
     return 0

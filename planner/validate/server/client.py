@@ -432,7 +432,8 @@ def _describe(
     for input_name, datatype, shape in given:
         if datatype not in DATATYPES:
             raise BadInput(
-                f"input {input_name!r} of {name!r} is {datatype[:20]}; a load test sends "
+                f"input {input_name!r} of {name!r} at {target.url} is {datatype[:20]}; a load "
+                "test sends "
                 "numeric tensors only (FP32, FP16, INT8, UINT8, INT32, …)"
             )
         dims = shape[1:] if batched and shape else shape  # the batch dimension comes first
@@ -440,7 +441,8 @@ def _describe(
             dims = [int(d) for d in input_shape]
         if any(d < 0 for d in dims):
             raise BadInput(
-                f"input {input_name!r} of {name!r} has the shape {dims} (-1: any size); "
+                f"input {input_name!r} of {name!r} at {target.url} has the shape {dims} (-1: "
+                "any size); "
                 "give one frame's shape with --input-shape, e.g. 3,224,224"
             )
         inputs.append(ModelInput(input_name, datatype, tuple(dims)))
