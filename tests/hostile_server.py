@@ -260,7 +260,7 @@ def _grpc_servicer(b: Behaviour) -> Any:
         if not b.allowed({k.lower(): v for k, v in context.invocation_metadata()}):
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "an access token is needed")
 
-    class Servicer(service_pb2_grpc.GRPCInferenceServiceServicer):  # type: ignore[misc]
+    class Servicer(service_pb2_grpc.GRPCInferenceServiceServicer):
         def ServerLive(self, request: Any, context: Any) -> Any:
             gate(context)
             return service_pb2.ServerLiveResponse(live=True)

@@ -7,9 +7,8 @@ on another machine) and works out:
 
 - the median and largest relative error of the slowest session's fps, the mean fps and
   the end-to-end p50 and p99 over the *loaded* runs (``LOADED`` of
-  ``planner.validate.measured_vs_predicted``: on
-  an idle device every session gets the source rate and fps errors are zero by
-  construction, so those runs would flatter the figures);
+  ``planner.validate.measured_vs_predicted``: on an idle device every session gets the
+  source rate and fps errors are zero by construction, so those runs would flatter them);
 - a held-out calibration: fitted on the runs with an odd session count only, and judged
   on the even ones, against the plain prediction of the same even runs. A calibration
   judged on the runs it was fitted to would prove little;
@@ -26,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -255,11 +255,9 @@ def _caps(test: LoadTest, criteria: Criteria, held_out: Calibration | None) -> l
             how = "read off the runs"
 
         def predict(
-            calibration: Calibration | None, upto: int = upto, policy: str = policy
+            applied: Calibration | None, upto: int = upto, policy: str = policy
         ) -> tuple[int, int, int]:
-            request = prediction_request(
-                options, fitted, policy, criteria, upto, stage, calibration
-            )
+            request = prediction_request(options, fitted, policy, criteria, upto, stage, applied)
             if test.source == SERVER_SOURCE:  # a server that queues every frame
                 request = replace(
                     request, queue=SERVER_QUEUE, per_request_ms=test.curve.per_request_ms
@@ -318,19 +316,13 @@ def _cap_from_runs(test: LoadTest, policy: str, criteria: Criteria) -> tuple[int
 # The page
 
 
-def _fps(value: float | None) -> str:
-    return display.fps(value, unit=False)
-
-
-def _pct(value: float | None) -> str:
-    return display.fraction(value)
+_share = display.fraction
 
 
 def _cap_text(cap: tuple[int, int, int] | None) -> str:
     if cap is None:
         return "-"
-    value, low, high = cap
-    low, high = min(cap), max(cap)
+    value, low, high = cap[0], min(cap), max(cap)
     return str(value) if low == high else f"{value} ({low}–{high})"
 
 
@@ -476,10 +468,10 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
             (
                 LABELS[name],
                 f"≤ {display.fraction(TARGETS[name])}",
-                f"{_pct(b.median if b else None)} / {_pct(b.largest if b else None)}",
-                f"{_pct(a.median if a else None)} / {_pct(a.largest if a else None)}",
+                f"{_share(b.median if b else None)} / {_share(b.largest if b else None)}",
+                f"{_share(a.median if a else None)} / {_share(a.largest if a else None)}",
                 verdict,
-                f"{_pct(e.median if e else None)} / {_pct(e.largest if e else None)}",
+                f"{_share(e.median if e else None)} / {_share(e.largest if e else None)}",
             )
         )
     lines += _table(
@@ -561,8 +553,8 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
         lines.append("")
         off = {s.metric: s for s in result.without_spread}
         spread_rows = [
-            (LABELS[name], f"{_pct(off[name].median)} / {_pct(off[name].largest)}",
-             f"{_pct(every[name].median)} / {_pct(every[name].largest)}")
+            (LABELS[name], f"{_share(off[name].median)} / {_share(off[name].largest)}",
+             f"{_share(every[name].median)} / {_share(every[name].largest)}")
             for name in ACCURACY_METRICS if name in off and name in every
         ]  # fmt: skip
         lines += _table(("figure", "without spread: median / largest",
@@ -588,7 +580,8 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
         cells = []
         for name in ACCURACY_METRICS:
             m, p = getattr(run.measured, name), getattr(run.predicted, name)
-            write = _fps if name.endswith("_fps") else display.number
+            fps = name.endswith("_fps")
+            write = partial(display.fps, unit=False) if fps else display.number
             text = "-" if m is None or p is None else f"{write(m)} / {write(p)}"
             if m and p is not None:
                 text += f" ({display.fraction((p - m) / abs(m), sign=True)})"
