@@ -101,7 +101,8 @@ def show_over_budget(exc: OverBudget, what: str, command: Sequence[str]) -> None
     """Say plainly that ``what`` (a plan, a simulation) is over this server's computation
     budget, what to change, and the command line that runs it without one."""
     st.warning(
-        f"**This {what} is over this server's computation budget.** It {exc.problems[0]}. "
+        f"**This {what} is over this server's computation budget.** "
+        f"It {exc.problems[0].removeprefix('it ')}. "
         "Ask for less work (under *Simulation effort*: fewer random draws, shorter runs, "
         "a smaller largest session count), or run it from the command line, which has no "
         "such budget:",

@@ -119,7 +119,8 @@ and the action's with a space (``curves list``); ``loadtest`` is the run, and
 def schema(command: str) -> dict[str, Any]:
     """The schema of ``planner COMMAND --json``'s document, with its dialect and title."""
     if command not in SCHEMAS:
-        raise BadInput(f"no command {command!r} prints --json; choose from {', '.join(SCHEMAS)}")
+        shown = command if len(command) <= 60 else f"{command[:57]}..."
+        raise BadInput(f"no command {shown!r} prints --json; choose from {', '.join(SCHEMAS)}")
     return {"$schema": DIALECT, "title": f"planner {command} --json", **SCHEMAS[command]}
 
 

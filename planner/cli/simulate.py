@@ -132,8 +132,8 @@ def scenario_from(
         for name in ("network_ms", "pre_ms", "post_ms")
     }
     workers = get(number, args.cpu_workers, "--cpu-workers", limits.CPU_WORKERS)
-    queue = get(link_values, args, QUEUE_OPTIONS) or {}
-    if queue.get("queue", "newest") == "newest":
+    queue = get(link_values, args, QUEUE_OPTIONS)
+    if queue is not None and queue.get("queue", "newest") == "newest":
         given = [
             f"--{n.replace('_', '-')}"
             for n in QUEUE_OPTIONS[1:]
@@ -162,7 +162,7 @@ def scenario_from(
         sharing=sharing,
         stages=WorkerStages(**stage_values, cpu_workers=int(workers)),
         **params,
-        **queue,
+        **(queue or {}),
     )
 
 
@@ -322,7 +322,7 @@ def _print(results: Any) -> None:
         f"{display.fraction(doc['gpu_busy_fraction'])}"
     )
     hist = ", ".join(f"{k}x{v}" for k, v in doc["batch_histogram"].items())
-    print(f"batches (size x count): {hist}")
+    print(f"batches (size x count): {hist or 'none'}")
     if doc["starved_sessions"]:
         print(f"starved sessions (below half the mean fps): {doc['starved_sessions']}")
     if s.memory_batch_limit is not None:
@@ -335,7 +335,13 @@ def _print(results: Any) -> None:
             if first is not None and last is not None
             else "too few frames delivered to compare the run's thirds"
         )
-        verdict = "the queue grows" if growth.grows else "the queue keeps up"
+        verdict = (
+            "the queue grows"
+            if growth.grows
+            else "the queue keeps up"
+            if first is not None and last is not None
+            else "whether the queue keeps up cannot be told"
+        )
         print(
             f"server queues every frame: {verdict} ({thirds}); "
             f"{growth.queued_at_end:,} frames still queued at the end"
