@@ -216,3 +216,101 @@ def test_without_tritonclient_the_error_names_the_extra(
     lines = run.err.strip().splitlines()
     assert run.status == 2 and len(lines) == 1
     assert "pip install -e '.[server]' in the planner's checkout" in lines[0]
+
+
+def test_what_a_server_counts_is_checked_against_what_the_client_saw() -> None:
+    from planner.validate.server.statistics import Statistics
+
+    fine = Statistics(frames=10, executions=4, batches={1: 2, 4: 2}, compute_ns={1: 1, 4: 1})
+    assert fine.impossible(answered=10, duration_ms=100.0) is None
+    assert fine.impossible(answered=9) is None  # others' traffic may add frames
+    cases = {
+        "went down": Statistics(frames=-5),
+        "it counts 3 frames where it answered 10": Statistics(frames=3, executions=3),
+        "executions of": Statistics(frames=10, executions=11),
+        "do not add up": Statistics(frames=10, executions=2, batches={4: 2}),
+        "busy": Statistics(frames=10, executions=1, batches={10: 1}, compute_ns={10: 10**9}),
+    }
+    for said, stats in cases.items():
+        problem = stats.impossible(answered=10, duration_ms=100.0)
+        assert problem is not None and said in problem, (said, problem)
+    # Two model instances may be busy twice the run.
+    two = Statistics(frames=10, executions=1, batches={10: 1}, compute_ns={10: 190_000_000})
+    assert two.impossible(10, 100.0, instances=2) is None
+    assert two.impossible(10, 100.0, instances=1) is not None
+
+
+@pytest.mark.parametrize(
+    ("document", "said"),
+    [
+        ({"model_stats": [{"name": "m", "batch_stats": [{"compute_infer": {}}]}]}, "batch size"),
+        ({"model_stats": [{"name": "m", "inference_count": "lots"}]}, "is not a count"),
+        ({"model_stats": [{"name": "m", "inference_count": 1.5}]}, "is not a count"),
+        ({"model_stats": "nothing"}, "hold nothing for 'm'"),
+        ({"model_stats": [[1, 2]]}, "hold nothing for 'm'"),
+    ],
+)
+def test_statistics_that_cannot_be_read_are_refused_in_one_line(document: Any, said: str) -> None:
+    from planner.validate.server.statistics import Unreadable
+
+    with pytest.raises(Unreadable) as raised:
+        parse_statistics(document, "m")
+    (problem,) = raised.value.problems
+    assert said in problem
+
+
+def test_an_answer_is_checked_against_the_models_outputs() -> None:
+    from planner.validate.server.client import answer_problem
+
+    metadata = {**METADATA, "outputs": [{"name": "y", "datatype": "FP32", "shape": ["-1", "2"]}]}
+    model = describe_model(GRPC, "m", metadata, CONFIG, {})
+    assert answer_problem(model, {"y": (4, 2)}, 4) is None
+    assert "has the shape [4, 3] for 4 frames" in str(answer_problem(model, {"y": (4, 3)}, 4))
+    assert "has the shape [3, 2] for 4 frames" in str(answer_problem(model, {"y": (3, 2)}, 4))
+    assert "lacks the output 'y'" in str(answer_problem(model, {"z": (4, 2)}, 4))
+    assert "no outputs that can be read" in str(answer_problem(model, None, 4))
+
+
+@pytest.mark.parametrize(
+    ("metadata", "config", "said"),
+    [
+        ([1, 2], CONFIG, "its metadata is not a document"),
+        ({"inputs": [{"name": "x", "shape": [-1]}]}, CONFIG, "input 'x' has no datatype"),
+        ({"inputs": [{"datatype": "FP32"}]}, CONFIG, "has no name"),
+        ({"inputs": "x"}, CONFIG, "its inputs are not a list"),
+        (METADATA, {"max_batch_size": "lots"}, "max_batch_size 'lots' is not a number"),
+        (METADATA, {"max_batch_size": -3}, "below 0"),
+        (METADATA, "config", "its config is not a document"),
+        ({"inputs": [{"name": "x", "datatype": "FP32", "shape": [-1, "a"]}]}, CONFIG,
+         "is not a number"),
+        ({"inputs": [{"name": "x", "datatype": "COMPLEX", "shape": [-1, 3]}]}, CONFIG,
+         "is COMPLEX; a load test sends numeric tensors only"),
+        ({"inputs": [{"name": "x", "datatype": "FP32", "shape": [-1, 1e5, 1e5, 1e5]}]}, CONFIG,
+         "MiB, above the 256 MiB a load test sends"),
+    ],
+)  # fmt: skip
+def test_a_model_described_in_a_way_that_cannot_be_used_is_one_line(
+    metadata: Any, config: Any, said: str
+) -> None:
+    with pytest.raises(BadInput) as raised:
+        describe_model(GRPC, "m", metadata, config, {})
+    (problem,) = raised.value.problems
+    assert said in problem and len(problem) < 300
+
+
+def test_headers_are_read_and_their_values_never_shown() -> None:
+    from planner.validate.options import shown_command
+    from planner.validate.server.client import parse_header
+
+    assert parse_header("Authorization=Bearer a=b") == ("authorization", "Bearer a=b")
+    for bad, said in (
+        ("novalue", "give NAME=VALUE"),
+        ("=x", "give NAME=VALUE"),
+        ("two words=x", "give NAME=VALUE"),
+        ("x=se\ncret", "must be one line"),
+    ):
+        with pytest.raises(BadInput) as raised:
+            parse_header(bad)
+        assert said in str(raised.value) and "cret" not in str(raised.value)
+    command = shown_command(["loadtest", "--header", "A=secret", "--header=B=c=d", "--model", "m"])
+    assert command == "planner loadtest --header 'A=***' '--header=B=***' --model m"

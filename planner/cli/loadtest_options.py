@@ -6,6 +6,7 @@ runs the command."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -152,6 +153,7 @@ def calibration_of(store: Any, choice: str | None, curve_id: str) -> Any:
 
 
 def find_cap(args: argparse.Namespace, options: LoadTestOptions) -> int | None:
+    """``--find-cap``'s largest session count (None: no search)."""
     if args.find_cap is None:
         return None
     upto = int(number(args.find_cap, "--find-cap", limits.Bound(1, 64, whole=True)))
@@ -205,18 +207,17 @@ def server_options_from_args(args: argparse.Namespace) -> tuple[Any, Any]:
             "--rounds does not apply to --target (--repetitions gives the timed calls per "
             "batch size)"
         )
-    given: dict[str, Any] = {  # those given; ServerOptions has the defaults
-        "input_shape": None if args.input_shape is None else (parse_shape, args.input_shape),
-        "batches": None if args.batches is None else (_batches, args.batches),
-        "warmup": None if args.warmup is None else (_count, args.warmup, "--warmup", 0),
-        "repetitions": args.repetitions and (_count, args.repetitions, "--repetitions", 1),
-        "call_timeout_s": args.call_timeout_s
-        and (number, args.call_timeout_s, "--call-timeout-s", SECONDS),
-        "time_limit_s": args.time_limit_s
-        and (number, args.time_limit_s, "--time-limit-s", SECONDS),
-        "headers": args.header and (_headers, args.header, parse_header),
+    readers: dict[str, Callable[[Any], Any]] = {  # ServerOptions has the defaults
+        "input_shape": parse_shape,
+        "batches": _batches,
+        "warmup": lambda text: _count(text, "--warmup", 0),
+        "repetitions": lambda text: _count(text, "--repetitions", 1),
+        "call_timeout_s": lambda text: number(text, "--call-timeout-s", SECONDS),
+        "time_limit_s": lambda text: number(text, "--time-limit-s", SECONDS),
+        "headers": lambda texts: tuple(parse_header(t) for t in texts),
     }
-    values = {name: _get(problems, *how) for name, how in given.items() if how}
+    given = {name: getattr(args, "header" if name == "headers" else name) for name in readers}
+    values = {name: _get(problems, readers[name], v) for name, v in given.items() if v is not None}
     plain = argparse.Namespace(**vars(args))
     for name in ("model", "input_shape", "batches", "warmup", "rounds", "repetitions",
                  "policies", *SERVER_REFUSED):  # fmt: skip
@@ -236,10 +237,6 @@ def _batches(text: str) -> Any:
 
 def _count(text: str, flag: str, low: int) -> int:
     return int(number(text, flag, limits.Bound(low, 10_000, whole=True)))
-
-
-def _headers(texts: list[str], parse: Any) -> tuple[tuple[str, str], ...]:
-    return tuple(parse(text) for text in texts)
 
 
 IMPORT_BOUNDS = {

@@ -433,8 +433,7 @@ def _describe(
         if datatype not in DATATYPES:
             raise BadInput(
                 f"input {input_name!r} of {name!r} at {target.url} is {datatype[:20]}; a load "
-                "test sends "
-                "numeric tensors only (FP32, FP16, INT8, UINT8, INT32, …)"
+                "test sends numeric tensors only (FP32, FP16, INT8, UINT8, INT32, …)"
             )
         dims = shape[1:] if batched and shape else shape  # the batch dimension comes first
         if input_shape is not None:
@@ -442,8 +441,7 @@ def _describe(
         if any(d < 0 for d in dims):
             raise BadInput(
                 f"input {input_name!r} of {name!r} at {target.url} has the shape {dims} (-1: "
-                "any size); "
-                "give one frame's shape with --input-shape, e.g. 3,224,224"
+                "any size); give one frame's shape with --input-shape, e.g. 3,224,224"
             )
         inputs.append(ModelInput(input_name, datatype, tuple(dims)))
     size = max(max_batch, 1) * sum(

@@ -160,9 +160,10 @@ def _entry(entry: Mapping[str, Any]) -> Statistics:
 
 def _int(value: Any) -> int:
     """A whole number as JSON gives it (gRPC's 64-bit ones as text); ValueError else."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError(f"{str(value)[:20]!r} is not a count")
-    number = float(value)
+    try:
+        number = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        number = math.nan
     if not math.isfinite(number) or number != int(number):
         raise ValueError(f"{str(value)[:20]!r} is not a count")
     return int(number)
