@@ -324,13 +324,8 @@ async def measure_server_run(
     run's duration (per model instance); None without statistics. ServerFailed when the
     server stopped answering during the run."""
     before = await read_statistics(connection)
-    served = await drive(connection, scenario, on_tick=tick)
+    served = await serve_run(connection, scenario, tick)
     after = await read_statistics(connection)
-    if served.count(ANSWERED) == 0 and served.frames and not await connection.live():
-        raise ServerFailed(
-            f"the server at {connection.model.target.url} stopped answering during the run "
-            f"of {scenario.sessions} sessions"
-        )
     instances = connection.model.instances or 1
     ran: Statistics | str = after if isinstance(after, str) else before
     if isinstance(before, Statistics) and isinstance(after, Statistics):
@@ -353,6 +348,20 @@ async def measure_server_run(
     return run, served, ran
 
 
+async def serve_run(
+    connection: Connection, scenario: Scenario, tick: Callable[[float], None] | None = None
+) -> ServerRun:
+    """One run's traffic (``drive``); ServerFailed when no frame was answered and the
+    server no longer says it is live: it stopped answering during the run."""
+    served = await drive(connection, scenario, on_tick=tick)
+    if served.count(ANSWERED) == 0 and served.frames and not await connection.live():
+        raise ServerFailed(
+            f"the server at {connection.model.target.url} stopped answering during the run "
+            f"of {scenario.sessions} session{'s' if scenario.sessions != 1 else ''}"
+        )
+    return served
+
+
 def find_server_cap(
     runner: asyncio.Runner,
     connection: Connection,
@@ -369,7 +378,7 @@ def find_server_cap(
     def runs_at(n: int) -> list[Any]:
         return [
             runner.run(
-                drive(connection, server_scenario(options, table, n, options.seed + k, spread))
+                serve_run(connection, server_scenario(options, table, n, options.seed + k, spread))
             ).worker_run()
             for k in range(options.seeds)
         ]
