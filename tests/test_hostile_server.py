@@ -239,3 +239,20 @@ def test_bad_server_options_are_refused_before_connecting(
 def test_server_options_need_a_server(cli: Any, store: Store) -> None:
     run = cli("loadtest", "--header", "A=b", "--sessions", "1")
     assert "--header go with --target" in _one_line(run)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_requests_that_hang_during_a_run_time_out_and_the_run_is_kept(
+    cli: Any, store: Store, hostile: Behaviour, protocol: str
+) -> None:
+    # The curves take 5 inferences with QUICK; every request after them hangs.
+    hostile.infer, hostile.infer_after = "hang", 5
+    run = _loadtest(cli, hostile, protocol)
+    assert run.status == 0, run.err
+    (row,) = loadtests(store)
+    test = load_loadtest(store, row["id"])
+    (note,) = test.environment["runs"]
+    sent = note["frames"]["timed out"]
+    assert sent > 0 and note["frames"]["delivered"] == 0 and note["frames"]["failed"] == 0
+    assert test.runs[0].measured.frames == 0
+    assert f"1 session, seed 0: 0 requests failed and {sent} timed out" in run.err

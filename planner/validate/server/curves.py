@@ -113,14 +113,14 @@ def _difference(
     """What the server ran over the timed calls, or why it cannot be used."""
     for reading in (before, after):
         if isinstance(reading, str):
-            return reading
+            return f"{reading}; the queue time is unavailable"
     assert isinstance(before, Statistics) and isinstance(after, Statistics)
     ran = after.since(before)
     problem = ran.impossible(answered)
     if problem is None and not (0.0 <= ran.queue_ms <= median_ms):
         problem = f"a mean queue time of {ran.queue_ms:g} ms for calls of {median_ms:g} ms"
     if problem is not None:
-        return f"the server's statistics cannot be true ({problem}); its queue time is not used"
+        return f"the server's statistics cannot be true ({problem}); the queue time is unavailable"
     return ran
 
 

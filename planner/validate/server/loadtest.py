@@ -408,18 +408,20 @@ def _run_note(scenario: Scenario, served: ServerRun, ran: Statistics | str) -> d
 def _warnings(notes: Sequence[dict[str, Any]]) -> list[str]:
     out = []
     for note in notes:
+        count = note["sessions"]
+        run = f"{count} session{'s' if count != 1 else ''}, seed {note['seed']}"
         frames = note["frames"]
         lost = frames["failed"] + frames["timed out"]
         if lost:
             first = f": {note['errors'][0]}" if note["errors"] else ""
             out.append(
-                f"{note['sessions']} sessions, seed {note['seed']}: {frames['failed']} "
-                f"requests failed and {frames['timed out']} timed out{first}"
+                f"{run}: {frames['failed']} requests failed and {frames['timed out']} timed "
+                f"out{first}"
             )
         if note.get("statistics"):
             out.append(
-                f"{note['sessions']} sessions, seed {note['seed']}: {note['statistics']}; the "
-                "batch sizes run and the busy time are unavailable"
+                f"{run}: {note['statistics']}; the batch sizes run and the busy time are "
+                "unavailable"
             )
     return out
 
