@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
+from planner.cli.schema import schema
 from planner.store.repository import Store
 from planner.validate.loadtest_store import load_loadtest, loadtests
 
@@ -156,6 +158,9 @@ def test_withheld_statistics_leave_a_load_test_without_what_needs_them(
     assert "the batch sizes run and the busy time are unavailable" in run.err
     shown = cli("loadtest", "show", str(test.id))
     assert "the server's count of it is unavailable" in shown.out
+    document = cli("loadtest", "show", str(test.id), "--json").json
+    Draft202012Validator(schema("loadtest show")).validate(document)
+    assert document["runs"][0]["measured"]["gpu_busy_fraction"] is None
 
 
 def test_a_statistics_call_that_hangs_says_how_long_it_was_given(
