@@ -30,9 +30,11 @@ from tests.hostile_server import MODEL, Behaviour, serve
 
 PROTOCOLS = ("http", "grpc")
 QUICK = ("--sessions", "1", "--duration-s", "0.3", "--warmup", "0", "--repetitions", "1",
-         "--batches", "1,2", "--call-timeout-s", "0.5")  # fmt: skip
-"""A load test of one short run, a curve of batches 1 and 2 timed once each, and half a
-second for any one call."""
+         "--batches", "1,2")  # fmt: skip
+"""A load test of one short run and a curve of batches 1 and 2 timed once each."""
+LIMIT = ("--call-timeout-s", "0.5")
+"""Half a second for any one call, where the server makes a call wait (the options a
+load test had before the limits existed suffice for the rest)."""
 SWEEP_READINGS = 8
 """The statistics the curves read with QUICK: two ways, two batch sizes, before and after."""
 
@@ -105,7 +107,8 @@ def test_every_failure_of_the_server_is_one_line_and_stores_nothing(
 ) -> None:
     for name, value in how.items():
         setattr(hostile, name, value)
-    line = _one_line(_loadtest(cli, hostile, protocol))
+    waits = hostile.infer in ("hang", "slow")
+    line = _one_line(_loadtest(cli, hostile, protocol, *(LIMIT if waits else ())))
     assert said in line and f"{protocol}://127.0.0.1:" in line, line
     assert len(line) < 400
     _nothing_stored(store)
@@ -167,7 +170,7 @@ def test_a_statistics_call_that_hangs_says_how_long_it_was_given(
     cli: Any, store: Store, hostile: Behaviour
 ) -> None:
     hostile.stats = "hang"
-    run = _loadtest(cli, hostile, "http")
+    run = _loadtest(cli, hostile, "http", *LIMIT)
     assert run.status == 0, run.err
     (row,) = loadtests(store)
     (note,) = load_loadtest(store, row["id"]).environment["runs"]
@@ -252,7 +255,7 @@ def test_requests_that_hang_during_a_run_time_out_and_the_run_is_kept(
 ) -> None:
     # The curves take 5 inferences with QUICK; every request after them hangs.
     hostile.infer, hostile.infer_after = "hang", 5
-    run = _loadtest(cli, hostile, protocol)
+    run = _loadtest(cli, hostile, protocol, *LIMIT)
     assert run.status == 0, run.err
     (row,) = loadtests(store)
     test = load_loadtest(store, row["id"])
