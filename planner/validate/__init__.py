@@ -1,3 +1,5 @@
 """The planner checked against reality (SPEC §5.2): the reference worker, load tests on
-the local device, imports of other workers' load tests, measured against predicted, their
-storage, and the accuracy report."""
+the local device and against a KServe v2 server (``planner.validate.server``), imports of
+other workers' load tests, measured against predicted, their storage, the accuracy
+report, and a load test as people read it (``view``: the text and the ``--json``
+document; ``files``: the CSV of frames and the report written on request)."""
