@@ -55,7 +55,7 @@ class ProfilePlan:
         at = best.at_cap if best is not None else None
         return {
             "sharing": self.name,
-            "mig_profile": self.sharing.mig_profile,
+            "mig_profile": self.sharing.parameters().get("mig_profile"),
             "option": None if best is None else best.label,
             **option_fields(best),
             "instances_per_card": None if best is None else best.per_card,
