@@ -89,8 +89,10 @@ def profile_plans(result: Recommendation) -> list[ProfilePlan]:
 
 
 def plans_every_profile(result: Recommendation) -> bool:
-    """Whether ``result``'s request plans more than one MIG profile (``mig_profile=all``)."""
-    return sum(s.mode == "mig" for s in result.request.sharings) > 1
+    """Whether ``result``'s request plans more than one MIG profile (``mig_profile=all``):
+    one mode under several settings (``SharingMode.variants``)."""
+    modes = [s.mode for s in result.request.sharings]
+    return len(set(modes)) < len(modes)
 
 
 def profile_rows(

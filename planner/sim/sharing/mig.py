@@ -115,6 +115,12 @@ class Mig(SharingMode[MigSettings]):
     def profile_wanted(self, choice: Choice) -> str | None:
         return choice.mig_profile or None
 
+    def variants(self, choice: Choice) -> tuple[dict[str, Any], ...]:
+        card = choice.card
+        if choice.mig_profile != ALL_PROFILES or card is None or not card.mig:
+            return ({},)  # a card without MIG keeps ``all``, and ``sharing`` says why not
+        return tuple({"mig_profile": profile.name} for profile in card.mig_profiles)
+
     def label(self, sharing: Sharing) -> str:
         mig = self.settings_of(sharing)
         return f"MIG {mig.mig_profile or f'{mig.mig_slices}/{mig.mig_total}'}"

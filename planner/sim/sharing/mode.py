@@ -226,6 +226,11 @@ class SharingMode(Generic[S]):
         """The profile whose stored curve would replace the derived one (MIG), or None."""
         return None
 
+    def variants(self, choice: Choice) -> tuple[dict[str, Any], ...]:
+        """The plan parameters that change for each setting a plan plans this mode under
+        (MIG's ``mig_profile=all``: every profile of the card); ``({},)``: once, as given."""
+        return ({},)
+
     # --- The settings of one run ------------------------------------------------------
 
     def label(self, sharing: Sharing) -> str:
