@@ -25,7 +25,7 @@ from planner.errors import BadInput
 from planner.sim.sharing.deployment import ModeFile, Target
 from planner.sim.sharing.space import Available, on_card
 from planner.sim.sharing.timeline import Timeline
-from planner.units import Megabytes, Milliseconds, Seconds, is_finite
+from planner.units import Megabytes, Milliseconds, Seconds
 
 MAX_MEMORY_MB: Megabytes = limits.MEMORY_MB.high
 """The largest memory figure taken anywhere (16 TiB in MB of 2^20 bytes): far above any
@@ -110,13 +110,6 @@ class Sharing:
         """The plan parameters of these settings by name (``SharingMode.parameters``):
         what a link to the same run gives."""
         return {n: v for n, v in self.as_dict().items() if n in self.kind.parameters}
-
-
-def memory_figures(values: object) -> bool:
-    """Whether ``values`` is a tuple of MB figures, each from 0 to ``MAX_MEMORY_MB``."""
-    return isinstance(values, tuple) and all(
-        is_finite(v) and 0 <= v <= MAX_MEMORY_MB for v in values
-    )
 
 
 def _elsewhere(kind: SharingMode[Any], name: str, value: object) -> str:

@@ -24,11 +24,10 @@ from planner.sim.sharing.mode import (
     Settings,
     Sharing,
     SharingMode,
-    memory_figures,
 )
 from planner.sim.sharing.space import Available, gb
 from planner.sim.sharing.timeline import Timeline, cotenant_activity
-from planner.units import Megabytes, Milliseconds, Seconds
+from planner.units import Megabytes, Milliseconds, Seconds, is_finite
 
 MAX_COTENANT_CHANGES = 2_000_000  # keeps one run's co-tenant activity within tens of MB
 
@@ -184,6 +183,13 @@ class TimeSlicing(SharingMode[TimeSlicingSettings]):
             f"        replicas: {jobs}",
         ]
         return ModeFile("time-slicing.yaml", "\n".join(lines) + "\n", assumption)
+
+
+def memory_figures(values: object) -> bool:
+    """Whether ``values`` is a tuple of MB figures, each from 0 to ``MAX_MEMORY_MB``."""
+    return isinstance(values, tuple) and all(
+        is_finite(v) and 0 <= v <= MAX_MEMORY_MB for v in values
+    )
 
 
 def cotenant_problem(
