@@ -78,10 +78,11 @@ DEFAULT_STAGE_MS = 0.0  # no network delay, no CPU work: the first wave's worker
 DEFAULT_CPU_WORKERS = 0
 MEMORY_MB = Bound(0, 16_777_216)  # 16 TiB in MB of 2**20 bytes: catches a figure in bytes
 
-# -- sharing the card (``planner.sim.scenario.Sharing``) ---------------------------------------
+# -- sharing the card (each mode's settings, ``planner.sim.sharing``) -------------------------
 DUTY = Bound(0, 1)
 COTENANTS = Bound(0, 32, whole=True)  # how many co-tenants
 BUSY_PERIOD_MS = Bound(0.1, 60_000)
+DEFAULT_BUSY_PERIOD_MS = 50.0  # a co-tenant's mean busy period
 MPS_SHARE = Bound(0, 100, above_low=True)
 
 # -- what every seat must get (``planner.plan.request.Criteria``) --------------------------

@@ -45,9 +45,9 @@ RECORD_FIELDS = (
 
 SHARINGS = {
     "exclusive": Sharing(),
-    "time-slicing": Sharing(mode="time-slicing", cotenants=(0.9, 0.3), busy_period_ms=20.0),
-    "mps": Sharing(mode="mps", mps_share=40.0),
-    "mig": Sharing(mode="mig", mig_profile="3g.40gb", mig_slices=3, mig_total=7),
+    "time-slicing": Sharing.of("time-slicing", cotenants=(0.9, 0.3), busy_period_ms=20.0),
+    "mps": Sharing.of("mps", mps_share=40.0),
+    "mig": Sharing.of("mig", mig_profile="3g.40gb", mig_slices=3, mig_total=7),
 }
 
 

@@ -50,12 +50,12 @@ def sharings(draw: st.DrawFn) -> Sharing:
     if mode == "time-slicing":
         duties = draw(st.lists(st.sampled_from([0.0, 0.3, 0.9, 1.0]), min_size=1, max_size=3))
         busy = draw(st.sampled_from([5.0, 50.0]))
-        return Sharing(mode="time-slicing", cotenants=tuple(duties), busy_period_ms=busy)
+        return Sharing.of("time-slicing", cotenants=tuple(duties), busy_period_ms=busy)
     if mode == "mps":
-        return Sharing(mode="mps", mps_share=draw(st.sampled_from([10.0, 50.0, 100.0])))
+        return Sharing.of("mps", mps_share=draw(st.sampled_from([10.0, 50.0, 100.0])))
     if mode == "mig":
         total = draw(st.sampled_from([4, 7]))
-        return Sharing(mode="mig", mig_slices=draw(st.integers(1, total)), mig_total=total)
+        return Sharing.of("mig", mig_slices=draw(st.integers(1, total)), mig_total=total)
     return Sharing()
 
 

@@ -30,7 +30,7 @@ def test_fast_engine_matches_reference_engine_exactly_with_spread(scenario: Scen
     assert fast.same_as(reference, tolerance_ms=1e-9) == []
 
 
-SLICED = Sharing(mode="time-slicing", cotenants=(0.6, 0.3), busy_period_ms=20.0)
+SLICED = Sharing.of("time-slicing", cotenants=(0.6, 0.3), busy_period_ms=20.0)
 
 
 @pytest.mark.parametrize("policy", list(POLICIES))

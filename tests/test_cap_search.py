@@ -174,8 +174,8 @@ def _builtin() -> list[tuple[str, list[tuple[int, float]]]]:
 BUILTIN = _builtin()
 PIPELINE = WorkerStages(network_ms=2.0, pre_ms=1.0, post_ms=0.5)
 POOLED = WorkerStages(network_ms=2.0, pre_ms=1.0, post_ms=0.5, cpu_workers=4)
-SLICED = Sharing(mode="time-slicing", cotenants=(0.5,))
-MPS = Sharing(mode="mps", mps_share=50.0)
+SLICED = Sharing.of("time-slicing", cotenants=(0.5,))
+MPS = Sharing.of("mps", mps_share=50.0)
 # (curve, latency scale, criteria, sharing, stages): caps from 0 to about 200.
 VARIED = [
     (0, 0.05, Criteria(budget_ms=100.0, min_fps=28.5), Sharing(), PIPELINE),

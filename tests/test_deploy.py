@@ -32,9 +32,9 @@ from planner.sim.scenario import Sharing
 CURVE = fit_curve([Point(1, 8.0), Point(2, 12.0), Point(4, 20.0), Point(8, 36.0)])
 SHARINGS = (
     Sharing(),
-    Sharing(mode="time-slicing", cotenants=(0.3, 0.2)),
-    Sharing(mode="mps", mps_share=50.0),
-    Sharing(mode="mig", mig_profile="3g.40gb", mig_slices=3, mig_total=7, mig_instances=2),
+    Sharing.of("time-slicing", cotenants=(0.3, 0.2)),
+    Sharing.of("mps", mps_share=50.0),
+    Sharing.of("mig", mig_profile="3g.40gb", mig_slices=3, mig_total=7, mig_instances=2),
 )
 CARD = Card(name="a100-80gb", memory_gb=80.0)
 
@@ -175,7 +175,7 @@ def test_every_option_deploys_with_the_recommendations_numbers(
     if mode == "mps":
         expected_files.add("mps.env")
         env = read(files["mps.env"])
-        assert float(env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"]) == option.sharing.mps_share
+        assert float(env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"]) == option.sharing.settings.mps_share
         # 50% of 80 GB: 40960 MB, for device 0.
         assert env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "0=40960M"
     if mode == "mig":

@@ -75,17 +75,17 @@ def test_one_point_checks_only_up_to_its_batch_and_says_so() -> None:
 def test_the_memory_each_sharing_mode_leaves() -> None:
     assert available(Sharing(), 24.0).mb == 24 * 1024.0
     assert available(Sharing(), None).mb is None
-    mig = Sharing(mode="mig", mig_profile="1g.10gb", mig_slices=1, mig_total=7, mig_memory_gb=10.0)
+    mig = Sharing.of("mig", mig_profile="1g.10gb", mig_slices=1, mig_total=7, mig_memory_gb=10.0)
     assert available(mig, 80.0).mb == 10 * 1024.0
     assert available(mig, None).where == "in a 1g.10gb instance"
-    assert available(Sharing(mode="mps", mps_share=50.0), 24.0).mb == 24 * 1024.0
-    limited = Sharing(mode="mps", mps_share=50.0, mps_memory_mb=6000.0)
+    assert available(Sharing.of("mps", mps_share=50.0), 24.0).mb == 24 * 1024.0
+    limited = Sharing.of("mps", mps_share=50.0, mps_memory_mb=6000.0)
     assert available(limited, 24.0).mb == 6000.0
     assert available(limited, 24.0).where == "under the MPS memory limit"
-    each = Sharing(mode="time-slicing", cotenants=(0.5, 0.5), cotenant_memory_mb=(4096.0,))
+    each = Sharing.of("time-slicing", cotenants=(0.5, 0.5), cotenant_memory_mb=(4096.0,))
     assert available(each, 24.0).mb == (24 - 8) * 1024.0  # one figure for every co-tenant
-    per = Sharing(mode="time-slicing", cotenants=(0.5, 0.5), cotenant_memory_mb=(1024.0, 3072.0))
+    per = Sharing.of("time-slicing", cotenants=(0.5, 0.5), cotenant_memory_mb=(1024.0, 3072.0))
     space = available(per, 24.0)
     assert space.mb == 20 * 1024.0 and space.where == "beside the co-tenants"
-    crowded = Sharing(mode="time-slicing", cotenants=(0.5,), cotenant_memory_mb=(30_000.0,))
+    crowded = Sharing.of("time-slicing", cotenants=(0.5,), cotenant_memory_mb=(30_000.0,))
     assert available(crowded, 24.0).mb == 0.0

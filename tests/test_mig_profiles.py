@@ -43,7 +43,7 @@ def test_every_profile_is_planned_once_in_one_recommendation_as_each_alone() -> 
     _, result, plans = plan_profiles(PLAN, db, recommend_with=counted)
     assert len(budgets) == 1  # one recommendation, its runs charged to the one budget
     assert budgets[0].done > 0 and result.simulations > 0
-    names = [p.sharing.mig_profile for p in plans if p.sharing.mode == "mig"]
+    names = [p.sharing.settings.mig_profile for p in plans if p.sharing.mode == "mig"]
     assert names == [p.name for p in card.mig_profiles]
     assert plans[0].name == "exclusive"  # the plan's other mode stays beside them
     for plan in plans:
@@ -51,7 +51,7 @@ def test_every_profile_is_planned_once_in_one_recommendation_as_each_alone() -> 
             continue
         alone = recommend(
             plan_inputs(
-                replace(PLAN, modes=("mig",), mig_profile=plan.sharing.mig_profile), db
+                replace(PLAN, modes=("mig",), mig_profile=plan.sharing.settings.mig_profile), db
             ).request
         )
         best = alone.recommended

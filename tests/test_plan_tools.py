@@ -152,7 +152,7 @@ def test_simulation_inputs_resolve_curve_policy_parameters_and_sharing(store: St
     assert compare is not None
     assert (scenario.policy, scenario.max_batch, scenario.slo_ms) == ("triton", 3, None)
     assert (compare.policy, compare.max_batch, compare.slo_ms) == ("aimd", None, 30.0)
-    assert scenario.sharing.mode == "mps" and scenario.sharing.mps_share == 40.0
+    assert scenario.sharing.mode == "mps" and scenario.sharing.settings.mps_share == 40.0
     assert len(scenario.latency_ms) == 64
     assert scenario.latency_ms[0] == pytest.approx(9.82)
 

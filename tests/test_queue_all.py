@@ -45,7 +45,7 @@ def _case(rng: random.Random) -> Scenario:
         kw["queue_timeout_us"] = rng.choice([5000.0, 20000.0, 60000.0])
         kw["timeout_action"] = rng.choice(["reject", "delay"])
     if rng.random() < 0.3:
-        kw["sharing"] = Sharing(mode="time-slicing", cotenants=(0.5,))
+        kw["sharing"] = Sharing.of("time-slicing", cotenants=(0.5,))
     if rng.random() < 0.3:
         kw["stages"] = WorkerStages(network_ms=1.0, pre_ms=2.0, post_ms=1.5)
     if rng.random() < 0.2:

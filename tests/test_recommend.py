@@ -59,7 +59,7 @@ def test_server_two_points_batch_all_may_hold_more_but_rests_on_extrapolation() 
 @pytest.mark.parametrize("busy", [2, 3])
 def test_time_slicing_with_always_busy_co_tenants_is_three_to_four_times_slower(busy: int) -> None:
     window = Scenario(latency_ms=(10.5,), sessions=1, fps=(5.0,), duration_s=10.0,
-                      sharing=Sharing(mode="time-slicing", cotenants=(1.0,) * busy))  # fmt: skip
+                      sharing=Sharing.of("time-slicing", cotenants=(1.0,) * busy))  # fmt: skip
     # k always-busy co-tenants: k + 1 contexts take turns, so 3x with two and 4x with three
     # (SPEC 3.4: 2-3 co-tenants inflate a 10.5 ms window to 3-4x, the measured 34 ms).
     stretch = simulate(window).latency.p50 / 10.5
@@ -67,7 +67,7 @@ def test_time_slicing_with_always_busy_co_tenants_is_three_to_four_times_slower(
     result = recommend(
         Request(
             curve=curve(LAPTOP),
-            sharings=(Sharing(), Sharing(mode="time-slicing", cotenants=(1.0,) * busy)),
+            sharings=(Sharing(), Sharing.of("time-slicing", cotenants=(1.0,) * busy)),
             policies=("oldest-first", "batch-all"),
         )
     )
@@ -90,7 +90,8 @@ def test_mig_only_on_cards_that_support_it_with_their_own_profiles(store: Store)
     a100 = PlanParams(points=laptop.points, card="a100-80gb", mig_profile="3g.40gb")
     inputs = plan_inputs(a100, store)
     (mig,) = [s for s in inputs.request.sharings if s.mode == "mig"]
-    assert (mig.mig_slices, mig.mig_total, mig.mig_derived) == (3, 7, True)
+    settings = mig.settings
+    assert (settings.mig_slices, settings.mig_total, settings.mig_derived) == (3, 7, True)
     small = replace(inputs.request, max_sessions=4, policies=("oldest-first",))
     assert any("derived from the whole-card curve" in a for a in recommend(small).assumptions)
     a30 = PlanParams(points=laptop.points, card="a30", mig_profile="3g.40gb")
@@ -108,7 +109,7 @@ def test_a_curve_measured_on_the_profile_is_used_instead_of_deriving_one(store: 
     stored, _ = store.add_curves([whole, profile])
     inputs = plan_inputs(PlanParams(curve=stored.id, mig_profile="3g.40gb"), store)
     (mig,) = [s for s in inputs.request.sharings if s.mode == "mig"]
-    assert not mig.mig_derived
+    assert not mig.settings.mig_derived
     assert inputs.request.table(mig, "central")[0] == pytest.approx(9.0)
 
 
@@ -314,7 +315,7 @@ def test_mps_caps_rest_on_the_batch_where_throughput_peaks() -> None:
     result = recommend(
         Request(
             curve=curve(SERVER),
-            sharings=(Sharing(mode="mps", mps_share=50.0),),
+            sharings=(Sharing.of("mps", mps_share=50.0),),
             policies=("oldest-first",),
         )
     )
@@ -332,7 +333,7 @@ def test_mps_caps_rest_on_the_batch_where_throughput_peaks() -> None:
 def test_requests_refuse_repeated_modes_and_missing_profile_curves() -> None:
     with pytest.raises(BadInput, match="listed twice"):
         Request(curve=curve(LAPTOP), sharings=(Sharing(), Sharing()))
-    measured = Sharing(mode="mig", mig_profile="3g.40gb", mig_slices=3, mig_total=7,
+    measured = Sharing.of("mig", mig_profile="3g.40gb", mig_slices=3, mig_total=7,
                        mig_derived=False)  # fmt: skip
     with pytest.raises(BadInput, match=r"no curve measured on MIG profile 3g\.40gb"):
         Request(curve=curve(LAPTOP), sharings=(measured,))

@@ -77,7 +77,7 @@ def test_policy_objectives_get_the_budget_less_the_time_outside_the_gpu() -> Non
 def test_memory_is_named_when_the_co_tenants_leave_too_little_of_the_card() -> None:
     # Idle co-tenants (duty 0) that hold 4 GB of an 8 GB card: 3.6 GB usable, so no batch
     # holds more than 4 frames; batch-all would hold more sessions without that limit.
-    beside = Sharing(mode="time-slicing", cotenants=(0.0,), cotenant_memory_mb=(4096.0,))
+    beside = Sharing.of("time-slicing", cotenants=(0.0,), cotenant_memory_mb=(4096.0,))
     result = recommend(
         Request(
             curve=CHEAP,
@@ -102,7 +102,7 @@ def test_memory_is_named_when_the_co_tenants_leave_too_little_of_the_card() -> N
 
 def test_a_mig_instance_too_small_for_batch_one_holds_no_seat() -> None:
     big = fit_curve([Point(1, 4.69, memory_mb=6000.0), Point(4, 9.29, memory_mb=7500.0)])
-    mig = Sharing(mode="mig", mig_profile="1g.5gb", mig_slices=1, mig_total=7, mig_memory_gb=5.0)
+    mig = Sharing.of("mig", mig_profile="1g.5gb", mig_slices=1, mig_total=7, mig_memory_gb=5.0)
     result = recommend(Request(curve=big, sharings=(Sharing(), mig), card_memory_gb=40.0, **QUICK))
     for option in (o for o in result.options if o.mode == "mig"):
         assert (option.cap, option.cap_low, option.cap_high) == (0, 0, 0)

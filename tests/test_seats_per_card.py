@@ -101,15 +101,15 @@ def test_dominance_and_ranking_use_seats_per_card(store: Store) -> None:
 
 def test_instances_and_fractions_per_mode() -> None:
     assert instances_per_card(Sharing()) == 1 and card_fraction(Sharing()) == 1
-    slicing = Sharing(mode="time-slicing", cotenants=(0.5, 0.9))
+    slicing = Sharing.of("time-slicing", cotenants=(0.5, 0.9))
     assert instances_per_card(slicing) == 1 and card_fraction(slicing) == pytest.approx(1 / 3)
-    assert instances_per_card(Sharing(mode="mps", mps_share=50.0)) == 2
-    assert instances_per_card(Sharing(mode="mps", mps_share=33.0)) == 3
-    assert instances_per_card(Sharing(mode="mps", mps_share=100.0)) == 1
-    mig = Sharing(mode="mig", mig_profile="2g.20gb", mig_slices=2, mig_total=7, mig_instances=3)
+    assert instances_per_card(Sharing.of("mps", mps_share=50.0)) == 2
+    assert instances_per_card(Sharing.of("mps", mps_share=33.0)) == 3
+    assert instances_per_card(Sharing.of("mps", mps_share=100.0)) == 1
+    mig = Sharing.of("mig", mig_profile="2g.20gb", mig_slices=2, mig_total=7, mig_instances=3)
     assert instances_per_card(mig) == 3 and card_fraction(mig) == pytest.approx(1 / 3)
     # A hand-added card without the vendor's count falls back to whole slices.
-    bare = Sharing(mode="mig", mig_profile="2g.x", mig_slices=2, mig_total=7)
+    bare = Sharing.of("mig", mig_profile="2g.x", mig_slices=2, mig_total=7)
     assert instances_per_card(bare) == 3
 
 

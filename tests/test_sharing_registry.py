@@ -1,11 +1,14 @@
 """A sharing mode is one object in one registry: a mode defined here, and nowhere else,
 runs through the simulator, the recommendation, the deployment files and the command line;
-a name that is not registered is an error everywhere."""
+a mode's settings are its own, validated by it; a name that is not registered is an error
+everywhere."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +17,7 @@ from planner.cli import build_parser
 from planner.curves.curve import Point
 from planner.curves.fit import fit_curve
 from planner.errors import BadInput
-from planner.plan.deploy import deployment
+from planner.plan.deploy import deployment, write
 from planner.plan.params import PlanParams, SimulateParams
 from planner.plan.recommend import recommend
 from planner.plan.request import Request
@@ -23,7 +26,11 @@ from planner.sim.scenario import MODES, Scenario, Sharing
 from planner.sim.sharing import (
     SHARING_MODES,
     Isolation,
+    ModeFile,
+    MpsSettings,
+    Settings,
     SharingMode,
+    Target,
     offered_modes,
     register,
     sharing_mode,
@@ -51,9 +58,53 @@ class HalfSpeed(SharingMode):
         return table * 2.0
 
 
+@dataclass(frozen=True)
+class SlowdownSettings(Settings):
+    """How many times as long as the curve says every batch takes."""
+
+    factor: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not self.factor >= 1.0:
+            raise BadInput(f"the slowdown factor must be at least 1, not {self.factor!r}")
+
+
+class Slowdown(SharingMode[SlowdownSettings]):
+    """A toy mode with a setting of its own, which it validates, and a file that applies
+    it."""
+
+    name = "slowdown"
+    title = "slowdown"
+    isolation = Isolation(memory="toy memory isolation", fault="toy fault isolation")
+    assumption = "Every batch takes the factor times as long as the curve says (a toy mode)."
+    settings = SlowdownSettings
+
+    def label(self, sharing: Sharing) -> str:
+        return f"slowdown x{self.settings_of(sharing).factor:g}"
+
+    def table(
+        self, table: np.ndarray, sharing: Sharing, peak_upto: int | None = None
+    ) -> np.ndarray:
+        return table * self.settings_of(sharing).factor
+
+    def deploy_file(self, sharing: Sharing, target: Target) -> ModeFile:
+        factor = self.settings_of(sharing).factor
+        text = f"# {target.label}\nSLOWDOWN_FACTOR={factor:g}\n"
+        return ModeFile("slowdown.env", text, self.assumption)
+
+
 @pytest.fixture
 def half_speed() -> Iterator[SharingMode]:
     mode = register(HalfSpeed())
+    try:
+        yield mode
+    finally:
+        unregister(mode.name)
+
+
+@pytest.fixture
+def slowdown() -> Iterator[SharingMode]:
+    mode = register(Slowdown())
     try:
         yield mode
     finally:
@@ -115,6 +166,49 @@ def test_the_toy_mode_is_planned_deployed_and_stated_like_any_other(half_speed) 
     files = deployment(result, toy)
     assert [f.name for f in files] == ["worker.json"]  # the mode has no file of its own
     assert json.loads(files[0].text)["sharing"] == {"mode": "half-speed"}
+
+
+def test_a_mode_validates_and_carries_its_own_settings(slowdown) -> None:
+    assert Sharing(mode="slowdown").settings == SlowdownSettings(2.0)  # the mode's defaults
+    tripled = Sharing.of("slowdown", factor=3.0)
+    assert tripled == Sharing("slowdown", SlowdownSettings(3.0)) and tripled.label == "slowdown x3"
+    assert Sharing.of(**tripled.as_dict()) == tripled
+    with pytest.raises(BadInput, match="slowdown factor must be at least 1"):
+        Sharing.of("slowdown", factor=0.5)
+    with pytest.raises(BadInput, match="an MPS compute share applies to MPS only"):
+        Sharing.of("slowdown", mps_share=50.0)
+    with pytest.raises(BadInput, match="factor applies to slowdown only"):
+        Sharing.of("mps", mps_share=50.0, factor=3.0)
+    # Another mode's setting at its default is no setting at all (stored load tests name
+    # every mode's settings); a name no mode has, or another mode's settings, is a bug.
+    assert Sharing.of("slowdown", factor=3.0, mps_share=None, cotenants=()) == tripled
+    with pytest.raises(TypeError, match="warp"):
+        Sharing.of("slowdown", warp=1.0)
+    with pytest.raises(TypeError, match="MpsSettings"):
+        Sharing("slowdown", MpsSettings(50.0))
+
+
+def test_a_mode_with_settings_simulates_plans_and_deploys_from_its_one_definition(
+    slowdown, tmp_path: Path
+) -> None:
+    toy = Scenario(latency_ms=TABLE, sessions=6, policy="batch-all", duration_s=3.0, seed=4,
+                   sharing=Sharing.of("slowdown", factor=3.0))  # fmt: skip
+    tripled = Scenario(latency_ms=tuple(3.0 * v for v in TABLE), sessions=6,
+                       policy="batch-all", duration_s=3.0, seed=4)  # fmt: skip
+    assert np.array_equal(simulate(toy).records.frame_latency,
+                          simulate(tripled).records.frame_latency)  # fmt: skip
+    request = Request(
+        curve=fit_curve(POINTS), policies=("oldest-first",), seeds=2, duration_s=5.0,
+        max_sessions=6, sharings=(Sharing(), Sharing.of("slowdown", factor=3.0)),
+    )  # fmt: skip
+    result = recommend(request)
+    toy_option = next(o for o in result.options if o.mode == "slowdown")
+    files = deployment(result, toy_option)
+    assert [(f.name, f.format) for f in files] == [("worker.json", "json"), ("slowdown.env", "env")]
+    assert files[1].assumption == Slowdown.assumption
+    written = write(files, tmp_path / "deploy")
+    assert [p.name for p in written] == ["worker.json", "slowdown.env"]
+    assert "SLOWDOWN_FACTOR=3\n" in (tmp_path / "deploy" / "slowdown.env").read_text()
 
 
 def test_the_toy_mode_reaches_the_command_line(half_speed, cli) -> None:

@@ -86,7 +86,7 @@ def test_same_scenario_same_result(scenario: Scenario) -> None:
 def test_co_tenants_never_change_the_phases_of_a_seed(
     scenario: Scenario, duties: list[float]
 ) -> None:
-    shared = scenario.with_(sharing=Sharing(mode="time-slicing", cotenants=tuple(duties)))
+    shared = scenario.with_(sharing=Sharing.of("time-slicing", cotenants=tuple(duties)))
     plain, busy = arrivals(scenario), arrivals(shared)
     assert np.array_equal(plain.times, busy.times) and np.array_equal(plain.start, busy.start)
 

@@ -402,7 +402,7 @@ def test_bad_memory_values_are_refused_with_a_clear_message(
     sharing: dict[str, object], message: str
 ) -> None:
     with pytest.raises(BadInput) as caught:
-        Sharing(**sharing)  # type: ignore[arg-type]
+        Sharing.of(**sharing)  # type: ignore[arg-type]
     assert any(message in p for p in caught.value.problems), caught.value.problems
 
 

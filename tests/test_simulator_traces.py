@@ -144,7 +144,7 @@ def test_even_phases_spread_sessions_over_the_period() -> None:
 
 def test_time_slicing_with_always_busy_co_tenants_stretches_a_batch() -> None:
     s = Scenario(latency_ms=(10.5,), sessions=1, fps=(1.0,), duration_s=5.0, phases="aligned",
-                 sharing=Sharing(mode="time-slicing", cotenants=(1.0, 1.0)))  # fmt: skip
+                 sharing=Sharing.of("time-slicing", cotenants=(1.0, 1.0)))  # fmt: skip
     r = simulate(s)
     assert r.records.frame_latency == pytest.approx([31.5] * 5)  # three contexts take turns
 
@@ -153,9 +153,9 @@ def test_mps_and_mig_scale_the_curve_by_the_share_of_the_card() -> None:
     # Batch 1 reaches the card's best throughput (u = 1), so a 50% share doubles it.
     base = {"latency_ms": (10.0, 20.0), "sessions": 1, "fps": (1.0,), "duration_s": 2.0,
             "phases": "aligned"}  # fmt: skip
-    mps = simulate(Scenario(**base, sharing=Sharing(mode="mps", mps_share=50.0)))  # type: ignore[arg-type]
+    mps = simulate(Scenario(**base, sharing=Sharing.of("mps", mps_share=50.0)))  # type: ignore[arg-type]
     assert mps.records.frame_latency.tolist() == [20.0, 20.0]
-    mig = simulate(Scenario(**base, sharing=Sharing(mode="mig", mig_slices=3, mig_total=7)))  # type: ignore[arg-type]
+    mig = simulate(Scenario(**base, sharing=Sharing.of("mig", mig_slices=3, mig_total=7)))  # type: ignore[arg-type]
     assert mig.records.frame_latency == pytest.approx([10.0 * 7 / 3] * 2)
 
 
@@ -181,11 +181,11 @@ def test_bad_scenarios_are_refused_with_a_reason(changes: dict, message: str) ->
 
 def test_bad_sharing_is_refused_with_a_reason() -> None:
     with pytest.raises(BadInput, match="duty cycle"):
-        Sharing(mode="time-slicing", cotenants=(1.5,))
+        Sharing.of("time-slicing", cotenants=(1.5,))
     with pytest.raises(BadInput, match="MPS compute share"):
-        Sharing(mode="mps", mps_share=0.0)
+        Sharing.of("mps", mps_share=0.0)
     with pytest.raises(BadInput, match="MIG instance"):
-        Sharing(mode="mig", mig_slices=8, mig_total=7)
+        Sharing.of("mig", mig_slices=8, mig_total=7)
 
 
 def test_parameters_a_policy_does_not_use_are_dropped() -> None:
@@ -204,7 +204,7 @@ def test_the_run_ends_exactly_at_its_duration() -> None:
 
 
 def test_co_tenants_switching_too_often_for_one_run_are_refused() -> None:
-    busy = Sharing(mode="time-slicing", cotenants=(0.5,) * 16, busy_period_ms=0.1)
+    busy = Sharing.of("time-slicing", cotenants=(0.5,) * 16, busy_period_ms=0.1)
     with pytest.raises(BadInput, match="co-tenants would switch about"):
         Scenario(latency_ms=(10.0,), sessions=1, duration_s=30.0, sharing=busy)
 
@@ -212,7 +212,7 @@ def test_co_tenants_switching_too_often_for_one_run_are_refused() -> None:
 def test_co_tenant_activity_drawn_further_is_the_same_activity_longer() -> None:
     from planner.sim.sharing import cotenant_timeline
 
-    sharing = Sharing(mode="time-slicing", cotenants=(0.9, 0.3), busy_period_ms=20.0)
+    sharing = Sharing.of("time-slicing", cotenants=(0.9, 0.3), busy_period_ms=20.0)
     short = cotenant_timeline(sharing, 7, 1_000.0)
     long = cotenant_timeline(sharing, 7, 100_000.0)
     assert short is not None and long is not None

@@ -139,7 +139,7 @@ def test_lateness_of_every_handled_arrival_is_recorded() -> None:
 
 def test_the_worker_refuses_what_it_cannot_serve() -> None:
     with pytest.raises(BadInput, match="uses this device as it is"):
-        serve(scenario(sharing=Sharing(mode="mps", mps_share=50)), SleepBackend(TABLE))
+        serve(scenario(sharing=Sharing.of("mps", mps_share=50)), SleepBackend(TABLE))
     with pytest.raises(BadInput, match="pool of threads"):
         serve(scenario(stages=WorkerStages(pre_ms=2.0, cpu_workers=0)), SleepBackend(TABLE))
 

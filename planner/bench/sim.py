@@ -164,10 +164,10 @@ def bench_recommend(progress: Callable[[str], None]) -> Figures:
     fitted = fit_curve(BENCH_POINTS)
     sharings = (
         Sharing(),
-        Sharing(mode="time-slicing", cotenants=(0.9, 0.9)),
-        Sharing(mode="mps", mps_share=50.0),
+        Sharing.of("time-slicing", cotenants=(0.9, 0.9)),
+        Sharing.of("mps", mps_share=50.0),
         # MIG 3g.40gb on an A100 80 GB: 3 of 7 compute slices, derived from the curve.
-        Sharing(mode="mig", mig_profile="3g.40gb", mig_slices=3, mig_total=7),
+        Sharing.of("mig", mig_profile="3g.40gb", mig_slices=3, mig_total=7),
     )
     request = Request(curve=fitted, sharings=sharings, seeds=8, max_sessions=64)
     recommend(Request(curve=fitted, max_sessions=2, seeds=1))  # compiled, cached tables

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import errno
-import os
 from pathlib import Path
 
 from planner.cli.output import note, open_store, print_json
 from planner.cli.planning import add_plan_source, plan_from_args
 from planner.errors import BadInput
-from planner.plan.deploy import choose_option, deployment
+from planner.plan.deploy import choose_option, deployment, write
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
 
@@ -43,25 +41,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run)
 
 
-def write_new(path: Path, text: str) -> None:
-    """Write ``path`` without following a link planted there: a symbolic link in the
-    folder is refused (it could point at any file of the user's), a regular file is
-    replaced."""
-    if path.is_symlink():
-        raise BadInput(
-            f"{path} is a symbolic link; nothing was written (remove it or use another --out)"
-        )
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        descriptor = os.open(path, flags, 0o644)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:  # a link planted between the check and the open
-            raise BadInput(f"{path} is a symbolic link; nothing was written") from None
-        raise
-    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-        out.write(text)
-
-
 def run(args: argparse.Namespace) -> int:
     if args.out is not None and not str(args.out).strip():
         raise BadInput("--out needs a folder name (an empty one would mean this folder)")
@@ -73,24 +52,9 @@ def run(args: argparse.Namespace) -> int:
     result = recommend(inputs.request)
     option = choose_option(result, args.option)
     files = deployment(result, option, inputs.card)
-    folder = Path(args.out) if args.out is not None else None
     written = []
-    if folder is not None or not args.json:
-        folder = folder or Path("deploy")
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            links = [str(folder / f.name) for f in files if (folder / f.name).is_symlink()]
-            if links:  # checked before anything is written, so nothing is half-written
-                raise BadInput(
-                    f"{', '.join(links)}: a symbolic link; nothing was written (remove it, or "
-                    "use another --out)"
-                )
-            for file in files:
-                path = folder / file.name
-                write_new(path, file.text)
-                written.append(str(path))
-        except OSError as exc:
-            raise BadInput(f"cannot write to {folder}: {exc.strerror or exc}") from None
+    if args.out is not None or not args.json:
+        written = [str(p) for p in write(files, Path(args.out or "deploy"))]
     if args.json:
         print_json(
             {

@@ -114,12 +114,14 @@ PARAMETERS: dict[str, Parameter] = {
     ),
     # Sharing modes.
     "cotenants": Parameter(
-        Sharing.cotenants,
+        (),
         Numbers(Float.of(limits.DUTY), 0, int(limits.COTENANTS.high)),
         "duty cycles of co-tenant jobs, 0-1",
     ),
     "busy_period_ms": Parameter(
-        Sharing.busy_period_ms, Float.of(limits.BUSY_PERIOD_MS), "mean co-tenant busy period, ms"
+        limits.DEFAULT_BUSY_PERIOD_MS,
+        Float.of(limits.BUSY_PERIOD_MS),
+        "mean co-tenant busy period, ms",
     ),
     "mps_share": Parameter(
         None, Maybe(Float.of(limits.MPS_SHARE)), "MPS compute share, percent (unset: 50)"

@@ -11,7 +11,7 @@ who run the cluster apply, each file opening with the assumption it encodes:
   configuration (field names from Triton's ``model_config.proto``: ``ModelConfig``
   and ``ModelDynamicBatching``), and one model instance per GPU (``instance_group``), as
   the simulation runs one batch at a time per GPU.
-- the sharing mode's own file, which the mode writes (``SharingMode.deploy_file``):
+- the sharing mode's own file, whose name and text the mode gives (``SharingMode.deploy_file``):
   ``time-slicing.yaml``, the NVIDIA Kubernetes device plugin's sharing config
   (``sharing.timeSlicing.resources[].replicas``), replicas = the jobs planned on a card;
   ``mps.env``, ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`` (the planned share) and
@@ -20,13 +20,18 @@ who run the cluster apply, each file opening with the assumption it encodes:
   ``nvidia-mig-parted`` configuration. Exclusive use has none.
 
 The text is written by hand (the library needs no YAML package); the tests read every
-file back with a parser of its format.
+file back with a parser of its format. ``write`` puts the files in a folder.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
 from typing import Any
 
 from planner import display
@@ -34,7 +39,7 @@ from planner.curves.cards import Card
 from planner.errors import BadInput
 from planner.plan.options import Option, Recommendation
 from planner.sim.policies import POLICIES
-from planner.sim.sharing.deployment import DeployFile, Target, comment
+from planner.sim.sharing.deployment import ModeFile, Target, comment
 from planner.sim.sharing.mig import CONFIG_NAME
 from planner.sim.sharing.mps import memory_limit_mb
 
@@ -47,7 +52,35 @@ __all__ = [
     "mps_memory_mb",
     "option_key",
     "policy_parameters",
+    "write",
 ]
+
+FORMATS = {".json": "json", ".pbtxt": "pbtxt", ".yaml": "yaml", ".env": "env"}
+"""A file's format by its extension."""
+
+
+@dataclass(frozen=True)
+class DeployFile:
+    """One file to apply: its name, format, text, and the assumption it encodes."""
+
+    name: str
+    format: str  # "json", "pbtxt", "yaml" or "env"
+    text: str
+    assumption: str
+
+    @classmethod
+    def of(cls, file: ModeFile) -> DeployFile:
+        """A sharing mode's file, its format read off its name."""
+        return cls(file.name, FORMATS[PurePath(file.name).suffix], file.text, file.assumption)
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "name": self.name,
+            "format": self.format,
+            "assumption": self.assumption,
+            "text": self.text,
+        }
+
 
 TRITON_POLICIES = ("triton", "max-batch", "batch-all")
 """Policies a Triton dynamic batcher reproduces (SPEC §2.2): batch-all is "whatever is
@@ -101,8 +134,48 @@ def deployment(
     )
     own = chosen.sharing.kind.deploy_file(chosen.sharing, target)
     if own is not None:
-        files.append(own)
+        files.append(DeployFile.of(own))
     return tuple(files)
+
+
+def write(files: Sequence[DeployFile], folder: Path) -> list[Path]:
+    """Write ``files`` into ``folder`` (made if missing) and return their paths. A file
+    already there is replaced; a symbolic link in its place is refused (it could point at
+    any file of the user's), checked before anything is written, so nothing is
+    half-written. BadInput says what could not be written."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        links = [str(folder / f.name) for f in files if (folder / f.name).is_symlink()]
+        if links:
+            raise BadInput(
+                f"{', '.join(links)}: a symbolic link; nothing was written (remove it, or "
+                "use another --out)"
+            )
+        paths = []
+        for file in files:
+            _write_new(folder / file.name, file.text)
+            paths.append(folder / file.name)
+    except OSError as exc:
+        raise BadInput(f"cannot write to {folder}: {exc.strerror or exc}") from None
+    return paths
+
+
+def _write_new(path: Path, text: str) -> None:
+    """Write ``path`` without following a link planted there: a symbolic link is refused,
+    a regular file replaced."""
+    if path.is_symlink():
+        raise BadInput(
+            f"{path} is a symbolic link; nothing was written (remove it or use another --out)"
+        )
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # a link planted between the check and the open
+            raise BadInput(f"{path} is a symbolic link; nothing was written") from None
+        raise
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        out.write(text)
 
 
 def policy_parameters(result: Recommendation, option: Option) -> dict[str, float]:
@@ -132,7 +205,7 @@ def _worker(result: Recommendation, option: Option) -> DeployFile:
         )
         + ". Sessions beyond the cap go to another worker."
     )
-    mode: dict[str, Any] = {"mode": option.mode, **sharing.kind.settings(sharing)}
+    mode: dict[str, Any] = {"mode": option.mode, **sharing.kind.worker_settings(sharing)}
     document = {
         "comment": assumption,
         "option": option.label,

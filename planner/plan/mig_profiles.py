@@ -55,7 +55,7 @@ class ProfilePlan:
         at = best.at_cap if best is not None else None
         return {
             "sharing": self.name,
-            "mig_profile": self.sharing.mig_profile,
+            "mig_profile": self.sharing.parameters().get("mig_profile"),
             "option": None if best is None else best.label,
             **option_fields(best),
             "instances_per_card": None if best is None else best.per_card,
@@ -89,8 +89,10 @@ def profile_plans(result: Recommendation) -> list[ProfilePlan]:
 
 
 def plans_every_profile(result: Recommendation) -> bool:
-    """Whether ``result``'s request plans more than one MIG profile (``mig_profile=all``)."""
-    return sum(s.mode == "mig" for s in result.request.sharings) > 1
+    """Whether ``result``'s request plans more than one MIG profile (``mig_profile=all``):
+    one mode under several settings (``SharingMode.variants``)."""
+    modes = [s.mode for s in result.request.sharings]
+    return len(set(modes)) < len(modes)
 
 
 def profile_rows(

@@ -143,7 +143,7 @@ class Request:
             profile = sharing.kind.profile_used(sharing)
             if profile is not None and profile not in measured:
                 problems.append(
-                    f"no curve measured on MIG profile {sharing.mig_profile} was given; "
+                    f"no curve measured on MIG profile {profile} was given; "
                     "derive it from the whole-card curve instead"
                 )
         if self.queue not in limits.QUEUES:

@@ -21,7 +21,6 @@ from planner.sim.memory import MemoryLimit, available, memory_limit, memory_mode
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
 from planner.sim.sharing import Choice, default_modes, sharing_mode
-from planner.sim.sharing.mig import ALL_PROFILES
 from planner.sim.sharing.mps import peak_range
 from planner.store.repository import Store
 
@@ -183,9 +182,8 @@ def _each_profile(mode: str, params: PlanParams, card: Card | None) -> list[Plan
     """The plan once per MIG profile of the card where it asks for every profile
     (``mig_profile=all``), else the plan as it is (a card without MIG keeps ``all``, and
     the mode says it needs a card that has it)."""
-    if mode != "mig" or params.mig_profile != ALL_PROFILES or card is None or not card.mig:
-        return [params]
-    return [replace(params, mig_profile=profile.name) for profile in card.mig_profiles]
+    variants = sharing_mode(mode).variants(Choice.of(vars(params), card=card))
+    return [replace(params, **changes) for changes in variants]
 
 
 def _sharing(
@@ -350,13 +348,8 @@ def plan_simulation(
         overhead_ms=request.criteria.overhead_ms,  # the calibration adds its own
         slo_ms=request.objective_ms if uses_slo else None,
         mode=sharing.mode,
-        cotenants=sharing.cotenants,
-        busy_period_ms=sharing.busy_period_ms,
-        mps_share=sharing.mps_share,
-        mig_profile=sharing.mig_profile,
+        **sharing.parameters(),
         **stage_params(request.stages),
-        cotenant_memory_mb=sharing.cotenant_memory_mb,
-        mps_memory_mb=sharing.mps_memory_mb,
         budget_ms=request.criteria.budget_ms,
         percentile=request.criteria.percentile,
         min_fps=request.criteria.min_fps,

@@ -228,7 +228,7 @@ def warm_up(cpu_pool: bool = False) -> float:
                     stages=stages,
                 )
                 for policy in POLICIES
-                for sharing in (Sharing(), Sharing(mode="time-slicing", cotenants=(0.5,)))
+                for sharing in (Sharing(), Sharing.of("time-slicing", cotenants=(0.5,)))
             ]
         )
     return time.perf_counter() - start

@@ -60,10 +60,12 @@ _SELECT_FRAMES = (
 def scenario_dict(scenario: Scenario) -> dict[str, Any]:
     """A scenario as plain JSON values (``scenario_from_dict`` reads it back equal). The
     worker's stages are stored as four flat values in the stages' place, as they were
-    before they became one value, so stored load tests read the same either way."""
+    before they became one value, so stored load tests read the same either way; the
+    sharing as its mode and its settings by name (``Sharing.as_dict``)."""
     values: dict[str, Any] = {}
     for name, value in json.loads(json.dumps(asdict(scenario))).items():
         values.update(value if name == "stages" else {name: value})
+    values["sharing"] = json.loads(json.dumps(scenario.sharing.as_dict()))
     return values
 
 
@@ -75,7 +77,7 @@ def scenario_from_dict(values: dict[str, Any]) -> Scenario:
             sharing[name] = tuple(sharing.get(name) or ())
         fields = {k: v for k, v in values.items() if k not in STAGE_FIELDS}
         fields["stages"] = WorkerStages(**{k: v for k, v in values.items() if k in STAGE_FIELDS})
-        fields["sharing"] = Sharing(**sharing)
+        fields["sharing"] = Sharing.of(**sharing)
         fields["latency_ms"] = tuple(fields["latency_ms"])
         fields["fps"] = tuple(fields["fps"])
         return Scenario(**fields)

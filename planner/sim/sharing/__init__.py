@@ -9,30 +9,33 @@
 - ``mig``: an instance of g of the card's S compute slices: ``L(b) * max(1, u(b) * S / g)``
   unless the curve was measured on that profile.
 
-Each mode is a ``SharingMode`` in a module of its own, registered in ``SHARING_MODES`` by
-name (the order below is the order they are offered in). The registry feeds the link
+Each mode is a ``SharingMode`` in a module of its own, with the frozen dataclass of its
+own settings (``MpsSettings``, ...) that validates them, registered in ``SHARING_MODES`` by
+name (the order below is the order they are offered in). A ``Sharing`` is a mode's name
+and its settings. The registry feeds the link
 codecs, the command line's choices and the dashboard's, so a registered mode is offered
 everywhere and a name that is not registered is an error everywhere. Isolation travels
 with each mode, so a seat cap is never shown without it; all of these are models, and
 each says its assumption.
 
-Adding a mode: a subclass of ``SharingMode`` in its own module, overriding what differs
-from the card to ourselves, and one line in ``BUILT_IN``.
+Adding a mode: a subclass of ``SharingMode`` (and of ``Settings`` if it has any) in its own
+module, overriding what differs from the card to ourselves, and one line in ``BUILT_IN``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from planner.sim.sharing.deployment import DeployFile, Target
+from planner.sim.sharing.deployment import ModeFile, Target
 from planner.sim.sharing.exclusive import Exclusive
-from planner.sim.sharing.mig import Mig
+from planner.sim.sharing.mig import Mig, MigSettings
 from planner.sim.sharing.mode import (
     CHOICE_PARAMETERS,
     MODE_NAMES,
     SHARING_MODES,
     Choice,
     Isolation,
+    Settings,
     Sharing,
     SharingMode,
     default_modes,
@@ -43,8 +46,8 @@ from planner.sim.sharing.mode import (
     sharing_mode,
     unregister,
 )
-from planner.sim.sharing.mps import Mps
-from planner.sim.sharing.time_slicing import TimeSlicing
+from planner.sim.sharing.mps import Mps, MpsSettings
+from planner.sim.sharing.time_slicing import TimeSlicing, TimeSlicingSettings
 from planner.sim.sharing.timeline import Timeline, finish
 
 __all__ = [
@@ -52,11 +55,15 @@ __all__ = [
     "MODE_NAMES",
     "SHARING_MODES",
     "Choice",
-    "DeployFile",
     "Isolation",
+    "MigSettings",
+    "ModeFile",
+    "MpsSettings",
+    "Settings",
     "Sharing",
     "SharingMode",
     "Target",
+    "TimeSlicingSettings",
     "Timeline",
     "card_fraction",
     "cotenant_timeline",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from planner import limits
 from planner.curves.cards import Card
 from planner.errors import BadInput
 from planner.sim.sharing.mode import MAX_MEMORY_MB, Choice, Sharing, sharing_mode
@@ -20,7 +21,7 @@ def sharing_for(
     mode: str,
     *,
     cotenants: Sequence[float] = (),
-    busy_period_ms: float = Sharing.busy_period_ms,
+    busy_period_ms: float = limits.DEFAULT_BUSY_PERIOD_MS,
     mps_share: float | None = None,
     mig_profile: str | None = None,
     card: Card | None = None,

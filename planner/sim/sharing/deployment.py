@@ -1,6 +1,6 @@
-"""What a sharing mode writes for the people who apply a plan (SPEC §5.3): one file of
-settings, opening with the assumption it encodes (``planner.plan.deploy`` adds the
-worker's and Triton's files).
+"""The text a sharing mode gives for the people who apply a plan (SPEC §5.3): one file
+of settings, opening with the assumption it encodes. ``planner.plan.deploy`` adds the
+worker's and Triton's files and writes them all.
 
 The text is written by hand (the library needs no YAML package); the tests read every
 file back with a parser of its format.
@@ -12,21 +12,13 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class DeployFile:
-    """One file to apply: its name, format, text, and the assumption it encodes."""
+class ModeFile:
+    """The file that applies a mode to a card: its name (its extension says its format),
+    its text, and the assumption it encodes."""
 
     name: str
-    format: str  # "json", "pbtxt", "yaml" or "env"
     text: str
     assumption: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {
-            "name": self.name,
-            "format": self.format,
-            "assumption": self.assumption,
-            "text": self.text,
-        }
 
 
 @dataclass(frozen=True)

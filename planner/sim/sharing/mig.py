@@ -8,14 +8,15 @@ of slices), and says so. Instances do not affect each other; memory is the profi
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from planner.curves.cards import Card
 from planner.errors import BadInput
-from planner.sim.sharing.deployment import DeployFile, Target, comment
-from planner.sim.sharing.mode import Choice, Isolation, Sharing, SharingMode
+from planner.sim.sharing.deployment import ModeFile, Target, comment
+from planner.sim.sharing.mode import Choice, Isolation, Settings, Sharing, SharingMode
 from planner.sim.sharing.mps import slowed
 from planner.sim.sharing.space import MB_PER_GB, Available, gb
 from planner.units import Megabytes, is_finite
@@ -28,7 +29,37 @@ CONFIG_NAME = "seat-planner"
 SUPPORTED = "A30, A100, H100, H200 and similar"
 
 
-class Mig(SharingMode):
+@dataclass(frozen=True)
+class MigSettings(Settings):
+    """An instance of ``mig_slices`` of the card's ``mig_total`` compute slices (profile
+    ``mig_profile``), with ``mig_memory_gb`` of memory, of which one card holds at most
+    ``mig_instances``. ``mig_derived`` is False when the curve was measured on that
+    profile, so it is used as it is."""
+
+    mig_profile: str | None = field(default=None, metadata={"words": "a MIG profile"})
+    mig_slices: int | None = None
+    mig_total: int | None = None
+    mig_derived: bool = True
+    mig_instances: int | None = None
+    mig_memory_gb: float | None = None
+
+    def __post_init__(self) -> None:
+        problems = []
+        slices, total = self.mig_slices, self.mig_total
+        if not (isinstance(slices, int) and isinstance(total, int) and 0 < slices <= total):
+            problems.append("a MIG instance needs its slice count and the card's total")
+        instances = self.mig_instances
+        if instances is not None and not (isinstance(instances, int) and 1 <= instances <= 64):
+            problems.append("a MIG profile's instance count must be a whole number from 1")
+        if self.mig_memory_gb is not None and not (
+            is_finite(self.mig_memory_gb) and self.mig_memory_gb > 0
+        ):
+            problems.append("a MIG profile's memory must be a positive number of GB")
+        if problems:
+            raise BadInput(problems)
+
+
+class Mig(SharingMode[MigSettings]):
     """A hardware partition: the profile's slices and memory, isolated from the rest."""
 
     name = "mig"
@@ -39,6 +70,7 @@ class Mig(SharingMode):
         "card than the instance's slices slows down in proportion (the MPS model with the "
         "instance's share of compute slices); instances do not affect each other."
     )
+    settings = MigSettings
     parameters = ("mig_profile",)
     several_per_card = True
     needs_card = True
@@ -60,13 +92,15 @@ class Mig(SharingMode):
             )
         profile = card.profile(choice.mig_profile)
         return Sharing(
-            mode=self.name,
-            mig_profile=profile.name,
-            mig_slices=profile.slices,
-            mig_total=card.mig_slices,
-            mig_derived=not choice.measured_on_profile,
-            mig_instances=profile.max_instances,
-            mig_memory_gb=profile.memory_gb,
+            self.name,
+            MigSettings(
+                mig_profile=profile.name,
+                mig_slices=profile.slices,
+                mig_total=card.mig_slices,
+                mig_derived=not choice.measured_on_profile,
+                mig_instances=profile.max_instances,
+                mig_memory_gb=profile.memory_gb,
+            ),
         )
 
     def asked_for(self, choice: Choice) -> bool:
@@ -81,69 +115,67 @@ class Mig(SharingMode):
     def profile_wanted(self, choice: Choice) -> str | None:
         return choice.mig_profile or None
 
-    def label(self, sharing: Sharing) -> str:
-        return f"MIG {sharing.mig_profile or f'{sharing.mig_slices}/{sharing.mig_total}'}"
+    def variants(self, choice: Choice) -> tuple[dict[str, Any], ...]:
+        card = choice.card
+        if choice.mig_profile != ALL_PROFILES or card is None or not card.mig:
+            return ({},)  # a card without MIG keeps ``all``, and ``sharing`` says why not
+        return tuple({"mig_profile": profile.name} for profile in card.mig_profiles)
 
-    def problems(self, sharing: Sharing) -> list[str]:
-        problems = []
-        slices, total = sharing.mig_slices, sharing.mig_total
-        if not (isinstance(slices, int) and isinstance(total, int) and 0 < slices <= total):
-            problems.append("a MIG instance needs its slice count and the card's total")
-        instances = sharing.mig_instances
-        if instances is not None and not (isinstance(instances, int) and 1 <= instances <= 64):
-            problems.append("a MIG profile's instance count must be a whole number from 1")
-        if sharing.mig_memory_gb is not None and not (
-            is_finite(sharing.mig_memory_gb) and sharing.mig_memory_gb > 0
-        ):
-            problems.append("a MIG profile's memory must be a positive number of GB")
-        return problems
+    def label(self, sharing: Sharing) -> str:
+        mig = self.settings_of(sharing)
+        return f"MIG {mig.mig_profile or f'{mig.mig_slices}/{mig.mig_total}'}"
 
     def table(
         self, table: np.ndarray, sharing: Sharing, peak_upto: int | None = None
     ) -> np.ndarray:
-        if not sharing.mig_derived:
+        mig = self.settings_of(sharing)
+        if not mig.mig_derived:
             return table
-        share = float(sharing.mig_total or 1) / float(sharing.mig_slices or 1)
+        share = float(mig.mig_total or 1) / float(mig.mig_slices or 1)
         return slowed(table, share, peak_upto)
 
     def derived(self, sharing: Sharing) -> bool:
-        return sharing.mig_derived
+        return self.settings_of(sharing).mig_derived
 
     def profile_used(self, sharing: Sharing) -> str | None:
-        return None if sharing.mig_derived else (sharing.mig_profile or "")
+        mig = self.settings_of(sharing)
+        return None if mig.mig_derived else (mig.mig_profile or "")
 
     def notes(self, sharing: Sharing) -> tuple[str, ...]:
-        if not sharing.mig_derived:
+        mig = self.settings_of(sharing)
+        if not mig.mig_derived:
             return ()
         return (
-            f"The {sharing.mig_profile} curve is derived from the whole-card curve, "
+            f"The {mig.mig_profile} curve is derived from the whole-card curve, "
             "not measured on that profile.",
         )
 
     def instances_per_card(self, sharing: Sharing) -> int:
         # The profile's maximum instance count on the card (the vendor's figure; for a card
         # whose catalogue entry lacks it, the card's compute slices over the profile's).
-        if sharing.mig_instances is not None:
-            return sharing.mig_instances
-        return max(1, (sharing.mig_total or 1) // (sharing.mig_slices or 1))
+        mig = self.settings_of(sharing)
+        if mig.mig_instances is not None:
+            return mig.mig_instances
+        return max(1, (mig.mig_total or 1) // (mig.mig_slices or 1))
 
     def card_fraction(self, sharing: Sharing) -> float:
         # One MIG instance of as many as fit.
         return 1.0 / self.instances_per_card(sharing)
 
     def available(self, sharing: Sharing, card_mb: Megabytes | None) -> Available:
-        profile = sharing.mig_profile or "MIG"
-        if sharing.mig_memory_gb is None:
+        mig = self.settings_of(sharing)
+        profile = mig.mig_profile or "MIG"
+        if mig.mig_memory_gb is None:
             return Available(None, f"in a {profile} instance", "the profile's memory is unknown")
-        mb = sharing.mig_memory_gb * MB_PER_GB
+        mb = mig.mig_memory_gb * MB_PER_GB
         return Available(mb, f"in a {profile} instance", f"the {profile} profile's {gb(mb)}")
 
-    def settings(self, sharing: Sharing) -> dict[str, Any]:
-        return {"mig_profile": sharing.mig_profile}
+    def worker_settings(self, sharing: Sharing) -> dict[str, Any]:
+        return {"mig_profile": self.settings_of(sharing).mig_profile}
 
-    def deploy_file(self, sharing: Sharing, target: Target) -> DeployFile:
+    def deploy_file(self, sharing: Sharing, target: Target) -> ModeFile:
         # The MIG profile and instance count per card, as an nvidia-mig-parted configuration.
-        profile = sharing.mig_profile or ""
+        profile = self.settings_of(sharing).mig_profile or ""
         ours = target.per_card
         if target.other_jobs:
             assumption = (
@@ -167,4 +199,4 @@ class Mig(SharingMode):
             "      mig-devices:",
             f'        "{profile}": {ours}',
         ]
-        return DeployFile("mig-parted.yaml", "yaml", "\n".join(lines) + "\n", assumption)
+        return ModeFile("mig-parted.yaml", "\n".join(lines) + "\n", assumption)

@@ -1,6 +1,7 @@
 """What a sharing mode is: the base class every mode derives from (``SharingMode``), the
-settings one run of it reads (``Sharing``), what a user gave for the modes (``Choice``),
-and the registry that names them (``SHARING_MODES``).
+base of each mode's own settings (``Settings``), one mode with its settings as a run reads
+them (``Sharing``), what a user gave for the modes (``Choice``), and the registry that
+names them (``SHARING_MODES``).
 
 A mode is one object that owns everything the planner knows about it: how a batch's
 latency changes, how many instances of our worker one card holds and what fraction of the
@@ -13,18 +14,18 @@ name that is not registered is an error wherever it appears, never another mode.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
-from typing import Any, ClassVar, overload
+from dataclasses import MISSING, dataclass, fields
+from typing import Any, ClassVar, Generic, TypeVar, cast, overload
 
 import numpy as np
 
 from planner import limits
 from planner.curves.cards import Card
 from planner.errors import BadInput
-from planner.sim.sharing.deployment import DeployFile, Target
+from planner.sim.sharing.deployment import ModeFile, Target
 from planner.sim.sharing.space import Available, on_card
 from planner.sim.sharing.timeline import Timeline
-from planner.units import Megabytes, Milliseconds, Seconds, is_finite
+from planner.units import Megabytes, Milliseconds, Seconds
 
 MAX_MEMORY_MB: Megabytes = limits.MEMORY_MB.high
 """The largest memory figure taken anywhere (16 TiB in MB of 2^20 bytes): far above any
@@ -43,73 +44,56 @@ class Isolation:
 
 
 @dataclass(frozen=True)
+class Settings:
+    """A mode's own settings: a frozen dataclass of the values one run of the mode reads,
+    validated on construction (BadInput says what is wrong). A mode names its subclass in
+    ``SharingMode.settings``; this base class has none (the card to ourselves). A field's
+    ``metadata["words"]`` names it in a sentence ("co-tenant memory")."""
+
+
+NO_SETTINGS = Settings()
+
+
+@dataclass(frozen=True)
 class Sharing:
-    """How the card is shared (SPEC §3.4): the registered mode ``mode`` names and the
-    settings it reads; ``exclusive`` is the curve as measured.
+    """How the card is shared (SPEC §3.4): the registered mode ``mode`` names and its own
+    settings (an instance of that mode's ``SharingMode.settings``; left out: the mode's
+    defaults). ``exclusive`` is the curve as measured and has none.
 
-    - ``time-slicing``: ``cotenants`` are the duty cycles (0..1) of the other jobs on the
-      card, each alternating exponential busy and idle periods with a mean busy period of
-      ``busy_period_ms``; while k of them are busy a running batch progresses at 1/(k+1)
-      of its speed.
-    - ``mps``: we get ``mps_share`` percent of the card's compute.
-    - ``mig``: an instance of ``mig_slices`` of the card's ``mig_total`` compute slices
-      (profile ``mig_profile``), with ``mig_memory_gb`` of memory, of which one card holds
-      at most ``mig_instances``. ``mig_derived`` is False when the curve was measured on
-      that profile, so it is used as it is.
-
-    Memory (SPEC §5.1, used by ``planner.sim.memory``): under time-slicing the co-tenants
-    declare ``cotenant_memory_mb`` (one value per co-tenant, or one for all; time-slicing
-    has no memory isolation, so their memory is not ours); under MPS ``mps_memory_mb`` is
-    our client's memory limit, if one is set.
+    ``Sharing.of`` builds one from settings by name, as links, stored load tests and
+    scripts give them.
     """
 
     mode: str = "exclusive"
-    cotenants: tuple[float, ...] = ()
-    busy_period_ms: Milliseconds = 50.0
-    mps_share: float | None = None
-    mig_profile: str | None = None
-    mig_slices: int | None = None
-    mig_total: int | None = None
-    mig_derived: bool = True
-    mig_instances: int | None = None
-    mig_memory_gb: float | None = None
-    cotenant_memory_mb: tuple[Megabytes, ...] = ()
-    mps_memory_mb: Megabytes | None = None
+    settings: Settings = NO_SETTINGS
 
     def __post_init__(self) -> None:
-        problems = []
-        kind = SHARING_MODES.get(self.mode)
-        if kind is None:
-            problems.append(unknown(self.mode))
-        for duty in self.cotenants:
-            if not limits.DUTY.holds(duty):
-                problems.append(f"co-tenant duty cycle {duty!r} must be {limits.DUTY.words()}")
-        if not limits.COTENANTS.holds(len(self.cotenants)):
-            problems.append(f"at most {limits.COTENANTS.high:g} co-tenants")
-        if not memory_figures(self.cotenant_memory_mb):
-            problems.append(
-                f"co-tenant memory must be numbers of MB from 0 to {MAX_MEMORY_MB:g}, one per "
-                "co-tenant or one for all"
+        kind = sharing_mode(self.mode)
+        if type(self.settings) is Settings and kind.settings is not Settings:
+            object.__setattr__(self, "settings", kind.settings())
+        if type(self.settings) is not kind.settings:
+            raise TypeError(
+                f"{kind.title} takes {kind.settings.__name__}, not {type(self.settings).__name__}"
             )
-        elif self.cotenant_memory_mb and kind is not None:
-            problems.extend(_elsewhere(kind, "cotenant_memory_mb"))
-        limit = self.mps_memory_mb
-        if limit is not None:
-            if not (is_finite(limit) and 0 < limit <= MAX_MEMORY_MB):
-                problems.append(
-                    f"the MPS memory limit must be above 0 and at most {MAX_MEMORY_MB:g} MB"
-                )
-            elif kind is not None:
-                problems.extend(_elsewhere(kind, "mps_memory_mb"))
-        if not limits.BUSY_PERIOD_MS.holds(self.busy_period_ms):
-            problems.append(f"the mean busy period must be {limits.BUSY_PERIOD_MS.words()} ms")
-        if kind is not None:
-            problems.extend(kind.problems(self))
-        if problems:
-            raise BadInput(problems)
+
+    @classmethod
+    def of(cls, mode: str = "exclusive", **values: Any) -> Sharing:
+        """The sharing of ``mode`` with its settings by name (``mps_share=50``); a setting of
+        another mode is refused unless it is that mode's default (stored load tests name
+        them all), and BadInput lists every problem."""
+        kind = sharing_mode(mode)
+        own = {f.name for f in fields(kind.settings)}
+        problems = [_elsewhere(kind, name, value) for name, value in values.items()]
+        try:
+            settings = kind.settings(**{n: v for n, v in values.items() if n in own})
+        except BadInput as exc:
+            settings, problems = None, [*problems, *exc.problems]
+        if settings is None or any(problems):
+            raise BadInput([p for p in problems if p])
+        return cls(mode, settings)
 
     @property
-    def kind(self) -> SharingMode:
+    def kind(self) -> SharingMode[Any]:
         """The mode object ``mode`` names (``SHARING_MODES``)."""
         return sharing_mode(self.mode)
 
@@ -117,20 +101,30 @@ class Sharing:
     def label(self) -> str:
         return self.kind.label(self)
 
+    def as_dict(self) -> dict[str, Any]:
+        """The mode's name and its settings by name (``Sharing.of`` reads it back equal)."""
+        settings = {f.name: getattr(self.settings, f.name) for f in fields(self.settings)}
+        return {"mode": self.mode, **settings}
 
-def memory_figures(values: object) -> bool:
-    """Whether ``values`` is a tuple of MB figures, each from 0 to ``MAX_MEMORY_MB``."""
-    return isinstance(values, tuple) and all(
-        is_finite(v) and 0 <= v <= MAX_MEMORY_MB for v in values
-    )
+    def parameters(self) -> dict[str, Any]:
+        """The plan parameters of these settings by name (``SharingMode.parameters``):
+        what a link to the same run gives."""
+        return {n: v for n, v in self.as_dict().items() if n in self.kind.parameters}
 
 
-def _elsewhere(kind: SharingMode, setting: str) -> list[str]:
-    """A setting that only another mode reads, given under ``kind``."""
-    if setting in kind.owned:
-        return []
-    owner = next(m for m in SHARING_MODES.values() if setting in m.owned)
-    return [f"{owner.owned[setting]} applies to {owner.title} only"]
+def _elsewhere(kind: SharingMode[Any], name: str, value: object) -> str:
+    """Why a setting ``kind`` does not have is refused ('' when it is not: the mode that
+    has it gives it this value by default); TypeError when no mode has it."""
+    if name in {f.name for f in fields(kind.settings)}:
+        return ""
+    for mode in SHARING_MODES.values():
+        found = {f.name: f for f in fields(mode.settings)}.get(name)
+        if found is None:
+            continue
+        if found.default is not MISSING and value == found.default:
+            return ""
+        return f"{found.metadata.get('words', name)} applies to {mode.title} only"
+    raise TypeError(f"no sharing mode has a setting named {name!r}")
 
 
 @dataclass(frozen=True)
@@ -141,7 +135,7 @@ class Choice:
     chosen MIG profile is stored."""
 
     cotenants: tuple[float, ...] = ()
-    busy_period_ms: Milliseconds = Sharing.busy_period_ms
+    busy_period_ms: Milliseconds = limits.DEFAULT_BUSY_PERIOD_MS
     mps_share: float | None = None
     mig_profile: str | None = None
     cotenant_memory_mb: tuple[Megabytes, ...] = ()
@@ -163,15 +157,18 @@ CHOICE_PARAMETERS: tuple[str, ...] = tuple(
 """The plan parameters that belong to sharing modes (each mode names its own)."""
 
 
-class SharingMode:
+S = TypeVar("S", bound=Settings)
+
+
+class SharingMode(Generic[S]):
     """One way of sharing the card. The base class is the card to ourselves, as measured:
     a mode sets the class attributes and overrides the methods that differ.
 
     Class attributes: ``name`` (how links, the command line and the store name it),
     ``title`` (how a sentence names it), ``isolation`` (SPEC §2.5), ``assumption`` (the
-    model in one paragraph, part of every recommendation), ``parameters`` (the plan
-    parameters it reads, ``CHOICE_PARAMETERS``), ``owned`` (settings of ``Sharing`` only
-    it reads, with how a sentence names them: another mode rejects them),
+    model in one paragraph, part of every recommendation), ``settings`` (the frozen
+    dataclass of its own settings, which validates them; ``Settings``: none),
+    ``parameters`` (the plan parameters it reads, ``CHOICE_PARAMETERS``),
     ``as_measured`` (the card as it is, no model: what the reference worker can run),
     ``several_per_card`` (the card's other instances may run the same worker),
     ``needs_card`` (it needs the card's catalogue entry), ``worker_unit`` (what one worker
@@ -182,13 +179,17 @@ class SharingMode:
     title: ClassVar[str]
     isolation: ClassVar[Isolation]
     assumption: ClassVar[str]
+    settings: ClassVar[type[Settings]] = Settings
     parameters: ClassVar[tuple[str, ...]] = ()
-    owned: ClassVar[Mapping[str, str]] = {}
     as_measured: ClassVar[bool] = False
     several_per_card: ClassVar[bool] = False
     needs_card: ClassVar[bool] = False
     worker_unit: ClassVar[str] = "card"
     instance_name: ClassVar[str] = "instance"
+
+    def settings_of(self, sharing: Sharing) -> S:
+        """This mode's settings in ``sharing`` (a sharing of this mode)."""
+        return cast(S, sharing.settings)
 
     # --- What it needs from the user --------------------------------------------------
 
@@ -218,14 +219,15 @@ class SharingMode:
         """The profile whose stored curve would replace the derived one (MIG), or None."""
         return None
 
+    def variants(self, choice: Choice) -> tuple[dict[str, Any], ...]:
+        """The plan parameters that change for each setting a plan plans this mode under
+        (MIG's ``mig_profile=all``: every profile of the card); ``({},)``: once, as given."""
+        return ({},)
+
     # --- The settings of one run ------------------------------------------------------
 
     def label(self, sharing: Sharing) -> str:
         return self.title
-
-    def problems(self, sharing: Sharing) -> list[str]:
-        """What is wrong with this mode's settings (``Sharing`` checks the rest)."""
-        return []
 
     def run_problems(self, sharing: Sharing, duration_s: Seconds) -> list[str]:
         """What makes a run of ``duration_s`` under these settings too large to simulate."""
@@ -285,16 +287,17 @@ class SharingMode:
 
     # --- How it is deployed -----------------------------------------------------------
 
-    def settings(self, sharing: Sharing) -> dict[str, Any]:
+    def worker_settings(self, sharing: Sharing) -> dict[str, Any]:
         """The worker's settings for this mode, beside its name (``worker.json``)."""
         return {}
 
-    def deploy_file(self, sharing: Sharing, target: Target) -> DeployFile | None:
-        """The file that applies this mode to a card, or None when there is nothing to set."""
+    def deploy_file(self, sharing: Sharing, target: Target) -> ModeFile | None:
+        """The text of the file that applies this mode to a card, with its name (the plan
+        writes it, ``planner.plan.deploy``), or None when there is nothing to set."""
         return None
 
 
-SHARING_MODES: dict[str, SharingMode] = {}
+SHARING_MODES: dict[str, SharingMode[Any]] = {}
 """The sharing modes by name, in the order they are offered (``planner.sim.sharing``
 registers the built-in ones)."""
 
@@ -327,7 +330,7 @@ class Names(Sequence[str]):
 MODE_NAMES = Names()
 
 
-def register(mode: SharingMode) -> SharingMode:
+def register(mode: SharingMode[Any]) -> SharingMode[Any]:
     """Add ``mode`` to ``SHARING_MODES`` (its name must be new) and return it."""
     if mode.name in SHARING_MODES:
         raise ValueError(f"a sharing mode named {mode.name!r} is already registered")
@@ -344,7 +347,7 @@ def unknown(name: object) -> str:
     return f"sharing mode {name!r} is not one of {', '.join(SHARING_MODES)}"
 
 
-def sharing_mode(name: str) -> SharingMode:
+def sharing_mode(name: str) -> SharingMode[Any]:
     """The mode registered as ``name``; BadInput for any other name."""
     mode = SHARING_MODES.get(name) if isinstance(name, str) else None
     if mode is None:
@@ -368,6 +371,6 @@ def parameters_of(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(p for name in names for p in sharing_mode(name).parameters))
 
 
-def owner_of(parameter: str) -> SharingMode:
+def owner_of(parameter: str) -> SharingMode[Any]:
     """The first mode that reads ``parameter`` (what a command line's flag needs)."""
     return next(m for m in SHARING_MODES.values() if parameter in m.parameters)

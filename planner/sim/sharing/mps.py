@@ -9,22 +9,51 @@ client when a limit is set.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from planner import limits
-from planner.sim.sharing.deployment import DeployFile, Target, comment
-from planner.sim.sharing.mode import Choice, Isolation, Sharing, SharingMode
+from planner.errors import BadInput
+from planner.sim.sharing.deployment import ModeFile, Target, comment
+from planner.sim.sharing.mode import (
+    MAX_MEMORY_MB,
+    Choice,
+    Isolation,
+    Settings,
+    Sharing,
+    SharingMode,
+)
 from planner.sim.sharing.space import Available, gb
-from planner.units import Megabytes
+from planner.units import Megabytes, is_finite
 
 DEFAULT_SHARE = 50.0
 """Our compute share in percent when none is given (SPEC §3.4)."""
 
 
-class Mps(SharingMode):
+@dataclass(frozen=True)
+class MpsSettings(Settings):
+    """Our share of the card's compute, in percent (``mps_share``), and our client's memory
+    limit in MB (``mps_memory_mb``; None: no limit set)."""
+
+    mps_share: float | None = field(default=None, metadata={"words": "an MPS compute share"})
+    mps_memory_mb: Megabytes | None = field(default=None, metadata={"words": "an MPS memory limit"})
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not limits.MPS_SHARE.holds(self.mps_share):
+            problems.append(f"the MPS compute share must be {limits.MPS_SHARE.words()} (%)")
+        limit = self.mps_memory_mb
+        if limit is not None and not (is_finite(limit) and 0 < limit <= MAX_MEMORY_MB):
+            problems.append(
+                f"the MPS memory limit must be above 0 and at most {MAX_MEMORY_MB:g} MB"
+            )
+        if problems:
+            raise BadInput(problems)
+
+
+class Mps(SharingMode[MpsSettings]):
     """A share of the compute: a batch that needs more of the card than the share slows."""
 
     name = "mps"
@@ -35,26 +64,21 @@ class Mps(SharingMode):
         "curve's best throughput; when that exceeds our compute share it slows down in "
         "proportion. Co-tenants do not time-slice us; memory-bandwidth contention is ignored."
     )
+    settings = MpsSettings
     parameters = ("mps_share", "mps_memory_mb")
-    owned: ClassVar[Mapping[str, str]] = {"mps_memory_mb": "an MPS memory limit"}
     several_per_card = True
     worker_unit = "MPS client"
     instance_name = "MPS client"
 
     def sharing(self, choice: Choice) -> Sharing:
         share = DEFAULT_SHARE if choice.mps_share is None else choice.mps_share
-        return Sharing(mode=self.name, mps_share=share, mps_memory_mb=choice.mps_memory_mb)
+        return Sharing(self.name, MpsSettings(share, choice.mps_memory_mb))
 
     def asked_for(self, choice: Choice) -> bool:
         return choice.mps_share is not None or choice.mps_memory_mb is not None
 
     def label(self, sharing: Sharing) -> str:
-        return f"MPS ({sharing.mps_share:g}% share)"
-
-    def problems(self, sharing: Sharing) -> list[str]:
-        if limits.MPS_SHARE.holds(sharing.mps_share):
-            return []
-        return [f"the MPS compute share must be {limits.MPS_SHARE.words()} (%)"]
+        return f"MPS ({share_of(sharing):g}% share)"
 
     def table(
         self, table: np.ndarray, sharing: Sharing, peak_upto: int | None = None
@@ -72,19 +96,18 @@ class Mps(SharingMode):
         return share_of(sharing) / 100.0
 
     def available(self, sharing: Sharing, card_mb: Megabytes | None) -> Available:
-        if sharing.mps_memory_mb is None:
+        limit = self.settings_of(sharing).mps_memory_mb
+        if limit is None:
             return super().available(sharing, card_mb)
         return Available(
-            sharing.mps_memory_mb,
-            "under the MPS memory limit",
-            f"the MPS memory limit of {gb(sharing.mps_memory_mb)}",
+            limit, "under the MPS memory limit", f"the MPS memory limit of {gb(limit)}"
         )
 
-    def settings(self, sharing: Sharing) -> dict[str, Any]:
+    def worker_settings(self, sharing: Sharing) -> dict[str, Any]:
         share = share_of(sharing)
         return {"active_thread_percentage": int(share) if share.is_integer() else share}
 
-    def deploy_file(self, sharing: Sharing, target: Target) -> DeployFile:
+    def deploy_file(self, sharing: Sharing, target: Target) -> ModeFile:
         # CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (the planned share) and
         # CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (the same share of the card's memory).
         share = share_of(sharing)
@@ -105,12 +128,13 @@ class Mps(SharingMode):
             )
         else:
             lines.append(f"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0={memory}M")
-        return DeployFile("mps.env", "env", "\n".join(lines) + "\n", assumption)
+        return ModeFile("mps.env", "\n".join(lines) + "\n", assumption)
 
 
 def share_of(sharing: Sharing) -> float:
-    """Our compute share in percent (100 where none is set)."""
-    return float(sharing.mps_share or 100.0)
+    """Our compute share in percent (100 where none is set: not under MPS)."""
+    settings = sharing.settings
+    return float(settings.mps_share or 100.0) if isinstance(settings, MpsSettings) else 100.0
 
 
 def memory_limit_mb(sharing: Sharing, card_memory_gb: float | None) -> int | None:
