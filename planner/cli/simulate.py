@@ -23,6 +23,7 @@ from planner.cli.output import (
 from planner.cli.planning import add_worker_options, spread_on
 from planner.curves.fit import EDGES, fit_curve
 from planner.errors import BadInput, NotFound
+from planner.plan.overload import overload_notes
 from planner.plan.params import queue_conflicts
 from planner.plan.request import model_spread, model_table
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
@@ -263,6 +264,8 @@ def run(args: argparse.Namespace) -> int:
         print_json({**results.as_dict(), "calibration": calibration and calibration.as_dict()})
         return 0
     _print(results)
+    for line in overload_notes(results, fitted):
+        print(line)
     print(
         calibration.description
         if calibration is not None
