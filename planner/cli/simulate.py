@@ -20,7 +20,7 @@ from planner.cli.output import (
     print_json,
     read_curve_source,
 )
-from planner.cli.planning import add_worker_options, spread_on
+from planner.cli.planning import add_worker_options, flag_spelling, spread_on
 from planner.curves.fit import EDGES, fit_curve
 from planner.errors import BadInput, NotFound
 from planner.plan.overload import overload_notes
@@ -167,13 +167,6 @@ def scenario_from(
 
 QUEUE_OPTIONS = ("queue", "max_queue_size", "queue_timeout_us", "timeout_action")
 """The server's queue (``Scenario.queue``) and, under ``all``, its policy's settings."""
-
-
-def flag_spelling(name: str, value: object = None) -> str:
-    """A parameter, or a parameter and its value, as the command line writes it:
-    ``--queue all`` (``planner.plan.params.link_spelling`` in a link)."""
-    flag = f"--{name.replace('_', '-')}"
-    return flag if value is None else f"{flag} {value}"
 
 
 MODE_FLAGS = ("mig_profile", "cotenants", "mps_share", "cotenant_memory_mb", "mps_memory_mb")

@@ -291,7 +291,8 @@ class SimulateParams(ParameterSet):
 
 @dataclass(frozen=True)
 class CompareParams(ParameterSet):
-    """Everything the Compare page takes: one model across cards, under one plan budget.
+    """Everything the Compare page takes: one model across cards, under one plan budget
+    and one way of serving (what the server keeps of a session's frames, and its queue).
 
     ``model`` unset means the page's default model; ``cards`` empty means every card
     with a curve of that model; ``precision`` and ``resolution`` narrow the curves.
@@ -314,8 +315,12 @@ class CompareParams(ParameterSet):
     max_sessions: int | None = param("max_sessions")
     peak_sessions: int | None = param("peak_sessions")
     headroom: float = param("headroom")
+    queue: str = param("queue")
+    max_queue_size: int | None = param("max_queue_size")
+    queue_timeout_us: Microseconds | None = param("queue_timeout_us")
+    timeout_action: str = param("timeout_action")
     flagged: bool = param("flagged")
 
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
-        return []
+        return queue_conflicts(values)
