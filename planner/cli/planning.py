@@ -78,6 +78,8 @@ def plan_from_args(args: argparse.Namespace, store: Store) -> tuple[PlanParams, 
     ]
     if args.card:
         given.append("--card")
+    if args.model:
+        given.append("--model")
     if args.other_jobs:
         given.append("--other-jobs")
     if getattr(args, "calibration", None) is not None:
@@ -187,6 +189,11 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
     """The options of a plan (shared with ``planner link``); defaults and ranges are the
     library's, read from the link parameters (``planner.links.urls.PARAMETERS``)."""
     parser.add_argument("--card", help="the card (default: the stored curve's card)")
+    parser.add_argument(
+        "--model",
+        help="with --points: the model they measure, to name the plan by (a stored curve "
+        "names its own)",
+    )
     option(parser, "budget_ms", "latency budget, ms end to end")
     option(parser, "percentile", "percentile of the budget")
     option(parser, "min_fps", "slowest session's fps floor")
@@ -339,7 +346,11 @@ def plan_params(args: argparse.Namespace) -> PlanParams:
         values["points"] = parse_points_option(args.points)
         if args.card:
             values["card"] = args.card
+        if args.model:
+            values["model"] = args.model
     else:
+        if args.model:
+            raise BadInput("--model names the model of --points; a stored curve names its own")
         values["curve"] = args.curve
     queue = queue_conflicts(values, flag_spelling)  # in the options' own words
     if queue:
