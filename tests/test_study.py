@@ -319,7 +319,7 @@ def test_a_ray_address_that_cannot_work_is_one_line_and_stores_nothing(
         assert studies(store) == []
 
 
-def test_a_ray_address_nobody_listens_at_is_one_line_in_seconds(
+def test_a_ray_address_nobody_listens_at_is_tried_first_and_one_line(
     db_path: Path, tmp_path: Path
 ) -> None:
     """``--ray-address 127.0.0.1:9`` (the discard port, closed) waited in ``ray.init``
