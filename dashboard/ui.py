@@ -97,12 +97,16 @@ def default_curve_or_stop(db: Store, title: str, doing: str) -> Curve:
         raise  # pragma: no cover - st.stop() does not return
 
 
+def _sentence(text: str) -> str:
+    """``text`` as a sentence of its own: a capital first letter and a full stop."""
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
 def show_over_budget(exc: OverBudget, what: str, command: Sequence[str]) -> None:
     """Say plainly that ``what`` (a plan, a simulation) is over this server's computation
     budget, what to change, and the command line that runs it without one."""
     st.warning(
-        f"**This {what} is over this server's computation budget.** "
-        f"It {exc.problems[0].removeprefix('it ')}. "
+        f"**This {what} is over this server's computation budget.** {_sentence(exc.problems[0])} "
         "Ask for less work (under *Simulation effort*: fewer random draws, shorter runs, "
         "a smaller largest session count), or run it from the command line, which has no "
         "such budget:",

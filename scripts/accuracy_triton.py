@@ -7,9 +7,9 @@ queues every frame.
     python scripts/accuracy_triton.py [ACCURACY.md]     (about 5 minutes)
     python scripts/accuracy_triton.py --quick OUT.md    (a smoke run of the script)
 
-Needs the ``triton-tests`` and ``measure`` extras (scripts/test.sh installs both). The load
-test goes into a store of its own (``ACCURACY_DB``, default a fresh temporary file). The
-section replaces the one already in the file, or is appended.
+Needs the ``measure`` extra and the Triton of ``constraints/triton.txt`` (scripts/test.sh
+installs both). The load test goes into a store of its own (``ACCURACY_DB``, default a fresh
+temporary file). The section replaces the one already in the file, or is appended.
 
 The server: the reference model (planner/measure/refmodel.py) at 32x18 on one PyTorch
 thread, ``max_batch_size`` 8, ``max_queue_delay_microseconds`` 2000, one model instance.

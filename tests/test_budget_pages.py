@@ -64,6 +64,8 @@ def test_a_comparison_over_the_budget_says_so_and_gives_the_command(app: AppTest
     open_page(app, "compare.py", {"seeds": "64", "duration_s": "600", "max_sessions": "256"})
     (warning,) = [w.value for w in app.warning if "computation budget" in w.value]
     assert "comparison" in warning
+    assert "budget.** It needs more simulation than this server allows" in warning
+    assert "It it" not in warning and "allows for one request" in warning
     (command,) = [c.value for c in app.code if c.value.startswith("planner compare-cards")]
     assert "--seeds 64 --duration-s 600 --max-sessions 256" in command
 

@@ -134,7 +134,7 @@ def test_the_central_estimate_follows_the_last_step_past_four_times_the_measured
     assert fit.latency(256) == pytest.approx(11.5 + 252 * 0.5)
     assert float(fit.throughput(256)) > 5 * best
     assert float(fit.throughput(1 << 20)) == pytest.approx(2000.0, rel=1e-3)
-    assert any("levels off towards 2000 frames/s" in s for s in fit.assumptions)
+    assert any("levels off towards 2,000 frames/s" in s for s in fit.assumptions)
 
 
 def test_super_linear_curve_keeps_getting_worse_per_frame_on_the_pessimistic_edge() -> None:
@@ -386,3 +386,10 @@ def test_measure_next_names_an_unmeasured_batch(points: list[Point]) -> None:
         assert choice is None
     else:
         assert choice is not None and 1 <= choice <= 64 and choice not in measured
+
+
+def test_the_assumptions_write_large_throughputs_as_people_read_them() -> None:
+    fitted = fit_curve([Point(1, 0.05), Point(2, 0.06)])  # 33,333 frames/s at batch 2
+    text = " ".join(fitted.assumptions)
+    assert "e+" not in text
+    assert "best measured (33,333 frames/s, so at most 533,333 frames/s)" in text

@@ -274,3 +274,10 @@ def test_a_schema_rejects_a_figure_of_another_type(cli: Any) -> None:
         assert not validator.is_valid({**shown, key: wrong}), key
     del shown["environment"]
     assert not Draft202012Validator(schema("curves show")).is_valid(shown)
+
+
+def test_an_unknown_schema_name_is_quoted_short(cli: Any) -> None:
+    long_name = "x" * 100_000
+    done = cli("schema", long_name)
+    assert done.status == 2 and done.out == ""
+    assert long_name not in done.err and len(done.err) < 2_000 and "curves list" in done.err

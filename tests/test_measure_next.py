@@ -178,3 +178,16 @@ def test_the_plan_and_curves_pages_say_what_the_commands_say(app: AppTest, cli: 
     other = AppTest.from_file(str(REPO / "app.py"), default_timeout=60)
     (advice,) = advised(open_page(other, "curves.py", {"curve": curve.id}))
     assert f"Measure batch {batches.pop()} next" in advice.replace("*", "")
+
+
+def test_a_queueing_plan_advises_within_its_policys_largest_batch() -> None:
+    # A server that queues every frame holds many frames per session, but Triton's batcher
+    # never runs more than max_batch (8) of them at once: no batch above 8 can be measured
+    # for this plan's sake.
+    params = PlanParams(points=(Point(1, 2.0), Point(2, 2.5)), policies=("triton",),
+                        queue="all", **QUICK_PARAMS)  # fmt: skip
+    result = recommend(plan_inputs(params, store()).request)
+    assert result.options[0].cap > 8  # the queue holds more frames than one batch takes
+    assert largest_batch(result.request, result.options) == 8
+    assert result.measure_next is None or result.measure_next <= 8
+    assert "the batch sizes it can run are 1–8" in result.measure_next_basis

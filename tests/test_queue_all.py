@@ -12,6 +12,7 @@ import pytest
 
 from planner.cli import main
 from planner.errors import BadInput
+from planner.plan.params import SimulateParams
 from planner.sim.arrivals import arrivals
 from planner.sim.engine_fast import run_fast
 from planner.sim.engine_reference import run_reference
@@ -193,7 +194,7 @@ def test_queue_settings_without_queue_all_are_one_line(capsys: pytest.CaptureFix
                  "--max-queue-size", "4"])  # fmt: skip
     assert code == 2
     err = capsys.readouterr().err
-    assert "--max-queue-size apply to --queue all only" in err
+    assert "--max-queue-size applies to --queue all only; the queue is newest" in err
     assert len(err.strip().splitlines()) == 1
 
 
@@ -211,3 +212,40 @@ def test_a_recommendation_says_the_queue_grows(capsys: pytest.CaptureFixture) ->
 def _run(capsys: pytest.CaptureFixture, argv: list[str]) -> str:
     assert main(argv) == 0
     return capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--queue-timeout-us", "0"), ("--max-queue-size", "0")]
+)
+def test_a_bad_queue_setting_under_queue_all_is_one_line(
+    capsys: pytest.CaptureFixture, flag: str, value: str
+) -> None:
+    code = main(["simulate", "--points", "1:10,8:30", "--sessions", "2", "--policy", "triton",
+                 "--queue", "all", flag, value])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"planner: {flag}: must be")
+    assert "queue all only" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_link_says_which_queue_its_settings_met() -> None:
+    from planner.links.urls import decode
+
+    _, ignored = decode(SimulateParams, {"queue": "fifo", "max_queue_size": "5"})
+    assert ignored[-1] == (
+        "ignored max_queue_size: max_queue_size applies to queue=all only; the queue is newest"
+    )
+    _, ignored = decode(SimulateParams, {"queue": "all", "max_queue_size": "0"})
+    assert len(ignored) == 1 and "queue=all only" not in ignored[0]
+
+
+def test_a_run_whose_every_frame_timed_out_claims_no_verdict(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    code = main(["simulate", "--points", "1:10,8:30", "--sessions", "20", "--policy", "triton",
+                 "--queue", "all", "--queue-timeout-us", "1", "--duration-s", "2"])  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "the queue keeps up" not in out and "the queue grows" not in out
+    assert "too few frames delivered to tell whether it keeps up" in out
+    assert "batches (size x count): none ran" in out

@@ -288,10 +288,8 @@ def test_a_store_that_is_no_local_file_is_refused_and_makes_no_folder(
 def test_a_named_pipe_or_a_folder_as_the_store_is_refused_at_once(tmp_path: Path, cli: Any) -> None:
     pipe = tmp_path / "pipe"
     os.mkfifo(pipe)
-    start = time.monotonic()
     run = cli("--db", pipe, "curves", "list")  # opening a pipe would block until a writer
     assert run.status == 2 and "not a regular file" in run.err
-    assert time.monotonic() - start < 30
     run = cli("--db", tmp_path, "curves", "list")
     assert run.status == 2 and "is a folder" in run.err
 

@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard import cache, url_state
 from dashboard.charts import Fitted, fit_figure
-from dashboard.controls import Controls
+from dashboard.controls import Controls, queue_controls
 from dashboard.plan_charts import caps_figure, cost_figure
 from dashboard.state import store
 from dashboard.tables import flag_text
@@ -86,6 +86,7 @@ def controls() -> CompareParams | None:
         placeholder="no limit",
     )
     c.multi(bar, "policies", "Scheduling policies", list(POLICIES))
+    queue_controls(c, bar.expander("How the server serves"))
     bar.markdown("**Fleet**")
     left, right = bar.columns(2)
     c.number(left, "peak_sessions", "Peak sessions", placeholder="not set")

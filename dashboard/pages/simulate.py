@@ -32,7 +32,9 @@ from dashboard.ui import (
     table,
 )
 from planner import display
+from planner.curves.fit import FittedCurve
 from planner.errors import BadInput, NotFound
+from planner.plan.overload import overload_notes
 from planner.plan.params import SimulateParams
 from planner.plan.resolve import command_line, simulation_inputs
 from planner.sim.policies import POLICIES
@@ -201,7 +203,9 @@ def controls() -> SimulateParams | None:
         return None
 
 
-def run_view(results: Results, index: int, wide: bool, params: SimulateParams) -> None:
+def run_view(
+    results: Results, index: int, wide: bool, params: SimulateParams, fitted: FittedCurve
+) -> None:
     s = results.scenario
     e2e = results.e2e_latency
     cells = st.columns(3)
@@ -267,6 +271,8 @@ def run_view(results: Results, index: int, wide: bool, params: SimulateParams) -
             else ""
         )
     )
+    for note in overload_notes(results, fitted):
+        st.warning(md(note), icon=":material/warning:")
     st.plotly_chart(timeline_figure(results), width="stretch", key=f"sim_chart_timeline_{index}")
     drawn = timeline_window(results)
     if drawn.sampled:
@@ -330,9 +336,13 @@ rates = ", ".join(display.fps(f, unit=False) for f in sorted(set(scenario.fps)))
 st.caption(
     f"{scenario.sessions} sessions at {rates} fps on "
     f"{md(inputs.curve.label)}, {scenario.sharing.label}, {scenario.duration_s:g} s, "
-    f"{scenario.phases} phases, seed {scenario.seed}. Each session keeps only its newest "
-    "frame: one that arrives while an older frame of the same session still waits "
-    "replaces it."
+    f"{scenario.phases} phases, seed {scenario.seed}. "
+    + (
+        "The server queues every frame, as Triton and KServe do: none replaces another."
+        if scenario.queue == "all"
+        else "Each session keeps only its newest frame: one that arrives while an older "
+        "frame of the same session still waits replaces it."
+    )
 )
 calibration_control.note(inputs)
 if inputs.curve.flag:
@@ -355,10 +365,10 @@ st.caption(
     "session is starved below half the mean frame rate."
 )
 if len(results) == 1:
-    run_view(results[0], 0, wide=True, params=params)
+    run_view(results[0], 0, wide=True, params=params, fitted=inputs.fitted)
 else:
     columns = st.columns(2, gap="large")
     for index, (column, run) in enumerate(zip(columns, results, strict=True)):
         with column:
             st.subheader(run.scenario.policy)
-            run_view(run, index, wide=False, params=params)
+            run_view(run, index, wide=False, params=params, fitted=inputs.fitted)

@@ -12,10 +12,13 @@ adds its parser and sets ``handler``. Conventions, shared by every command:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 from planner import __version__
 from planner.errors import PlannerError
@@ -81,6 +84,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the final flush
         return 0
     except KeyboardInterrupt:
-        print("planner: interrupted", file=sys.stderr)
+        # A second Ctrl-C (a terminal's repeat, ``timeout -s INT`` around a process group)
+        # would interrupt this handler itself and end in a traceback: the command is
+        # stopping anyway, so the rest of the way out ignores it.
+        with _ignoring_interrupts():
+            print("planner: interrupted", file=sys.stderr)
         return 130
     return status
+
+
+@contextlib.contextmanager
+def _ignoring_interrupts() -> Iterator[None]:
+    """SIGINT ignored inside, where the process may (only the main thread sets handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

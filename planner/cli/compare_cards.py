@@ -16,15 +16,17 @@ from planner.cli.output import (
     print_json,
     table,
 )
+from planner.cli.planning import add_queue_options, flag_spelling
 from planner.errors import BadInput
 from planner.plan.compare_cards import compare_cards, model_of, settle
-from planner.plan.params import CompareParams
+from planner.plan.params import QUEUE_SETTINGS, CompareParams, queue_conflicts
 from planner.sim.policies import POLICIES
 from planner.spans import from_fields
 
 OPTIONS = (
     "budget_ms", "percentile", "min_fps", "max_overwritten", "overhead_ms", "policies",
-    "seeds", "duration_s", "max_sessions", "peak_sessions", "headroom",
+    "seeds", "duration_s", "max_sessions", "peak_sessions", "headroom", "queue",
+    *QUEUE_SETTINGS,
 )  # fmt: skip
 
 
@@ -56,6 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     option(parser, "max_sessions", "largest session count")
     parser.add_argument("--peak-sessions", help="peak concurrent sessions, for the fleet size")
     option(parser, "headroom", "fleet headroom fraction")
+    add_queue_options(parser)
     parser.add_argument(
         "--include-flagged",
         action="store_true",
@@ -70,6 +73,9 @@ def compare_params(args: argparse.Namespace) -> CompareParams:
     if args.cards:
         values["cards"] = tuple(csv_list(args.cards))
     values["flagged"] = bool(getattr(args, "include_flagged", False))
+    queue = queue_conflicts(values, flag_spelling)  # in the options' own words
+    if queue:
+        raise BadInput([message for _, message in queue])
     try:
         return CompareParams(**values)
     except BadInput as exc:

@@ -5,12 +5,15 @@ fleet over a profile is printed."""
 from __future__ import annotations
 
 import argparse
+import math
 import re
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from planner import display, limits
-from planner.cli.output import link_values, option, option_name, table
+from planner.cli.output import StatusLine, link_values, option, option_name, table
 from planner.curves.curve import parse_points_option
 from planner.curves.imports.base import read_limited
 from planner.demand.fleet import DemandFleet
@@ -20,11 +23,15 @@ from planner.links.parameters import PARAMETERS
 from planner.plan.compare_plans import saved_plan
 from planner.plan.fleet import plan_profile as named_profile
 from planner.plan.fleet import rule_text
-from planner.plan.params import PlanParams
+from planner.plan.options import Recommendation
+from planner.plan.params import PlanParams, queue_conflicts
+from planner.plan.recommend import recommend
+from planner.plan.request import Request
 from planner.plan.resolve import PlanInputs, plan_curve
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import MODES
 from planner.sim.sharing.mig import ALL_PROFILES
+from planner.sim.work import Work
 from planner.store.repository import Store
 
 
@@ -71,6 +78,8 @@ def plan_from_args(args: argparse.Namespace, store: Store) -> tuple[PlanParams, 
     ]
     if args.card:
         given.append("--card")
+    if args.model:
+        given.append("--model")
     if args.other_jobs:
         given.append("--other-jobs")
     if getattr(args, "calibration", None) is not None:
@@ -180,6 +189,11 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
     """The options of a plan (shared with ``planner link``); defaults and ranges are the
     library's, read from the link parameters (``planner.links.urls.PARAMETERS``)."""
     parser.add_argument("--card", help="the card (default: the stored curve's card)")
+    parser.add_argument(
+        "--model",
+        help="with --points: the model they measure, to name the plan by (a stored curve "
+        "names its own)",
+    )
     option(parser, "budget_ms", "latency budget, ms end to end")
     option(parser, "percentile", "percentile of the budget")
     option(parser, "min_fps", "slowest session's fps floor")
@@ -285,6 +299,19 @@ def add_worker_options(parser: argparse.ArgumentParser) -> None:
         help="time-slicing: GPU memory each co-tenant uses, MB (one for all or one per co-tenant)",
     )
     parser.add_argument("--mps-memory-mb", help="MPS: our client's GPU memory limit, MB")
+    add_queue_options(parser)
+    parser.add_argument(
+        "--calibration",
+        metavar="latest|none|ID",
+        help="the curve's calibration by a load test (`planner loadtest`): latest (the "
+        "default for simulate and recommend: the curve's newest, if it has one), none, or a "
+        "calibration id; planner link adds one only when asked",
+    )
+
+
+def add_queue_options(parser: argparse.ArgumentParser) -> None:
+    """What the server keeps of a session's frames and, under ``--queue all``, its queue
+    policy: how a plan serves, shared by every command that plans or simulates."""
     option(
         parser,
         "queue",
@@ -300,13 +327,13 @@ def add_worker_options(parser: argparse.ArgumentParser) -> None:
         "queue all: reject a timed-out request or delay it",
         choices=list(limits.TIMEOUT_ACTIONS),
     )
-    parser.add_argument(
-        "--calibration",
-        metavar="latest|none|ID",
-        help="the curve's calibration by a load test (`planner loadtest`): latest (the "
-        "default for simulate and recommend: the curve's newest, if it has one), none, or a "
-        "calibration id; planner link adds one only when asked",
-    )
+
+
+def flag_spelling(name: str, value: object = None) -> str:
+    """A parameter, or a parameter and its value, as the command line writes it:
+    ``--queue all`` (``planner.plan.params.link_spelling`` in a link)."""
+    flag = f"--{name.replace('_', '-')}"
+    return flag if value is None else f"{flag} {value}"
 
 
 def plan_params(args: argparse.Namespace) -> PlanParams:
@@ -319,9 +346,40 @@ def plan_params(args: argparse.Namespace) -> PlanParams:
         values["points"] = parse_points_option(args.points)
         if args.card:
             values["card"] = args.card
+        if args.model:
+            values["model"] = args.model
     else:
+        if args.model:
+            raise BadInput("--model names the model of --points; a stored curve names its own")
         values["curve"] = args.curve
+    queue = queue_conflicts(values, flag_spelling)  # in the options' own words
+    if queue:
+        raise BadInput([message for _, message in queue])
     try:
         return PlanParams(**values)
     except BadInput as exc:
         raise BadInput([option_name(p) for p in exc.problems]) from None
+
+
+def recommend_showing_progress(request: Request, *, quiet: bool = False) -> Recommendation:
+    """``recommend``, saying how far it has got on standard error while it runs when that
+    is a terminal (a line redrawn in place, erased at the end); silent with ``quiet``
+    (``--json``) and where standard error is a file or a pipe. A search of thousands of
+    session counts runs for minutes: the line shows it works, and that Ctrl-C stops it."""
+    line = StatusLine(sys.stderr, interval_s=0.5)
+    if quiet or not line.terminal:
+        return recommend(request)
+    started = time.monotonic()
+
+    def report(work: Work) -> None:
+        if line.due():
+            line.draw(
+                f"planning: {work.done / 1e6:,.1f} million frames simulated in "
+                f"{time.monotonic() - started:,.0f} s (Ctrl-C stops)"
+            )
+
+    try:
+        # No budget on the command line: the account only counts, for the line.
+        return recommend(request, work=Work(budget=math.inf, on_chunk=report))
+    finally:
+        line.close()

@@ -19,6 +19,7 @@ from planner.cli.planning import (
     plan_params,
     plan_profile,
     print_fleet_summary,
+    recommend_showing_progress,
     with_calibration,
 )
 from planner.demand.profiles import HOURS_PER_MONTH
@@ -27,7 +28,6 @@ from planner.plan.answer import Answer, plan_answer
 from planner.plan.fleet import plan_fleet
 from planner.plan.mig_profiles import plans_every_profile, profile_plans, result_rows
 from planner.plan.options import Recommendation
-from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
 from planner.sim.pipeline import PART_LABELS, PARTS
 
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         note(calibration_note(inputs))
     if inputs.request.floor_warning is not None:
         note(f"warning: {inputs.request.floor_warning}")
-    result = recommend(inputs.request)
+    result = recommend_showing_progress(inputs.request, quiet=args.json)
     demand = plan_fleet(result, profile, params.lead_time_min)
     profiles = profile_plans(result) if plans_every_profile(result) else None
     if args.json:

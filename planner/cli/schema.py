@@ -20,6 +20,7 @@ from typing import Any
 from planner.cli import schema_runs, schema_store
 from planner.cli.schema_parts import BOOL, INT, NUM, STR, array, nullable, obj, span
 from planner.errors import BadInput
+from planner.links.codecs import quoted
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -119,8 +120,9 @@ and the action's with a space (``curves list``); ``loadtest`` is the run, and
 def schema(command: str) -> dict[str, Any]:
     """The schema of ``planner COMMAND --json``'s document, with its dialect and title."""
     if command not in SCHEMAS:
-        shown = command if len(command) <= 60 else f"{command[:57]}..."
-        raise BadInput(f"no command {shown!r} prints --json; choose from {', '.join(SCHEMAS)}")
+        raise BadInput(
+            f"no command {quoted(command)} prints --json; choose from {', '.join(SCHEMAS)}"
+        )
     return {"$schema": DIALECT, "title": f"planner {command} --json", **SCHEMAS[command]}
 
 

@@ -20,9 +20,11 @@ from planner.cli.output import (
     print_json,
     read_curve_source,
 )
-from planner.cli.planning import add_worker_options, spread_on
+from planner.cli.planning import add_worker_options, flag_spelling, spread_on
 from planner.curves.fit import EDGES, fit_curve
 from planner.errors import BadInput, NotFound
+from planner.plan.overload import overload_notes
+from planner.plan.params import queue_conflicts
 from planner.plan.request import model_spread, model_table
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
 from planner.sim.pipeline import PART_LABELS, PARTS
@@ -132,15 +134,12 @@ def scenario_from(
         for name in ("network_ms", "pre_ms", "post_ms")
     }
     workers = get(number, args.cpu_workers, "--cpu-workers", limits.CPU_WORKERS)
-    queue = get(link_values, args, QUEUE_OPTIONS)
-    if queue is not None and queue.get("queue", "newest") == "newest":
-        given = [
-            f"--{n.replace('_', '-')}"
-            for n in QUEUE_OPTIONS[1:]
-            if getattr(args, n, None) not in (None, _default(n))
-        ]
-        if given:
-            problems.append(f"{', '.join(given)} apply to --queue all only")
+    # Each option on its own: one that does not read must not hide what the others say.
+    queue: dict[str, Any] = {}
+    for name in QUEUE_OPTIONS:
+        queue.update(get(link_values, args, (name,)) or {})
+    given = {n: v for n, v in queue.items() if getattr(args, n, None) is not None}
+    problems += [message for _, message in queue_conflicts(given, flag_spelling)]
     if problems:
         raise BadInput(problems)
     if len(fps) not in (1, int(sessions)):
@@ -168,13 +167,6 @@ def scenario_from(
 
 QUEUE_OPTIONS = ("queue", "max_queue_size", "queue_timeout_us", "timeout_action")
 """The server's queue (``Scenario.queue``) and, under ``all``, its policy's settings."""
-
-
-def _default(name: str) -> str | None:
-    from planner.links.parameters import PARAMETERS
-
-    default = PARAMETERS[name].default
-    return None if default is None else PARAMETERS[name].codec.format(default)
 
 
 MODE_FLAGS = ("mig_profile", "cotenants", "mps_share", "cotenant_memory_mb", "mps_memory_mb")
@@ -265,6 +257,8 @@ def run(args: argparse.Namespace) -> int:
         print_json({**results.as_dict(), "calibration": calibration and calibration.as_dict()})
         return 0
     _print(results)
+    for line in overload_notes(results, fitted):
+        print(line)
     print(
         calibration.description
         if calibration is not None
@@ -322,7 +316,7 @@ def _print(results: Any) -> None:
         f"{display.fraction(doc['gpu_busy_fraction'])}"
     )
     hist = ", ".join(f"{k}x{v}" for k, v in doc["batch_histogram"].items())
-    print(f"batches (size x count): {hist or 'none'}")
+    print(f"batches (size x count): {hist or 'none ran'}")
     if doc["starved_sessions"]:
         print(f"starved sessions (below half the mean fps): {doc['starved_sessions']}")
     if s.memory_batch_limit is not None:
@@ -330,20 +324,16 @@ def _print(results: Any) -> None:
     growth = results.queue
     if growth is not None:
         first, last = growth.p99_first_third_ms, growth.p99_last_third_ms
-        thirds = (
-            f"p99 {display.ms(first)} in the first third of the run, {display.ms(last)} in the last"
-            if first is not None and last is not None
-            else "too few frames delivered to compare the run's thirds"
-        )
-        verdict = (
-            "the queue grows"
-            if growth.grows
-            else "the queue keeps up"
-            if first is not None and last is not None
-            else "whether the queue keeps up cannot be told"
-        )
+        if first is not None and last is not None:
+            verdict = "the queue grows" if growth.grows else "the queue keeps up"
+            verdict += (
+                f" (p99 {display.ms(first)} in the first third of the run, "
+                f"{display.ms(last)} in the last)"
+            )
+        else:
+            verdict = "too few frames delivered to tell whether it keeps up"
         print(
-            f"server queues every frame: {verdict} ({thirds}); "
+            f"server queues every frame: {verdict}; "
             f"{growth.queued_at_end:,} frames still queued at the end"
         )
     if results.cpu is not None:

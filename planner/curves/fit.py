@@ -30,6 +30,7 @@ from planner.curves.shape import (
     FloatArray,
     Shape,
 )
+from planner.display import number
 from planner.errors import BadInput
 from planner.units import Milliseconds
 
@@ -394,8 +395,8 @@ def _levels_off(step: float, best: float) -> str:
     """Where the central throughput heads when every extra frame costs ``step`` ms."""
     limit = GAIN_CAP * best
     if step > 0 and 1000.0 / step < limit:
-        return f"so the central throughput levels off towards {1000.0 / step:.4g} frames/s"
-    return f"so the central throughput rises until the bound of {limit:.4g} frames/s"
+        return f"so the central throughput levels off towards {number(1000.0 / step)} frames/s"
+    return f"so the central throughput rises until the bound of {number(limit)} frames/s"
 
 
 def _assumptions(
@@ -403,8 +404,8 @@ def _assumptions(
 ) -> tuple[str, ...]:
     best = max(1000.0 * p.batch / p.latency_ms for p in pts)
     caps = (
-        f"Throughput never exceeds {GAIN_CAP:g}x the best measured ({best:.4g} frames/s, "
-        f"so at most {GAIN_CAP * best:,.4g} frames/s), on the central estimate or the "
+        f"Throughput never exceeds {GAIN_CAP:g}x the best measured ({number(best)} frames/s, "
+        f"so at most {number(GAIN_CAP * best)} frames/s), on the central estimate or the "
         "optimistic edge."
     )
     if len(pts) == 1:

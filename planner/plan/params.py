@@ -10,7 +10,7 @@ takes from them (``planner.sim.stages``), and ``stage_params`` turns it back int
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
@@ -72,23 +72,45 @@ QUEUE_SETTINGS = ("max_queue_size", "queue_timeout_us", "timeout_action")
 """The settings of a server that queues every frame (``queue = all``)."""
 
 
-def _queue_conflicts(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+def link_spelling(name: str, value: object = None) -> str:
+    """A parameter, or a parameter and its value, as a link writes it: ``queue=all``."""
+    return name if value is None else f"{name}={value}"
+
+
+def queue_conflicts(
+    values: Mapping[str, Any], spell: Callable[[str, object], str] = link_spelling
+) -> list[tuple[tuple[str, ...], str]]:
     """Queue settings without ``queue = all``, and ``queue = all`` with CPU threads that
-    the model does not take with it (``Scenario.queue``)."""
+    the model does not take with it (``Scenario.queue``). ``spell(name, value)`` writes a
+    parameter the way the user gave it (``link_spelling``; the command line's flags)."""
     out: list[tuple[tuple[str, ...], str]] = []
-    if values.get("queue", "newest") != "all":
+    queue = values.get("queue", "newest")
+    if queue != "all":
         given = [n for n in QUEUE_SETTINGS if values.get(n) not in (None, PARAMETERS[n].default)]
         if given:
-            out.append((tuple(given), f"{', '.join(given)} apply to queue=all only"))
+            verb = "applies" if len(given) == 1 else "apply"
+            out.append(
+                (
+                    tuple(given),
+                    f"{', '.join(spell(n, None) for n in given)} {verb} to "
+                    f"{spell('queue', 'all')} only; the queue is {queue}",
+                )
+            )
     elif stages_of(values).cpu_pool:
         out.append(
             (
                 ("cpu_workers",),
-                "queue=all is modelled with unlimited CPU threads only (cpu_workers 0)",
+                f"{spell('queue', 'all')} is modelled with unlimited CPU threads only "
+                f"({spell('cpu_workers', 0)})",
             )
         )
     elif values.get("timeout_action", "reject") != "reject" and not values.get("queue_timeout_us"):
-        out.append((("timeout_action",), "timeout_action needs queue_timeout_us"))
+        out.append(
+            (
+                ("timeout_action",),
+                f"{spell('timeout_action', None)} needs {spell('queue_timeout_us', None)}",
+            )
+        )
     return out
 
 
@@ -128,7 +150,7 @@ class PlanParams(ParameterSet):
         out = curve_conflicts(values) + _budget_conflicts(values)
         modes = values.get("modes")
         out += _mode_conflicts(values, modes or (), "modes")
-        out += _memory_conflicts(values) + _queue_conflicts(values)
+        out += _memory_conflicts(values) + queue_conflicts(values)
         duration = values.get("duration_s", 30.0)
         sessions = values.get("max_sessions")
         too_long = sessions is not None and frames_problem(
@@ -248,7 +270,7 @@ class SimulateParams(ParameterSet):
 
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
-        out = curve_conflicts(values) + _memory_conflicts(values) + _queue_conflicts(values)
+        out = curve_conflicts(values) + _memory_conflicts(values) + queue_conflicts(values)
         fps = values.get("fps") or ()
         sessions = values.get("sessions", 3)
         if len(fps) not in (1, sessions):
@@ -269,7 +291,8 @@ class SimulateParams(ParameterSet):
 
 @dataclass(frozen=True)
 class CompareParams(ParameterSet):
-    """Everything the Compare page takes: one model across cards, under one plan budget.
+    """Everything the Compare page takes: one model across cards, under one plan budget
+    and one way of serving (what the server keeps of a session's frames, and its queue).
 
     ``model`` unset means the page's default model; ``cards`` empty means every card
     with a curve of that model; ``precision`` and ``resolution`` narrow the curves.
@@ -292,8 +315,12 @@ class CompareParams(ParameterSet):
     max_sessions: int | None = param("max_sessions")
     peak_sessions: int | None = param("peak_sessions")
     headroom: float = param("headroom")
+    queue: str = param("queue")
+    max_queue_size: int | None = param("max_queue_size")
+    queue_timeout_us: Microseconds | None = param("queue_timeout_us")
+    timeout_action: str = param("timeout_action")
     flagged: bool = param("flagged")
 
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
-        return []
+        return queue_conflicts(values)

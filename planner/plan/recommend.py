@@ -352,15 +352,19 @@ def _measure_next(request: Request, option: Option, options: Sequence[Option]) -
 def largest_batch(request: Request, options: Sequence[Option]) -> int:
     """The largest batch the plan's options can form: for each option that batches, at the
     most sessions its searches considered (one above its highest cap, at most the request's
-    largest count), under its queue and memory limit; 1 when every option sends one frame
-    at a time."""
+    largest count), under its queue and memory limit, and never above its policy's largest
+    batch (``max_batch``, however many frames a queue holds); 1 when every option sends
+    one frame at a time."""
     largest = 1
     for o in options:
         if POLICIES[o.policy].one_at_a_time or request.memory(o.sharing).batch_limit == 0:
             continue
         sessions = min(request.largest, max(o.cap, o.cap_low, o.cap_high) + 1)
         run = request.scenario(o.policy, o.sharing, "central", sessions, 0)
-        largest = max(largest, run.largest_batch())
+        formed = run.largest_batch()
+        if "max_batch" in POLICIES[o.policy].params:
+            formed = min(formed, int(run.param("max_batch")))
+        largest = max(largest, formed)
     return largest
 
 
