@@ -541,8 +541,14 @@ def rows_to_curves(
         file = _file_of(row.where)
         return problems.setdefault(file, Problems(file))
 
+    # The rows of one curve mostly follow each other with one metadata mapping (importers
+    # share it between rows): such a row joins the group of the row before at once.
+    previous: tuple[Mapping[str, str | None], str | None, list[Row]] | None = None
     for row in rows:
         meta = row.metadata
+        if previous is not None and previous[0] is meta and previous[1] == row.variant:
+            previous[2].append(row)
+            continue
         absent = [
             f"{_file_of(row.where)}: {name} is missing ({wording.give_or_column(name)})"
             for name in ("model", "card")
@@ -573,7 +579,9 @@ def rows_to_curves(
                 invalid_at.setdefault((_file_of(row.where), stated), []).append(row.where)
                 continue
             keys[stated] = key
-        groups.setdefault((*key, row.variant), []).append(row)
+        group = groups.setdefault((*key, row.variant), [])
+        group.append(row)
+        previous = (meta, row.variant, group)
     for (file, stated), wheres in invalid_at.items():
         found = problems.setdefault(file, Problems(file))
         found.extend(f"{places(wheres)}: {p}" for p in invalid[stated])

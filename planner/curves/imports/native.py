@@ -12,6 +12,7 @@ prints), so an export reads back as the same curves.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -88,10 +89,10 @@ def parse_csv(name: str, text: str, options: ImportOptions) -> ParsedFile:
                     continue
                 record = record + [""] * (width - len(record))
             record.append("")
+            if not "".join(record).strip():  # a row of empty cells is no row
+                continue
             raw = dict(zip(point_names, points_of(record), strict=True))
             stated = metadata_of(record)
-            if not any(v.strip() for v in raw.values()) and not any(c.strip() for c in record):
-                continue
             where = f"{name} line {reader.line_num}"
             try:
                 point = _point(raw)
@@ -154,6 +155,8 @@ def _cells(positions: list[int]) -> Callable[[list[str]], tuple[str, ...]]:
 def _point(raw: Mapping[str, Any]) -> Point:
     """The row's point; BadInput with every problem of the row's point cells at once (an
     empty batch and a bad latency are two problems, not the first of them)."""
+    with contextlib.suppress(BadInput):  # the usual row: good as it is, checked once
+        return make_point(raw)
     empty = [
         name
         for name in ("batch", "latency_ms")
