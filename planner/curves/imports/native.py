@@ -26,6 +26,7 @@ from planner.curves.imports.base import (
     MAX_COLUMNS,
     MAX_JSON_DEPTH,
     METADATA_FIELDS,
+    ImportFormat,
     ImportOptions,
     MetadataCheck,
     ParsedFile,
@@ -319,3 +320,38 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return repr(value)
     return str(value)
+
+
+class PlannerCsv(ImportFormat):
+    """The planner's CSV. Its detection is loose (a ``batch`` or ``latency_ms`` column),
+    so it is tried after the other formats; model and card come from columns or options."""
+
+    name = "csv"
+    title = "planner CSV"
+    expected = "the planner's CSV (batch,latency_ms)"
+    fallback = True
+
+    def detect(self, text: str) -> bool:
+        return looks_like_native_csv(text)
+
+    def parse(self, name: str, text: str, options: ImportOptions) -> ParsedFile:
+        return parse_csv(name, text, options)
+
+    def fields_needed(self, text: str) -> tuple[str, ...]:
+        """Model and card, where the header has no such column."""
+        header = {h.strip().lower() for h in first_row(text.lstrip())}
+        return tuple(f for f in ("model", "card") if f not in header)
+
+
+class PlannerJson(ImportFormat):
+    """The planner's JSON: a document that starts with an object or a list."""
+
+    name = "json"
+    title = "planner JSON file"
+    expected = "the planner's JSON"
+
+    def detect(self, text: str) -> bool:
+        return text.lstrip().startswith(("{", "["))
+
+    def parse(self, name: str, text: str, options: ImportOptions) -> ParsedFile:
+        return parse_json(name, text, options)
