@@ -12,7 +12,6 @@ prints), so an export reads back as the same curves.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
@@ -96,9 +95,9 @@ def parse_csv(name: str, text: str, options: ImportOptions) -> ParsedFile:
             stated = metadata_of(record)
             where = f"{name} line {reader.line_num}"
             try:
-                point = _point(raw)
-            except BadInput as exc:
-                problems.extend(f"{where}: {p}" for p in exc.problems)
+                point = make_point(raw)  # the usual row: good as it is, checked once
+            except BadInput:
+                problems.extend(f"{where}: {p}" for p in _point_problems(raw))
                 checked.resolve_cells(stated, where)  # its labels' problems, reported too
                 continue
             resolved = checked.resolve_cells(stated, where)
@@ -156,8 +155,14 @@ def _cells(positions: list[int]) -> Callable[[list[str]], tuple[str, ...]]:
 def _point(raw: Mapping[str, Any]) -> Point:
     """The row's point; BadInput with every problem of the row's point cells at once (an
     empty batch and a bad latency are two problems, not the first of them)."""
-    with contextlib.suppress(BadInput):  # the usual row: good as it is, checked once
-        return make_point(raw)
+    try:
+        return make_point(raw)  # the usual row: good as it is, checked once
+    except BadInput:
+        raise BadInput(_point_problems(raw)) from None
+
+
+def _point_problems(raw: Mapping[str, Any]) -> list[str]:
+    """Every problem of the point cells of a row that ``make_point`` refused."""
     empty = [
         name
         for name in ("batch", "latency_ms")
@@ -166,12 +171,10 @@ def _point(raw: Mapping[str, Any]) -> Point:
     problems = [f"{name} is empty" for name in empty]
     filled = {**raw, **dict.fromkeys(empty, "1")}  # a stand-in, to check the other cells
     try:
-        point = make_point(filled)
+        make_point(filled)
     except BadInput as exc:
         problems.extend(exc.problems)
-    if problems:
-        raise BadInput(problems)
-    return point
+    return problems
 
 
 def parse_json(name: str, text: str, options: ImportOptions) -> ParsedFile:
