@@ -8,12 +8,14 @@ registry: they read it each time, so a format registered later is in them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import overload
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TypeVar, overload
 
 from planner.curves.imports.base import ImportFormat
 from planner.curves.imports.options import CLI_WORDING, Wording
 from planner.errors import BadInput
+
+T = TypeVar("T")
 
 IMPORT_FORMATS: dict[str, ImportFormat] = {}
 """The registered formats by name, in the order they are offered."""
@@ -66,14 +68,14 @@ class _Formats(Sequence[str]):
         return f"FORMATS({list(self._names())!r})"
 
 
-class _ByFormat(Mapping[str, object]):
+class _ByFormat(Mapping[str, T]):
     """A value of every registered format by its name, read from the registry each time."""
 
-    def __init__(self, attribute: str) -> None:
-        self._attribute = attribute
+    def __init__(self, value: Callable[[ImportFormat], T]) -> None:
+        self._value = value
 
-    def __getitem__(self, name: str) -> object:
-        return getattr(IMPORT_FORMATS[name], self._attribute)
+    def __getitem__(self, name: str) -> T:
+        return self._value(IMPORT_FORMATS[name])
 
     def __len__(self) -> int:
         return len(IMPORT_FORMATS)
@@ -84,9 +86,9 @@ class _ByFormat(Mapping[str, object]):
 
 FORMATS: Sequence[str] = _Formats()
 """``auto`` and every registered format's name: the choices of ``--format``."""
-FORMAT_NAMES: Mapping[str, str] = _ByFormat("title")  # type: ignore[assignment]
+FORMAT_NAMES: Mapping[str, str] = _ByFormat(lambda kind: kind.title)
 """Each format as a sentence names it (``perf_analyzer CSV``)."""
-NEEDS: Mapping[str, tuple[str, ...]] = _ByFormat("needs")  # type: ignore[assignment]
+NEEDS: Mapping[str, tuple[str, ...]] = _ByFormat(lambda kind: kind.needs)
 """The options each format cannot do without."""
 
 
@@ -112,7 +114,7 @@ def detect_format(name: str, text: str, wording: Wording = CLI_WORDING) -> str:
         else f"choose one with {wording.name('format')}"
     )
     expected = [kind.expected for kind in IMPORT_FORMATS.values()]
-    listed = ", ".join(expected[:-1]) + " or " + expected[-1] if len(expected) > 1 else expected[0]
+    listed = " or ".join(filter(None, [", ".join(expected[:-1]), expected[-1]]))
     raise BadInput(
         f"{name}: not a format the planner reads (first line {first!r}); expected {listed}; "
         f"{choose} ({', '.join(FORMATS)})"
