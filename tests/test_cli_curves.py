@@ -266,3 +266,48 @@ def test_model_analyzer_configs_list_apart_with_their_config(cli, tmp_path: Path
         "add_sub on t4, config add_sub_config_0  (2 points)",
         "add_sub on t4, config add_sub_config_1  (1 point)",
     ]
+
+
+def _many_curves(count: int) -> str:
+    """A planner CSV of ``count`` two-point curves (one model each, on one card)."""
+    rows = [f"{b},{b * 4.5 + i * 0.01:.2f},model-{i:03d},t4" for i in range(count) for b in (1, 2)]
+    return "batch,latency_ms,model,card\n" + "\n".join(rows) + "\n"
+
+
+def test_an_import_opens_the_store_as_often_for_many_curves_as_for_few(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from planner.store.connection import StoreFile
+
+    cli("curves", "list", "--json")  # the store exists, with its built-in curves
+    opens: list[str] = []
+    attach = StoreFile._attach
+
+    def counted(self: StoreFile) -> object:
+        opens.append(str(self.path))
+        return attach(self)
+
+    monkeypatch.setattr(StoreFile, "_attach", counted)
+
+    def opens_of(*args: object) -> int:
+        opens.clear()
+        run = cli("curves", "import", *args)
+        assert run.status == 0, run.err
+        return len(opens)
+
+    few, many = (
+        write(tmp_path, "few.csv", _many_curves(3)),
+        write(tmp_path, "many.csv", _many_curves(60)),
+    )
+    assert opens_of(few) == opens_of(many)  # into a store without them
+    assert opens_of(few) == opens_of(many)  # and again, when every curve is stored
+    assert opens_of(few) <= 2  # the store's own open, and one hold for the import
+
+
+def test_an_import_says_which_of_its_curves_were_stored_before(cli, tmp_path: Path) -> None:
+    cli("curves", "import", write(tmp_path, "first.csv", _many_curves(2)))
+    run = cli("curves", "import", write(tmp_path, "more.csv", _many_curves(4)))
+    assert run.status == 0, run.err
+    verbs = [line.split("  ")[0].rsplit(" ", 1)[0] for line in run.out.splitlines()]
+    assert verbs == ["already stored", "already stored", "stored", "stored"]
+    assert "nothing new" not in run.err

@@ -472,7 +472,7 @@ def upload(db: Store) -> None:
     )
     fmt = st.selectbox(
         LABELS["format"],
-        FORMATS,
+        list(FORMATS),
         key="upload_format",
         format_func=lambda f: "recognise from the content" if f == "auto" else f,
     )

@@ -10,12 +10,18 @@ from pathlib import Path
 from planner import display
 from planner.cli.output import csv_list, note, open_store, print_json, table
 from planner.curves.curve import Curve, clean_batch
-from planner.curves.imports import FORMATS, MAX_FILE_BYTES, ImportOptions, read_files
+from planner.curves.imports import (
+    CLI_WORDING,
+    FORMATS,
+    IMPORT_FORMATS,
+    MAX_FILE_BYTES,
+    ImportOptions,
+    read_files,
+)
 from planner.curves.imports.base import read_limited
 from planner.curves.imports.native import to_csv
 from planner.curves.labels import distinct_labels, points_text
-from planner.errors import BadInput, NotFound
-from planner.store.repository import Store
+from planner.errors import BadInput
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,11 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "is bad nothing is stored and every problem is listed with its line. Files with "
             "the same metadata merge into one curve; importing the same data twice stores it "
             f"once. Files over {MAX_FILE_BYTES // 1024 // 1024} MiB are refused. Formats, "
-            "detected from the content: csv and json (the planner's own), perf-analyzer "
-            "(Triton perf_analyzer -f CSV; needs --batch), model-analyzer (Triton Model "
-            "Analyzer metrics-model-inference.csv; one curve per model config) and nexus "
-            "(a Nexus model profile). Which row and latency each format stores is printed "
-            "as notes on standard error."
+            f"detected from the content: {_formats_text()}. Which row and latency each "
+            "format stores is printed as notes on standard error."
         ),
     )
     imp.add_argument("files", nargs="+", type=Path, help="files to import")
@@ -111,6 +114,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--yes", action="store_true", help="delete even if saved plans use the curve"
     )
     delete.set_defaults(handler=delete_curve)
+
+
+def _formats_text() -> str:
+    """Every registered import format: its name, what it reads and the options it needs."""
+    described = []
+    for kind in IMPORT_FORMATS.values():
+        needs = ", ".join(CLI_WORDING.name(field) for field in kind.needs)
+        described.append(f"{kind.name} ({kind.title}{f'; needs {needs}' if needs else ''})")
+    return "; ".join(described)
 
 
 def list_curves(args: argparse.Namespace) -> int:
@@ -182,8 +194,9 @@ def import_curves(args: argparse.Namespace) -> int:
         override=frozenset(csv_list(args.override or "")),
     )
     result = read_files(files, options, args.format)
-    with open_store(args) as store:
-        already = {c.id for c in result.curves if _is_stored(store, c.id)}
+    with open_store(args) as store, store.batch():
+        # One read for every curve of the import, then one write, in one hold of the file.
+        already = store.stored_curve_ids(c.id for c in result.curves)
         stored = store.add_curves(result.curves)
     for line in result.notes:
         note(line)
@@ -197,15 +210,6 @@ def import_curves(args: argparse.Namespace) -> int:
     if already and len(already) == len({c.id for c in stored}):
         note("nothing new: the store already holds every curve of this import")
     return 0
-
-
-def _is_stored(store: Store, curve_id: str) -> bool:
-    """Whether the store holds a curve with this id (an import of it adds nothing)."""
-    try:
-        store.curve(curve_id)
-    except NotFound:
-        return False
-    return True
 
 
 def rename_curve(args: argparse.Namespace) -> int:

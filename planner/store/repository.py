@@ -321,6 +321,18 @@ class Store(StoreFile):
 
         return self.remembered(("curve", text), read)
 
+    def stored_curve_ids(self, ids: Iterable[str]) -> set[str]:
+        """Which of these curve ids the store holds, in one read however many there are
+        (an import asks this of every curve it read)."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return set()
+        with self.read() as cur:
+            rows = cur.execute(
+                "SELECT id FROM curves WHERE id IN (SELECT unnest($1::VARCHAR[]))", [wanted]
+            ).fetchall()
+        return {row[0] for row in rows}
+
     def _curves_by_id(self, cur: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[str, Curve]:
         wanted = list(dict.fromkeys(ids))
         if not wanted:

@@ -13,129 +13,74 @@ command-line flag (``--model``) or a form field (``“Model”``). Formats:
   (see :mod:`planner.curves.imports.model_analyzer`).
 - ``nexus``: a Nexus model profile (see :mod:`planner.curves.imports.nexus`).
 
+Each format is one ``ImportFormat`` (:mod:`planner.curves.imports.base`) in the registry
+``IMPORT_FORMATS`` (:mod:`planner.curves.imports.registry`); ``BUILT_IN`` holds those above.
 Detection looks at content only (file names are not trusted): a JSON document, a Nexus
 profile's ``Forward latency`` section, a perf_analyzer header (``Concurrency`` or
 ``Request Rate`` first, then ``Inferences/Second``), a Model Analyzer header (``Model``
-first, with ``Model Config Path`` or ``GPU UUID``), or the planner's CSV header.
+first, with ``Model Config Path`` or ``GPU UUID``), or, after every other format, the
+planner's CSV header.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from planner.curves.curve import Curve
 from planner.curves.imports import model_analyzer, native, nexus, perf_analyzer
-from planner.curves.imports.base import (
-    CLI_WORDING,
+from planner.curves.imports.base import ImportFormat
+from planner.curves.imports.files import MAX_FILE_BYTES, decode_text
+from planner.curves.imports.options import CLI_WORDING, OVERRIDABLE, ImportOptions, Wording
+from planner.curves.imports.problems import FileProblems, Problems
+from planner.curves.imports.registry import (
     FORMAT_NAMES,
-    MAX_FILE_BYTES,
-    OVERRIDABLE,
-    FileProblems,
-    ImportOptions,
-    ImportResult,
-    ParsedFile,
-    Problems,
-    Wording,
-    decode_text,
-    first_row,
-    rows_to_curves,
+    FORMATS,
+    IMPORT_FORMATS,
+    NEEDS,
+    detect_format,
+    fields_needed,
+    import_format,
+    register,
+    unregister,
 )
+from planner.curves.imports.rows import ImportResult, ParsedFile, rows_to_curves
 from planner.errors import BadInput
 
-Parser = Callable[[str, str, ImportOptions], ParsedFile]
-
-PARSERS: dict[str, Parser] = {
-    "csv": native.parse_csv,
-    "json": native.parse_json,
-    perf_analyzer.FORMAT: perf_analyzer.parse,
-    model_analyzer.FORMAT: model_analyzer.parse,
-    nexus.FORMAT: nexus.parse,
-}
-FORMATS = ("auto", *PARSERS)
-
-NEEDS: dict[str, tuple[str, ...]] = {
-    "csv": (),
-    "json": (),
-    perf_analyzer.FORMAT: ("model", "card", "batch"),
-    model_analyzer.FORMAT: ("card",),
-    nexus.FORMAT: (),
-}
-"""The options each format cannot do without: perf_analyzer files name neither the model,
-the card nor the batch size; a Model Analyzer table does not name the card. The planner's
-CSV and JSON need a model and a card too, from a column or from the options."""
+BUILT_IN: tuple[ImportFormat, ...] = (
+    native.PlannerCsv(),
+    native.PlannerJson(),
+    perf_analyzer.PerfAnalyzerCsv(),
+    model_analyzer.ModelAnalyzerTable(),
+    nexus.NexusProfile(),
+)
+"""The formats the planner reads out of the box, in the order they are offered."""
+for _kind in BUILT_IN:
+    register(_kind)
 
 __all__ = [
+    "BUILT_IN",
     "CLI_WORDING",
     "FORMATS",
     "FORMAT_NAMES",
+    "IMPORT_FORMATS",
     "MAX_FILE_BYTES",
     "NEEDS",
     "OVERRIDABLE",
     "FileReport",
+    "ImportFormat",
     "ImportOptions",
     "ImportProblems",
     "ImportResult",
     "Wording",
     "detect_format",
     "fields_needed",
+    "import_format",
     "read_files",
+    "register",
+    "unregister",
 ]
-
-_CONSOLE_BATCH = re.compile(r"^\s*Batch size:\s*(\d+)\s*$", re.MULTILINE)
-
-
-def detect_format(name: str, text: str, wording: Wording = CLI_WORDING) -> str:
-    """The format of a file from its content (names are not trusted); BadInput if none fits."""
-    stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
-        return "json"
-    if nexus.looks_like(stripped):
-        return nexus.FORMAT
-    header = first_row(stripped)
-    if perf_analyzer.looks_like(header):
-        return perf_analyzer.FORMAT
-    if model_analyzer.looks_like(header):
-        return model_analyzer.FORMAT
-    if native.looks_like_native_csv(text):
-        return "csv"
-    if "*** Measurement Settings ***" in text or "Request concurrency:" in text:
-        batch = _CONSOLE_BATCH.search(text)
-        import_it = "upload" if wording.form else "import"
-        if wording.form:
-            hint = f" with {wording.name('batch')} {batch[1]}" if batch else ""
-        else:
-            hint = (
-                f" with {wording.name('batch')} {batch[1]}" if batch else " with its -b as --batch"
-            )
-        raise BadInput(
-            f"{name}: this is perf_analyzer's console output, not its CSV; rerun it with "
-            f"-f FILE.csv and {import_it} that file{hint}"
-        )
-    first = stripped.splitlines()[0][:60] if stripped else ""
-    choose = (
-        f"choose one under {wording.name('format')}"
-        if wording.form
-        else f"choose one with {wording.name('format')}"
-    )
-    raise BadInput(
-        f"{name}: not a format the planner reads (first line {first!r}); expected the "
-        "planner's CSV (batch,latency_ms) or JSON, a perf_analyzer CSV (Concurrency,"
-        "Inferences/Second,...), a Model Analyzer metrics-model-inference.csv (Model,Batch,"
-        "Concurrency,...) or a Nexus profile; "
-        f"{choose} ({', '.join(FORMATS)})"
-    )
-
-
-def fields_needed(kind: str, text: str) -> tuple[str, ...]:
-    """The options a file of format ``kind`` needs from the user (``NEEDS``), and for the
-    planner's CSV, model and card when its header has no such column."""
-    if kind == "csv":
-        header = {h.strip().lower() for h in first_row(text.lstrip())}
-        return tuple(f for f in ("model", "card") if f not in header)
-    return NEEDS.get(kind, ())
 
 
 @dataclass(frozen=True)
@@ -180,8 +125,8 @@ def read_files(
     """
     options = options or ImportOptions()
     wording = options.wording
-    if fmt not in FORMATS:
-        raise BadInput(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if fmt != "auto":
+        import_format(fmt)  # BadInput for a name that is not registered
     if not files:
         raise BadInput("no files to import")
     report: dict[str, Problems] = {name: Problems(name) for name, _ in files}
@@ -204,7 +149,7 @@ def read_files(
         # parser refuses as a whole (not of this format, no rows) says only why.
         lacking = _missing(name, kind, file_options)
         try:
-            result = PARSERS[kind](name, text, file_options)
+            result = import_format(kind).parse(name, text, file_options)
         except FileProblems as exc:
             found.extend(lacking)
             found.absorb(exc.found)
@@ -234,17 +179,7 @@ def read_files(
 
 def _missing(name: str, kind: str, options: ImportOptions) -> list[str]:
     """What a file of format ``kind`` needs from the options and did not get."""
-    wording = options.wording
-    out = []
-    for field in NEEDS.get(kind, ()):
-        if field == "batch":
-            if len(options.batch) != 1:
-                out.append(perf_analyzer.missing_batch(name, wording))
-        elif not (getattr(options, field) or "").strip():
-            out.append(
-                f"{name}: a {FORMAT_NAMES[kind]} does not name the {field}; {wording.give(field)}"
-            )
-    return out
+    return import_format(kind).lacking(name, options)
 
 
 def _options_per_file(

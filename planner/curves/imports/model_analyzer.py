@@ -48,10 +48,12 @@ from dataclasses import dataclass
 
 from planner.curves.curve import clean_batch, make_point
 from planner.curves.imports.base import (
+    ImportFormat,
     ImportOptions,
     ParsedFile,
     Row,
     Table,
+    first_row,
     read_table,
     table_number,
     tool_metadata,
@@ -283,3 +285,18 @@ def _row(run: _Run, load_column: str, options: ImportOptions, name: str) -> Row:
         environment=environment,
         variant=f"{run.model}\x00{run.config}",
     )
+
+
+class ModelAnalyzerTable(ImportFormat):
+    """Model Analyzer's ``metrics-model-inference.csv``; it does not name the card."""
+
+    name = FORMAT
+    title = "Model Analyzer table"
+    expected = "a Model Analyzer metrics-model-inference.csv (Model,Batch,Concurrency,...)"
+    needs = ("card",)
+
+    def detect(self, text: str) -> bool:
+        return looks_like(first_row(text.lstrip()))
+
+    def parse(self, name: str, text: str, options: ImportOptions) -> ParsedFile:
+        return parse(name, text, options)

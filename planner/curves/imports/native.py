@@ -25,6 +25,7 @@ from planner.curves.imports.base import (
     MAX_COLUMNS,
     MAX_JSON_DEPTH,
     METADATA_FIELDS,
+    ImportFormat,
     ImportOptions,
     MetadataCheck,
     ParsedFile,
@@ -88,15 +89,15 @@ def parse_csv(name: str, text: str, options: ImportOptions) -> ParsedFile:
                     continue
                 record = record + [""] * (width - len(record))
             record.append("")
+            if not "".join(record).strip():  # a row of empty cells is no row
+                continue
             raw = dict(zip(point_names, points_of(record), strict=True))
             stated = metadata_of(record)
-            if not any(v.strip() for v in raw.values()) and not any(c.strip() for c in record):
-                continue
             where = f"{name} line {reader.line_num}"
             try:
-                point = _point(raw)
-            except BadInput as exc:
-                problems.extend(f"{where}: {p}" for p in exc.problems)
+                point = make_point(raw)  # the usual row: good as it is, checked once
+            except BadInput:
+                problems.extend(f"{where}: {p}" for p in _point_problems(raw))
                 checked.resolve_cells(stated, where)  # its labels' problems, reported too
                 continue
             resolved = checked.resolve_cells(stated, where)
@@ -154,6 +155,14 @@ def _cells(positions: list[int]) -> Callable[[list[str]], tuple[str, ...]]:
 def _point(raw: Mapping[str, Any]) -> Point:
     """The row's point; BadInput with every problem of the row's point cells at once (an
     empty batch and a bad latency are two problems, not the first of them)."""
+    try:
+        return make_point(raw)  # the usual row: good as it is, checked once
+    except BadInput:
+        raise BadInput(_point_problems(raw)) from None
+
+
+def _point_problems(raw: Mapping[str, Any]) -> list[str]:
+    """Every problem of the point cells of a row that ``make_point`` refused."""
     empty = [
         name
         for name in ("batch", "latency_ms")
@@ -162,12 +171,10 @@ def _point(raw: Mapping[str, Any]) -> Point:
     problems = [f"{name} is empty" for name in empty]
     filled = {**raw, **dict.fromkeys(empty, "1")}  # a stand-in, to check the other cells
     try:
-        point = make_point(filled)
+        make_point(filled)
     except BadInput as exc:
         problems.extend(exc.problems)
-    if problems:
-        raise BadInput(problems)
-    return point
+    return problems
 
 
 def parse_json(name: str, text: str, options: ImportOptions) -> ParsedFile:
@@ -316,3 +323,38 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return repr(value)
     return str(value)
+
+
+class PlannerCsv(ImportFormat):
+    """The planner's CSV. Its detection is loose (a ``batch`` or ``latency_ms`` column),
+    so it is tried after the other formats; model and card come from columns or options."""
+
+    name = "csv"
+    title = "planner CSV"
+    expected = "the planner's CSV (batch,latency_ms)"
+    fallback = True
+
+    def detect(self, text: str) -> bool:
+        return looks_like_native_csv(text)
+
+    def parse(self, name: str, text: str, options: ImportOptions) -> ParsedFile:
+        return parse_csv(name, text, options)
+
+    def fields_needed(self, text: str) -> tuple[str, ...]:
+        """Model and card, where the header has no such column."""
+        header = {h.strip().lower() for h in first_row(text.lstrip())}
+        return tuple(f for f in ("model", "card") if f not in header)
+
+
+class PlannerJson(ImportFormat):
+    """The planner's JSON: a document that starts with an object or a list."""
+
+    name = "json"
+    title = "planner JSON file"
+    expected = "the planner's JSON"
+
+    def detect(self, text: str) -> bool:
+        return text.lstrip().startswith(("{", "["))
+
+    def parse(self, name: str, text: str, options: ImportOptions) -> ParsedFile:
+        return parse_json(name, text, options)

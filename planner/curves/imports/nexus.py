@@ -52,6 +52,7 @@ from typing import Any
 from planner.curves.curve import Point, clean_batch, make_point
 from planner.curves.imports.base import (
     MAX_COLUMNS,
+    ImportFormat,
     ImportOptions,
     ParsedFile,
     Problems,
@@ -301,3 +302,17 @@ def to_ms(text: str, unit: str) -> float:
     """A checked number in ``unit`` as milliseconds, converted in decimal so that
     ``6277.4`` µs is stored as ``6.2774`` ms rather than ``6.277399999999999``."""
     return float(Decimal(text) / PER_MS[unit])
+
+
+class NexusProfile(ImportFormat):
+    """A Nexus model profile; it names its model and device itself."""
+
+    name = FORMAT
+    title = "Nexus profile"
+    expected = "a Nexus profile"
+
+    def detect(self, text: str) -> bool:
+        return looks_like(text.lstrip())
+
+    def parse(self, name: str, text: str, options: ImportOptions) -> ParsedFile:
+        return parse(name, text, options)

@@ -47,15 +47,18 @@ What is stored
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from planner.curves.curve import make_point
 from planner.curves.imports.base import (
+    ImportFormat,
     ImportOptions,
     ParsedFile,
     Row,
     Table,
     Wording,
+    first_row,
     read_table,
     table_number,
     tool_metadata,
@@ -290,3 +293,49 @@ def _batch_estimate(chosen: _Measured, load_column: str) -> float | None:
     if "Network+Server Send/Recv" not in chosen.components or average_us <= 0:
         return None  # without the server columns the components do not add up
     return chosen.throughput * average_us / 1e6 / chosen.load
+
+
+_CONSOLE_BATCH = re.compile(r"^\s*Batch size:\s*(\d+)\s*$", re.MULTILINE)
+
+
+class PerfAnalyzerCsv(ImportFormat):
+    """perf_analyzer's ``-f`` CSV; the batch size is not in the file (see the module
+    docstring), so it needs ``batch``, and a model and a card."""
+
+    name = FORMAT
+    title = "perf_analyzer CSV"
+    expected = "a perf_analyzer CSV (Concurrency,Inferences/Second,...)"
+    needs = ("model", "card", "batch")
+
+    def detect(self, text: str) -> bool:
+        return looks_like(first_row(text.lstrip()))
+
+    def parse(self, name: str, text: str, options: ImportOptions) -> ParsedFile:
+        return parse(name, text, options)
+
+    def lacks(self, field: str, options: ImportOptions) -> bool:
+        if field == "batch":
+            return len(options.batch) != 1
+        return super().lacks(field, options)
+
+    def missing(self, name: str, field: str, wording: Wording) -> str:
+        if field == "batch":
+            return missing_batch(name, wording)
+        return super().missing(name, field, wording)
+
+    def near_miss(self, name: str, text: str, wording: Wording) -> str | None:
+        """perf_analyzer's console output: say to rerun it with ``-f``."""
+        if "*** Measurement Settings ***" not in text and "Request concurrency:" not in text:
+            return None
+        batch = _CONSOLE_BATCH.search(text)
+        import_it = "upload" if wording.form else "import"
+        if wording.form:
+            hint = f" with {wording.name('batch')} {batch[1]}" if batch else ""
+        else:
+            hint = (
+                f" with {wording.name('batch')} {batch[1]}" if batch else " with its -b as --batch"
+            )
+        return (
+            f"{name}: this is perf_analyzer's console output, not its CSV; rerun it with "
+            f"-f FILE.csv and {import_it} that file{hint}"
+        )
