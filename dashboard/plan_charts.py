@@ -13,10 +13,9 @@ import plotly.graph_objects as go
 from dashboard.charts import COLOURS, LEGEND, MODEBAR, trace_name
 from planner import display
 from planner.plan.options import Option
-from planner.sim.pipeline import PART_LABELS, PARTS, Stages
-from planner.sim.policies import POLICIES
-from planner.sim.sweep import Pooled
 from planner.spans import Span
+from planner.views.choices import POLICIES
+from planner.views.runs import PART_LABELS, PARTS, Pooled, Stages
 
 SESSIONS_AXIS = "concurrent sessions"
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "star")

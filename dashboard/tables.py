@@ -19,7 +19,7 @@ from planner.curves.curve import OPTIONAL_POINT_FIELDS, Curve, Point, make_point
 from planner.curves.fit import FittedCurve
 from planner.curves.labels import config_label, distinct_labels
 from planner.errors import BadInput
-from planner.sim.results import Results
+from planner.views.runs import Results
 
 MISSING = "-"
 LONG_TEXT = 48  # characters; longer metadata values are shown in full below the table

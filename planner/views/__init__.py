@@ -15,4 +15,7 @@ report's renderers, and the front ends reach the simulator's names through them.
 - ``plan``: a plan's view (``plan_view``): the answer, the figures at the cap, the cost
   sentence, the options, MIG-profiles and stage tables, the run behind the headline, the
   links and the command.
+- ``choices``: what a front end offers to choose (policies, sharing modes, MIG profiles).
+- ``runs`` and ``work``: the simulator's results and its budget of work, as the front
+  ends read them.
 """
