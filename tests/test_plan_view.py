@@ -11,7 +11,7 @@ from typing import Any
 from streamlit.testing.v1 import AppTest
 
 from dashboard.state import store
-from planner.links.urls import decode
+from planner.links.urls import decode, saved_plan_url
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
@@ -177,3 +177,62 @@ def test_an_unpriced_plan_has_no_cost_sentence_anywhere(app: AppTest, cli: Any) 
                "--seeds", "2", "--duration-s", "5")  # fmt: skip
     assert said.status == 0, said.err
     assert "per seat-hour" not in said.out
+
+
+# ---------------------------------------------------------------------------------------
+# What the view says of the run behind the headline, and of the plan's links.
+
+LATENCY_BOUND = {"points": "1:8,3:20", "policies": "batch-all,oldest-first", "budget_ms": "20",
+                 "seeds": "2", "duration_s": "5"}  # fmt: skip
+
+
+def test_a_count_that_fails_on_latency_is_not_said_to_fail_on_its_slowest_session(
+    app: AppTest,
+) -> None:
+    for key, value in LATENCY_BOUND.items():
+        app.query_params[key] = value
+    run(app)
+    params, _ = decode(PlanParams, LATENCY_BOUND)
+    inputs = plan_inputs(params, store())
+    result = recommend(inputs.request)
+    best = result.recommended
+    assert best is not None and "latency" in best.binding_constraint
+    assert best.history[-1].min_fps >= result.request.criteria.min_fps  # every draw is fine
+    (said,) = [c.value for c in app.caption if c.value.startswith("The link opens seed")]
+    assert "the plan judges a session count by its worst draw" not in said
+    assert best.binding_constraint in said
+    (link,) = [x for x in app.get("page_link") if x.proto.page == "simulate"]
+    # Only what the plan holds: no second policy that nobody asked to compare.
+    assert "compare_policy" not in link.proto.query_string
+
+
+def test_saved_plans_list_their_short_links_as_links(app: AppTest) -> None:
+    app.query_params.update({"seeds": "2", "duration_s": "5", "policies": "oldest-first"})
+    run(app)
+    app.text_input(key="plan_save_name").set_value("spring *peak*")
+    app.button(key="plan_save").click()
+    run(app)
+    (plan,) = store().plans()
+    listed = app.get_by_key("plan_saved_list").dataframe[0]
+    (row,) = listed.value.to_dict("records")
+    # The address itself (no character hidden in it to stop Markdown linking it), and
+    # the column shows it as a link; the name is shown as typed.
+    assert row["short link"] == saved_plan_url("http://localhost:8501", plan.id)
+    assert row["name"] == "spring *peak*"
+    assert "link" in listed.proto.columns and "short link" in listed.proto.columns
+
+
+def test_the_report_writes_money_and_links_as_the_page_does(app: AppTest) -> None:
+    params = PlanParams(policies=("oldest-first",), seeds=2, duration_s=5.0, price_per_hour=2.5)
+    inputs = plan_inputs(params, store())
+    result = recommend(inputs.request)
+    ctx = ReportContext(params, inputs, result, plan_id="0123456789")
+    markdown = markdown_report(ctx)
+    (price,) = [line for line in markdown.splitlines() if "hourly price of the card" in line]
+    assert "$2.50" in unescaped(price) and "2.5 " not in price
+    tables = markdown_tables(markdown)
+    options = found(tables, plan_view(params, inputs, result).options.header)
+    columns = list(zip(*options[1:], strict=True))
+    assert all(any(cell for cell in column) for column in columns)  # no empty column
+    (link,) = [line for line in markdown.splitlines() if "Link to this plan" in line]
+    assert saved_plan_url(ctx.base, "0123456789") in link

@@ -14,27 +14,32 @@ from dashboard import (
     plan_demand,
     plan_deploy,
     plan_report,
+    plan_share,
     plan_url,
     url_state,
 )
 from dashboard.charts import Fitted, fit_figure
-from dashboard.controls import QUEUE_FIELDS, Controls, load_curve, name_curve
+from dashboard.controls import QUEUE_FIELDS, Controls, load_curve
 from dashboard.plan_charts import pareto_figure, sessions_figure, stages_figure
 from dashboard.plan_controls import CRITERIA, EFFORT, FLEET, MODE_MEMORY, WORKER, controls
 from dashboard.state import store
 from dashboard.text import md, md_list
-from dashboard.ui import default_curve_or_stop, show_over_budget, show_problems, static_table
-from planner.curves.curve import MAX_TEXT
+from dashboard.ui import (
+    default_curve_or_stop,
+    show_over_budget,
+    show_problems,
+    static_table,
+)
 from planner.demand.profiles import HOURS_PER_MONTH
 from planner.errors import BadInput, NotFound
-from planner.links.urls import encode, saved_params, saved_plan_url, self_contained, url
+from planner.links.urls import encode
 from planner.plan.answer import Paragraph
 from planner.plan.mig_profiles import plans_every_profile
 from planner.plan.options import Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.pareto import dominated
 from planner.plan.recommend import CHART_EVERY_COUNT_UPTO, CHART_POINTS, chart_counts
-from planner.plan.resolve import PlanInputs, command_line, modes_of, plan_curve, plan_inputs
+from planner.plan.resolve import PlanInputs, command_line, modes_of, plan_inputs
 from planner.views.plan import PlanView, plan_view
 from planner.views.work import OverBudget
 
@@ -125,77 +130,6 @@ def stages_view(view: PlanView, result: Recommendation) -> None:
     with st.expander("Latency by stage at the cap, in ms"):
         static_table(view.stages.records, key="plan_stages")
     st.caption(md(view.stages_note))
-
-
-def share(params: PlanParams, inputs: PlanInputs, view: PlanView) -> None:
-    st.subheader("Share this plan")
-    base = url_state.base_url()
-    left, right = st.columns(2)
-    with left:
-        st.markdown("**Short link** (opens on this server)")
-        current = params
-        name = st.text_input(
-            "Name of the plan (optional)",
-            key="plan_save_name",
-            placeholder="e.g. spring peak on L4",
-            max_chars=MAX_TEXT,
-        )
-        if st.button("Save plan", key="plan_save", icon=":material/bookmark_add:"):
-            # A saved plan names its curve, so that it keeps its meaning if the default
-            # changes, and so that deleting the curve asks first.
-            if params.curve is None and params.points is None:
-                current = replace(params, curve=plan_curve(params, db).id)
-                name_curve(c)
-            try:
-                plan_id = db.save_plan(
-                    saved_params(current), name=name or None, headline=view.answer.headline
-                )
-            except BadInput as exc:
-                show_problems("The plan was not saved:", exc.problems)
-            else:
-                url_state.remember_plan(PlanParams, plan_id, current)
-                url_state.publish(current)
-        saved = url_state.saved_plan(PlanParams)
-        if saved is not None and saved[1] == current:
-            with st.container(key="plan_short_link"):
-                st.code(saved_plan_url(base, saved[0]), language=None, wrap_lines=True)
-        else:
-            st.caption("Stores these settings under a short id.")
-    with right:
-        st.markdown("**Self-contained link** (embeds the curve's points; opens anywhere)")
-        try:
-            embedded = self_contained(params, inputs.curve)
-        except BadInput as exc:
-            st.caption(md("; ".join(exc.problems)))
-        else:
-            with st.container(key="plan_self_contained"):
-                st.code(url(base, embedded), language=None, wrap_lines=True)
-    saved_plans(base)
-
-
-SAVED_SHOWN = 50  # most recent saved plans listed
-
-
-def saved_plans(base: str) -> None:
-    """Every saved plan, newest first: its name, when it was saved, its headline then,
-    and its short link."""
-    plans = db.plans()
-    with st.expander(f"Saved plans ({len(plans)})", expanded=False):
-        if not plans:
-            st.caption("No plan is saved yet. Save this one above to list it here.")
-            return
-        rows = [
-            {
-                "name": plan.name or "(no name)",
-                "saved": plan.created_at.strftime("%Y-%m-%d %H:%M UTC"),
-                "headline then": plan.headline or "-",
-                "short link": saved_plan_url(base, plan.id),
-            }
-            for plan in plans[:SAVED_SHOWN]
-        ]
-        static_table(rows, key="plan_saved_list")
-        if len(plans) > SAVED_SHOWN:
-            st.caption(f"The {SAVED_SHOWN} most recent of {len(plans):,} saved plans.")
 
 
 def charts(result: Recommendation, inputs: PlanInputs) -> None:
@@ -382,7 +316,7 @@ charts(result, inputs)
 options_table(view)
 st.subheader("Assumptions")
 st.markdown(md_list(view.assumptions))
-share(params, inputs, view)
+plan_share.share(c, db, params, inputs, view)
 # From plan to production: demand over the day, the report, deployment, a saved plan.
 fleet, problem = plan_demand.demand_section(result, params, db)
 plan_report.report_section(result, inputs, params, fleet, problem)

@@ -207,8 +207,10 @@ def _inputs(ctx: ReportContext) -> Section:
         if name in ("curve", "points", "model", "card", "precision", "resolution"):
             continue
         value = written.get(name)
-        if name == "price_per_hour" and value is None and ctx.result.request.price_per_hour:
-            value = f"{ctx.result.request.price_per_hour:g} (the card's stored price)"
+        price = ctx.result.request.price_per_hour
+        if name == "price_per_hour" and price:
+            # Money as the planner writes it everywhere ($2.50), not the link's 2.5.
+            value = display.money(price) + ("" if value else " (the card's stored price)")
         if name == "modes" and value is None:
             value = (
                 ",".join(s.mode for s in ctx.result.request.sharings)

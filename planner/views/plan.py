@@ -45,7 +45,9 @@ PROFILES_NOTE = (
 class DetailRun:
     """The run behind the headline: the first failing session count of the recommended
     option, on the phase draw where its slowest session did worst, as the Simulate page's
-    parameters (``plan_simulation``); and every draw's slowest session."""
+    parameters (``plan_simulation``); and every draw's slowest session. ``reason`` is None
+    when the count fails on the frame-rate floor (the worst draw is what fails), else why
+    it fails over all the draws together (the latency percentile pools them)."""
 
     label: str
     params: SimulateParams
@@ -53,6 +55,7 @@ class DetailRun:
     seed: int
     slowest: str  # the worst draw's slowest session, ``12.2 fps``
     draws: tuple[tuple[int, str, bool], ...]  # (seed, slowest fps, the worst?)
+    reason: str | None = None
 
     def sentence(self, strong: Callable[[str], str] = str) -> str:
         """What the link opens, the worst draw's figure marked with ``strong``."""
@@ -60,11 +63,17 @@ class DetailRun:
             f"{strong(fps)} (seed {seed}, the worst)" if worst else fps
             for seed, fps, worst in self.draws
         )
+        each = f"The slowest session on each of the {len(self.draws)} draws, in fps: {draws}."
+        if self.reason is not None:
+            return (
+                f"The link opens seed {self.seed}, one of the {len(self.draws)} random phase "
+                f"draws of {self.sessions} sessions, which fail over all the draws together: "
+                f"{self.reason}. {each}"
+            )
         return (
             f"The link opens seed {self.seed}, the random phase draw where the slowest of "
             f"{self.sessions} sessions gets {self.slowest}: the plan judges a session count "
-            f"by its worst draw. The slowest session on each of the {len(self.draws)} draws, "
-            f"in fps: {draws}."
+            f"by its worst draw. {each}"
         )
 
 
@@ -295,18 +304,12 @@ def stage_table(result: Recommendation) -> tuple[Table | None, str]:
 
 def detail_run(params: PlanParams, result: Recommendation, best: Option) -> DetailRun:
     """The run behind the headline's reason (see ``DetailRun``), with the plan's
-    calibration and a second policy to compare it with."""
+    calibration."""
     failing = best.history[-1]  # the first failing count (or the cap, when none failed)
     worst = min(range(len(failing.seeds)), key=lambda i: failing.min_fps_by_seed[i])
     seed = failing.seeds[worst]
-    simulation = plan_simulation(
-        params,
-        result.request,
-        best,
-        failing.sessions,
-        seed=seed,
-        compare_policy=next((o.policy for o in result.options if o.policy != best.policy), None),
-    )
+    simulation = plan_simulation(params, result.request, best, failing.sessions, seed=seed)
+    below_floor = failing.min_fps < result.request.criteria.min_fps
     return DetailRun(
         label=f"See {failing.sessions} sessions under {best.policy} in detail",
         params=simulation,
@@ -317,18 +320,24 @@ def detail_run(params: PlanParams, result: Recommendation, best: Option) -> Deta
             (s, display.fps(v, unit=False), i == worst)
             for i, (s, v) in enumerate(zip(failing.seeds, failing.min_fps_by_seed, strict=True))
         ),
+        reason=None if below_floor or not best.failures else best.binding_constraint,
     )
 
 
 def links(
     params: PlanParams, inputs: PlanInputs, base: str, plan_id: str | None
 ) -> tuple[Link, ...]:
-    """The links that reopen the plan: its saved short link (if saved), the link with its
-    parameters, and one that embeds the curve (where the plan names a stored curve)."""
+    """The links that reopen the plan: its saved short link when it is saved (else the
+    link with its parameters, which then follows it), and one that embeds the curve
+    (where the plan names a stored curve)."""
     out = []
-    if plan_id is not None:
-        out.append(Link("Saved plan (opens on this server)", saved_plan_url(base, plan_id)))
-    out.append(Link("Link to this plan", url(base, params)))
+    if plan_id is None:
+        out.append(Link("Link to this plan", url(base, params)))
+    else:
+        # The saved plan's short link is the one to pass on; the long one stays too.
+        out.append(Link("Link to this plan (saved; opens on this server)",
+                        saved_plan_url(base, plan_id)))  # fmt: skip
+        out.append(Link("Link with every input in it", url(base, params)))
     try:
         embedded = self_contained(params, inputs.curve)
     except BadInput:
