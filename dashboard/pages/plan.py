@@ -132,7 +132,7 @@ def stages_view(view: PlanView, result: Recommendation) -> None:
     st.caption(md(view.stages_note))
 
 
-def charts(result: Recommendation, inputs: PlanInputs) -> None:
+def charts(view: PlanView, result: Recommendation, inputs: PlanInputs) -> None:
     request = result.request
     sharings = list(dict.fromkeys(request.sharings))
     if plans_every_profile(result) and result.recommended is not None:
@@ -144,8 +144,8 @@ def charts(result: Recommendation, inputs: PlanInputs) -> None:
             "recommended sharing; every profile is compared in the table above and on the "
             "chart of seats against latency below."
         )
-    views = st.tabs([s.label for s in sharings]) if len(sharings) > 1 else [st.container()]
-    for view, sharing in zip(views, sharings, strict=True):
+    tabs = st.tabs([s.label for s in sharings]) if len(sharings) > 1 else [st.container()]
+    for tab, sharing in zip(tabs, sharings, strict=True):
         mine = [o for o in result.options if o.sharing == sharing]
         counts = chart_counts(mine, request.largest)
         sampled = any(len(c) < c[-1] for c in counts.values())
@@ -156,15 +156,15 @@ def charts(result: Recommendation, inputs: PlanInputs) -> None:
             ):
                 rows = cache.sweep(result, sharing, counts, account)
         except OverBudget as exc:
-            view.info(
+            tab.info(
                 f"The charts for {sharing.label} are left out: drawing them {exc.problems[0]}."
             )
             continue
         except BadInput as exc:  # not even batch 1 fits in the memory this mode leaves
-            view.info(md("; ".join(exc.problems)), icon=":material/memory:")
+            tab.info(md("; ".join(exc.problems)), icon=":material/memory:")
             continue
         best = mine[0]
-        with view:
+        with tab:
             left, right = st.columns(2)
             left.plotly_chart(
                 sessions_figure(
@@ -193,11 +193,10 @@ def charts(result: Recommendation, inputs: PlanInputs) -> None:
         "every smaller count."
     )
     left, right = st.columns(2)
-    largest = max([p.batch for p in inputs.fitted.points] + [o.cap + 1 for o in result.options])
     left.plotly_chart(
         fit_figure(
             [Fitted(inputs.curve.label, inputs.curve.points, inputs.fitted)],
-            upto=max(8, min(largest, 256)),
+            upto=view.curve_upto,
             title="The batch curve the plan runs on",
         ),
         width="stretch",
@@ -312,7 +311,7 @@ with calibration_slot:
 profiles_table(view, result)
 stages_view(view, result)
 simulate_link(view)
-charts(result, inputs)
+charts(view, result, inputs)
 options_table(view)
 st.subheader("Assumptions")
 st.markdown(md_list(view.assumptions))

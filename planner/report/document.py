@@ -259,9 +259,7 @@ def _curve(ctx: ReportContext) -> Section:
         )
         for p in curve.points
     )
-    upto = max(
-        8, min(256, max([p.batch for p in curve.points] + [o.cap + 1 for o in ctx.result.options]))
-    )
+    upto = ctx.view.curve_upto
     central, optimistic, pessimistic = fitted.band([float(b) for b in range(1, upto + 1)])
     band_rows = tuple(
         (str(b), display.number(central[b - 1]), display.number(optimistic[b - 1]),

@@ -92,6 +92,7 @@ class PlanView:
     detail: DetailRun | None
     links: tuple[Link, ...]
     command: tuple[str, ...]
+    curve_upto: int  # the largest batch the curve's chart draws
 
     @property
     def assumptions(self) -> tuple[str, ...]:
@@ -129,7 +130,15 @@ def plan_view(
         detail=None if best is None else detail_run(params, result, best),
         links=links(params, inputs, base, plan_id),
         command=tuple(command_line("recommend", params)),
+        curve_upto=curve_upto(inputs, result),
     )
+
+
+def curve_upto(inputs: PlanInputs, result: Recommendation) -> int:
+    """How far the curve's chart and band table reach: past the largest measured batch
+    and every option's first failing count, from 8 up to 256."""
+    measured = [p.batch for p in inputs.curve.points]
+    return max(8, min(256, max(measured + [o.cap + 1 for o in result.options])))
 
 
 def figures(result: Recommendation) -> tuple[Metric, ...]:
