@@ -13,10 +13,9 @@ import plotly.graph_objects as go
 from dashboard.charts import COLOURS, LEGEND, MODEBAR, trace_name
 from planner import display
 from planner.plan.options import Option
-from planner.sim.pipeline import PART_LABELS, PARTS, Stages
-from planner.sim.policies import POLICIES
-from planner.sim.sweep import Pooled
 from planner.spans import Span
+from planner.views.choices import POLICIES
+from planner.views.runs import PART_LABELS, PARTS, Pooled, Stages
 
 SESSIONS_AXIS = "concurrent sessions"
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "star")
@@ -192,7 +191,7 @@ def pareto_figure(
 def _group_label(group: Sequence[Option]) -> str:
     first = group[0]
     # A MIG option is named by its profile: a plan of every profile has several MIG ones.
-    mode = first.sharing.label if first.mode == "mig" else first.mode
+    mode = first.sharing.label if first.sharing.mig_profile is not None else first.mode
     name = first.policy if first.sharing.kind.as_measured else f"{first.policy}, {mode}"
     more = len(group) - 1
     # Options at the same point share one marker: say how many more it stands for.

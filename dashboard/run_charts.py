@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from dashboard.charts import COLOURS, LEGEND, MODEBAR, rgba
 from planner import display
-from planner.sim.results import Results
+from planner.views.runs import Results
 
 TIMELINE_MS = 400.0
 """The timeline opens on the first 0.4 s; the first ``TIMELINE_DATA_MS`` can be panned."""

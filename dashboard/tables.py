@@ -1,4 +1,4 @@
-"""Table rows for the dashboard (curves, options, leave-one-out trials, sessions), and
+"""Table rows for the dashboard (curves, leave-one-out trials, sessions), and
 edited table rows back into points.
 
 Plain functions of curves and rows (no Streamlit), so the pages stay thin and the
@@ -19,8 +19,7 @@ from planner.curves.curve import OPTIONAL_POINT_FIELDS, Curve, Point, make_point
 from planner.curves.fit import FittedCurve
 from planner.curves.labels import config_label, distinct_labels
 from planner.errors import BadInput
-from planner.plan.options import Option, fleet
-from planner.sim.results import Results
+from planner.views.runs import Results
 
 MISSING = "-"
 LONG_TEXT = 48  # characters; longer metadata values are shown in full below the table
@@ -211,53 +210,6 @@ def _text(value: object) -> str:
     if isinstance(value, Mapping | list | tuple):
         return json.dumps(value, default=str, sort_keys=True)
     return str(value)
-
-
-def option_rows(
-    options: Sequence[Option],
-    dominated: Sequence[Option | None],
-    *,
-    peak_sessions: int | None = None,
-    headroom: float = 0.2,
-    price_per_hour: float | None = None,
-) -> list[dict[str, Any]]:
-    """One row per (policy, sharing mode), best first, as text to read: the option, its
-    seats per card, GPUs for the peak and cost per seat first (what a reader compares,
-    kept in view on a narrow screen), then latency and slowest frame rate at the cap, why
-    the next seat fails, isolation, and which option dominates it. Columns that would be
-    empty in every row are left out, so the table fits the page."""
-    known = next((o.at_cap.percentile for o in options if o.at_cap is not None), None)
-    latency = f"p{known:g} latency at cap (ms)" if known is not None else "latency at cap (ms)"
-    rows = []
-    for option, beaten in zip(options, dominated, strict=True):
-        at = option.at_cap
-        iso = option.sharing.kind.isolation
-        row: dict[str, Any] = {"option": option.label, "seats per card": option.seats}
-        sized = fleet(
-            option, peak_sessions=peak_sessions, headroom=headroom, price_per_hour=price_per_hour
-        )
-        if peak_sessions is not None:
-            row["GPUs for peak"] = display.span(None if sized is None else sized.gpus_span)
-        if price_per_hour is not None:
-            row["cost per seat-hour"] = display.span(
-                None if sized is None else sized.cost_per_seat_hour_span, display.money
-            )
-        row[latency] = display.ms(at.e2e_latency_ms if at else None, unit=False)
-        row["slowest session at cap (fps)"] = display.fps(at.min_fps if at else None, unit=False)
-        # The row names the option already: its reason need not repeat the policy.
-        row["next seat fails because"] = option.binding_constraint.replace(
-            f" under {option.policy}", ""
-        )
-        row["seats per instance"] = option.seats_per_instance if option.per_card > 1 else ""
-        row["isolation (memory; faults)"] = (
-            iso.memory if iso.memory == iso.fault else f"{iso.memory}; {iso.fault}"
-        )
-        row["dominated by"] = beaten.label if beaten is not None else ""
-        row["extrapolated"] = "yes" if option.extrapolated else ""
-        rows.append(row)
-    empty = [k for k in ("seats per instance", "dominated by", "extrapolated")
-             if not any(r[k] for r in rows)]  # fmt: skip
-    return [{k: v for k, v in r.items() if k not in empty} for r in rows]
 
 
 def loo_rows(fit: FittedCurve) -> list[dict[str, Any]]:

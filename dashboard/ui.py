@@ -18,8 +18,8 @@ from planner.curves.curve import Curve
 from planner.curves.imports.base import capped
 from planner.errors import NotFound
 from planner.plan.resolve import default_curve
-from planner.sim.work import OverBudget
 from planner.store.repository import Store
+from planner.views.work import OverBudget
 
 Kind = Literal["success", "info", "warning", "error"]
 _FLASH = "_flash"

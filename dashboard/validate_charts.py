@@ -12,9 +12,9 @@ import plotly.graph_objects as go
 
 from dashboard.charts import COLOURS, trace_name
 from planner import display
-from planner.sim.calibration import Calibration
 from planner.validate.measured_vs_predicted import ErrorStats, error_stats
 from planner.validate.runs import LoadTest, Run
+from planner.views.runs import Calibration
 
 _LAYOUT = {
     "margin": {"l": 70, "r": 20, "t": 50, "b": 55},

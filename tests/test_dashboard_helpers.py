@@ -24,7 +24,6 @@ from dashboard.tables import (
     long_metadata,
     loo_rows,
     metadata_rows,
-    option_rows,
     point_columns,
     point_rows,
     points_from_rows,
@@ -46,6 +45,7 @@ from planner.plan.request import Request
 from planner.sim.scenario import MAX_FPS, Scenario, Sharing
 from planner.sim.simulate import simulate
 from planner.spans import Span
+from planner.views.plan import option_rows
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -141,6 +141,6 @@ def test_recommend_prints_gpus_and_costs_as_ranges(cli: Any) -> None:
     gpus = display.span(from_fields(f, "gpus"), unit=" GPUs")
     assert f"fleet: {gpus} for 200 sessions" in text
     cost = display.span(from_fields(f, "cost_per_seat_hour"), display.money, " per seat-hour")
-    assert f"cost: {cost}" in text
+    assert f"Cost: {cost}" in text  # the cost sentence the page and the report say
     hourly = display.span(from_fields(f, "cost_per_hour"), display.money, " per hour")
     assert hourly in text

@@ -64,5 +64,5 @@ def test_a_ranged_cap_carries_its_range_into_gpus_and_cost(
         round(2.5 / seats_likely, 2),
         round(2.5 / few, 2),
     )
-    fleet = r"the fleet costs \$[\d.,]+–\$[\d.,]+, likely \$[\d.,]+ per hour"
+    fleet = r"the fleet costs \$[\d.,]+–\$[\d.,]+ per hour, likely \$[\d.,]+"
     assert re.search(fleet, cost), cost

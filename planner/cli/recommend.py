@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from planner import display
 from planner.cli.output import (
@@ -22,14 +21,14 @@ from planner.cli.planning import (
     recommend_showing_progress,
     with_calibration,
 )
-from planner.demand.profiles import HOURS_PER_MONTH
 from planner.errors import BadInput
-from planner.plan.answer import Answer, plan_answer
+from planner.plan.answer import Answer
 from planner.plan.fleet import plan_fleet
-from planner.plan.mig_profiles import plans_every_profile, profile_plans, result_rows
+from planner.plan.mig_profiles import plans_every_profile, profile_plans
 from planner.plan.options import Recommendation
 from planner.plan.resolve import plan_inputs
-from planner.sim.pipeline import PART_LABELS, PARTS
+from planner.views.plan import PlanView, plan_view
+from planner.views.table import Table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -80,9 +79,10 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    _print(result)
-    if profiles is not None:
-        _print_profiles(result)
+    view = plan_view(params, inputs, result)
+    _print(view, result)
+    if view.profiles is not None:
+        _print_profiles(view)
     if demand is not None:
         print_fleet_summary(demand)
     elif profile is not None:
@@ -90,69 +90,40 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print(result: Recommendation) -> None:
-    answer = plan_answer(result)
-    _print_answer(answer)
-    rows = [
-        (
-            o.policy,
-            o.sharing.label + (" (derived)" if o.derived else ""),
-            o.seats,
-            o.seats_per_instance if o.per_card > 1 else "",
-            "-"
-            if o.at_cap is None or o.at_cap.e2e_latency_ms is None
-            else display.ms(o.at_cap.e2e_latency_ms, unit=False)
-            + (" (low confidence)" if o.at_cap.low_confidence else ""),
-            display.fps(None if o.at_cap is None else o.at_cap.min_fps, unit=False),
-            f"{o.sharing and _isolation(o)}",
-            "yes" if o.extrapolated else "",
-        )
-        for o in result.options
-    ]
-    pct = f"p{result.request.criteria.percentile:g}"
-    print(
-        table(rows, ("policy", "sharing", "seats per card", "per instance", f"{pct} ms at cap",
-                     "min fps at cap", "isolation (memory/fault)", "extrapolated"))
-    )  # fmt: skip
-    print("why the next seat fails:")
-    for o in result.options:
-        print(f"  {o.policy}, {o.sharing.label}: {o.binding_constraint}")
+def _print(view: PlanView, result: Recommendation) -> None:
+    """The plan's view (``planner.views.plan``) as text: the answer, every option, the
+    latency by stage at the cap, the fleet and its cost, the assumptions."""
+    _print_answer(view.answer)
+    print(_table(view.options))
     best = result.recommended
-    if best is not None and best.at_cap is not None:
-        _print_stages(best.at_cap, best.cap)
+    if best is not None and view.stages is not None:
+        print(f"end-to-end latency at {best.cap} sessions by stage:")
+        print(_table(view.stages))
+        print(view.stages_note)
     fleet = result.fleet
-    if fleet is not None:
-        if fleet.gpus_span is not None:
-            print(
-                f"fleet: {display.span(fleet.gpus_span, unit=' GPUs')} for "
-                f"{fleet.peak_sessions:,} sessions at peak with "
-                f"{display.fraction(fleet.headroom)} headroom"
-            )
-        if fleet.cost_per_seat_hour_span is not None:
-            share = (
-                ""
-                if fleet.card_share == 1
-                else f", our {display.fraction(fleet.card_share)} of the card"
-            )
-            cost = display.span(fleet.cost_per_seat_hour_span, display.money, " per seat-hour")
-            month = display.span(fleet.cost_per_seat_month_span, display.money, " per seat-month")
-            print(
-                f"cost: {cost}; {month} (a month of {HOURS_PER_MONTH} hours, 30 days around "
-                f"the clock){share}"
-            )
-            if fleet.cost_per_hour_span is not None:
-                hourly = display.span(fleet.cost_per_hour_span, display.money, " per hour")
-                print(f"the peak's fleet costs {hourly}")
+    if fleet is not None and fleet.gpus_span is not None:
+        print(
+            f"fleet: {display.span(fleet.gpus_span, unit=' GPUs')} for "
+            f"{fleet.peak_sessions:,} sessions at peak with "
+            f"{display.fraction(fleet.headroom)} headroom"
+        )
+    if view.cost is not None:
+        print(view.cost)
     print("assumptions:")
-    for sentence in answer.assumptions:
+    for sentence in view.assumptions:
         print(f"  - {sentence}")
 
 
-def _print_profiles(result: Recommendation) -> None:
+def _table(view: Table) -> str:
+    """A view's table as padded text."""
+    return table(view.rows, view.header)
+
+
+def _print_profiles(view: PlanView) -> None:
     """Every MIG profile of the card side by side (``planner.plan.mig_profiles``)."""
-    rows = result_rows(result)
+    assert view.profiles is not None
     print("every MIG profile of the card (each one's best option):")
-    print(table([tuple(r.values()) for r in rows], tuple(rows[0])))
+    print(_table(view.profiles))
 
 
 def _print_answer(answer: Answer) -> None:
@@ -171,32 +142,3 @@ def _print_answer(answer: Answer) -> None:
     print(answer.measure_next[:1].lower() + answer.measure_next[1:])
     if answer.low_confidence is not None:
         print(f"{answer.low_confidence} Raise --seeds or --duration-s.")
-
-
-def _print_stages(at: Any, cap: int) -> None:
-    """Where the end-to-end latency goes at the cap, and how busy the CPU threads are."""
-    if at.cpu is not None:
-        pool = at.cpu
-        wait = display.ms(pool.total.wait_mean_ms)
-        p99 = (
-            "" if pool.total.wait_p99_ms is None else f", p99 {display.ms(pool.total.wait_p99_ms)}"
-        )
-        busy = display.fraction(pool.busy_fraction)
-        print(
-            f"CPU threads at {cap} sessions: {pool.workers} busy {busy}, "
-            f"queue wait mean {wait}{p99}"
-        )
-    stages = at.stages
-    if stages is None or stages.mean is None or stages.tail is None:
-        return
-    print(f"end-to-end latency at {cap} sessions by stage (mean / p{stages.percentile:g} tail):")
-    for part in PARTS:
-        mean, tail = getattr(stages.mean, part), getattr(stages.tail, part)
-        print(f"  {PART_LABELS[part]:<22} {display.ms_column(mean)} {display.ms_column(tail)}")
-    total = f"{display.ms_column(stages.mean.total)} {display.ms_column(stages.tail.total)}"
-    print(f"  {'total':<22} {total}")
-
-
-def _isolation(option: Any) -> str:
-    iso = option.sharing.kind.isolation
-    return f"{iso.memory} / {iso.fault}"

@@ -23,23 +23,23 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 
 import plotly.graph_objects as go
 
 from planner import display
 from planner.demand.fleet import DemandFleet
-from planner.demand.profiles import HOURS_PER_MONTH
-from planner.errors import BadInput
 from planner.links.parameters import PARAMETERS, schema
-from planner.links.urls import encode, saved_params, saved_plan_url, self_contained, url
-from planner.plan.answer import Answer, Paragraph, plan_answer
+from planner.links.urls import encode, saved_params
+from planner.plan.answer import Answer, Paragraph
 from planner.plan.fleet import option_fleets
-from planner.plan.mig_profiles import plans_every_profile, result_rows
-from planner.plan.options import Option, Recommendation, fleet
+from planner.plan.options import Recommendation
 from planner.plan.params import PlanParams
-from planner.plan.resolve import PlanInputs, command_line
+from planner.plan.resolve import PlanInputs
 from planner.report.figures import curve_figure, demand_figure, options_figure
 from planner.store.repository import plan_key
+from planner.views.plan import PlanView, plan_view
+from planner.views.table import Link, Table
 
 # ---------------------------------------------------------------------------------------
 # Blocks: what a section is made of, rendered by each format.
@@ -49,12 +49,6 @@ from planner.store.repository import plan_key
 class Text:
     text: str
     lead: str = ""  # shown in bold before the text
-
-
-@dataclass(frozen=True)
-class Table:
-    header: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -76,12 +70,6 @@ class Chart:
     def title(self) -> str:
         layout = self.figure.layout
         return html.unescape(str(layout.title.text or "")) if layout.title else ""
-
-
-@dataclass(frozen=True)
-class Link:
-    what: str
-    address: str
 
 
 Block = Text | Table | Bullets | Metrics | Chart | Link
@@ -109,10 +97,16 @@ class ReportContext:
     plan_name: str | None = None  # the name it was saved under, if any
     generated_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
+    @cached_property
+    def view(self) -> PlanView:
+        """The plan as the Plan page and ``planner recommend`` show it (``planner.views``)."""
+        return plan_view(self.params, self.inputs, self.result, base=self.base,
+                         plan_id=self.plan_id)  # fmt: skip
+
     @property
     def answer(self) -> Answer:
         """The plan's answer in words, as the Plan page and ``planner recommend`` say it."""
-        return plan_answer(self.result)
+        return self.view.answer
 
     @property
     def headline(self) -> str:
@@ -171,7 +165,12 @@ def _answer(ctx: ReportContext) -> Section:
         blocks += _paragraph(answer.instances)
     blocks += _paragraph(answer.why)
     if best is not None:
-        blocks.append(Metrics(_figures(ctx, best)))
+        blocks.append(Metrics(_figures(ctx)))
+    if ctx.view.cost is not None:
+        blocks.append(Text(ctx.view.cost))
+    if ctx.view.stages is not None:
+        # Where a frame's time goes at the cap, as the Plan page shows it below its answer.
+        blocks += [ctx.view.stages, Text(ctx.view.stages_note)]
     blocks += [
         Text(t) for t in (answer.extrapolated, answer.measure_next, answer.low_confidence) if t
     ]
@@ -185,26 +184,8 @@ def _paragraph(part: Paragraph) -> list[Block]:
     return blocks
 
 
-def _figures(ctx: ReportContext, best: Option) -> tuple[tuple[str, str], ...]:
-    at = best.at_cap
-    where = str(best.cap) if best.per_card == 1 else f"{best.cap} per instance"
-    metrics = [("Seats per card", best.seats)]
-    if at is not None:
-        metrics.append((f"p{at.percentile:g} latency at {where}", display.ms(at.e2e_latency_ms)))
-        metrics.append((f"Slowest session at {where}", display.fps(at.min_fps)))
-    sized = ctx.result.fleet
-    if sized is not None and sized.gpus_span is not None:
-        metrics.append((f"GPUs for {sized.peak_sessions:,} at peak", display.span(sized.gpus_span)))
-    if sized is not None and sized.cost_per_seat_hour_span is not None:
-        metrics.append(
-            ("Cost per seat-hour", display.span(sized.cost_per_seat_hour_span, display.money))
-        )
-        metrics.append(
-            (
-                f"Cost per seat-month ({HOURS_PER_MONTH} h)",
-                display.span(sized.cost_per_seat_month_span, display.money),
-            )
-        )
+def _figures(ctx: ReportContext) -> tuple[tuple[str, str], ...]:
+    metrics = [(m.label, m.value) for m in ctx.view.figures]
     day = None if ctx.fleet is None else ctx.fleet.span("autoscaled", "cost_per_day")
     if day is not None:
         metrics.append(("Cost per day, autoscaled", display.span(day, display.money)))
@@ -226,8 +207,10 @@ def _inputs(ctx: ReportContext) -> Section:
         if name in ("curve", "points", "model", "card", "precision", "resolution"):
             continue
         value = written.get(name)
-        if name == "price_per_hour" and value is None and ctx.result.request.price_per_hour:
-            value = f"{ctx.result.request.price_per_hour:g} (the card's stored price)"
+        price = ctx.result.request.price_per_hour
+        if name == "price_per_hour" and price:
+            # Money as the planner writes it everywhere ($2.50), not the link's 2.5.
+            value = display.money(price) + ("" if value else " (the card's stored price)")
         if name == "modes" and value is None:
             value = (
                 ",".join(s.mode for s in ctx.result.request.sharings)
@@ -276,9 +259,7 @@ def _curve(ctx: ReportContext) -> Section:
         )
         for p in curve.points
     )
-    upto = max(
-        8, min(256, max([p.batch for p in curve.points] + [o.cap + 1 for o in ctx.result.options]))
-    )
+    upto = ctx.view.curve_upto
     central, optimistic, pessimistic = fitted.band([float(b) for b in range(1, upto + 1)])
     band_rows = tuple(
         (str(b), display.number(central[b - 1]), display.number(optimistic[b - 1]),
@@ -333,48 +314,13 @@ def _curve(ctx: ReportContext) -> Section:
 
 def _options(ctx: ReportContext) -> Section:
     request = ctx.result.request
-    rows = []
-    for option in ctx.result.options:
-        at = option.at_cap
-        sized = fleet(
-            option,
-            peak_sessions=request.peak_sessions,
-            headroom=request.headroom,
-            price_per_hour=request.price_per_hour,
-        )
-        iso = option.sharing.kind.isolation
-        rows.append(
-            (
-                option.label,
-                option.seats,
-                option.seats_per_instance if option.per_card > 1 else "",
-                f"{iso.memory} / {iso.fault}",
-                display.ms(None if at is None else at.e2e_latency_ms, unit=False),
-                display.fps(None if at is None else at.min_fps, unit=False),
-                display.span(None if sized is None else sized.gpus_span),
-                display.span(
-                    None if sized is None else sized.cost_per_seat_hour_span, display.money
-                ),
-                option.binding_constraint,
-            )
-        )
-    pct = f"p{request.criteria.percentile:g}"
-    header = (
-        "option", "seats per card", "per instance", "isolation (memory / fault)",
-        f"{pct} ms at cap", "slowest fps at cap", "GPUs for peak", "cost per seat-hour",
-        "next seat fails because",
-    )  # fmt: skip
     percentile = request.criteria.percentile
     return Section(
         "options",
         "Every option",
         (
-            Text(
-                "Ranked by seats per card on the fitted curve, then on the pessimistic edge, "
-                "then by latency. Isolation is what the sharing mode guarantees between jobs "
-                "on the card."
-            ),
-            Table(header, tuple(rows)),
+            Text(ctx.view.options_note),
+            ctx.view.options,
             Chart(
                 "chart-latency",
                 options_figure(
@@ -399,19 +345,11 @@ def _options(ctx: ReportContext) -> Section:
 
 def _profiles(ctx: ReportContext) -> Section | None:
     """Every MIG profile of the card side by side, where the plan asks for them all."""
-    if not plans_every_profile(ctx.result):
+    view = ctx.view
+    if view.profiles is None:
         return None
-    rows = result_rows(ctx.result)
     return Section(
-        "profiles",
-        "Every MIG profile of this card",
-        (
-            Table(tuple(rows[0]), tuple(tuple(r.values()) for r in rows)),
-            Text(
-                "Each profile's best option, from one plan of them all under the same "
-                "criteria. Seats per card count every instance of the profile a card holds."
-            ),
-        ),
+        "profiles", "Every MIG profile of this card", (view.profiles, Text(view.profiles_note))
     )
 
 
@@ -582,28 +520,10 @@ def _assumptions(ctx: ReportContext) -> Section:
 
 
 def _share(ctx: ReportContext) -> Section:
-    links: list[Block] = []
-    if ctx.plan_id is not None:
-        links.append(
-            Link("Saved plan (opens on this server)", saved_plan_url(ctx.base, ctx.plan_id))
-        )
-    links.append(Link("Link to this plan", url(ctx.base, ctx.params)))
-    try:
-        embedded = self_contained(ctx.params, ctx.inputs.curve)
-    except BadInput:
-        pass
-    else:
-        if ctx.params.points is None:
-            links.append(
-                Link(
-                    "Self-contained link (embeds the curve; opens on any server)",
-                    url(ctx.base, embedded),
-                )
-            )
-    blocks = [
-        *links,
+    blocks: list[Block] = [
+        *ctx.view.links,
         Text(
-            shlex.join(command_line("recommend", ctx.params)),
+            shlex.join(ctx.view.command),
             lead="The same plan on the command line: ",
         ),
     ]

@@ -1,0 +1,21 @@
+"""What a person looks at, composed once for every front end.
+
+For each thing a user looks at, one function here returns its *view*: the sentences,
+the tables as a header and rows of formatted cells, the figures (a label and a value),
+the links and the command line that reproduces it. The Plan page, the report (HTML and
+Markdown) and the ``planner`` command only render a view — widgets, markup, padded text
+— escaping each cell as their format needs, so the same plan reads the same on all three.
+
+The views sit on their own layer of the import contracts in ``pyproject.toml``: above
+the plan, the studies and validation (which compute) and below the report and the command
+line (which render). They import nothing of ``planner.cli``, ``dashboard`` or the
+report's renderers, and the front ends reach the simulator's names through them.
+
+- ``table``: the plain pieces a view is made of (``Table``, ``Metric``, ``Link``).
+- ``plan``: a plan's view (``plan_view``): the answer, the figures at the cap, the cost
+  sentence, the options, MIG-profiles and stage tables, the run behind the headline, the
+  links and the command.
+- ``choices``: what a front end offers to choose (policies, sharing modes, MIG profiles).
+- ``runs`` and ``work``: the simulator's results and its budget of work, as the front
+  ends read them.
+"""
