@@ -75,7 +75,7 @@ def test_the_per_request_cost_lowers_the_service_rate() -> None:
     # 1,000 frames/s without it; with 0.25 ms per request, batches of 8 take 10 ms: 800.
     base = dict(curve=curve([(1, 2.0), (8, 8.0)]), policies=("triton",), queue="all",
                 fps=25.0, criteria=Criteria(budget_ms=1000.0, min_fps=20.0))  # fmt: skip
-    costly = Request(**base, per_request_ms=0.25)  # type: ignore[arg-type]
+    costly = Request(**base, per_request_ms=0.25)
     assert stable_upto(costly, "triton", EXCLUSIVE, "central", memory=True) == 31
 
 
