@@ -5,6 +5,7 @@ simulation's parameters (``SimulateParams``: the Simulate page) to its scenarios
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 
 from planner.curves.cards import Card
@@ -113,27 +114,32 @@ def modes_of(params: PlanParams) -> tuple[str, ...]:
 
 def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
     """Resolve a plan's parameters into a recommendation request (BadInput if they
-    do not fit together, e.g. MIG on a card that does not support it)."""
-    curve = plan_curve(params, store)
-    card = card_of(curve, store)
-    fitted = fit_curve(curve.points)
-    calibration, latest = calibration_of(params, curve, store)
+    do not fit together, e.g. MIG on a card that does not support it).
+
+    What it reads of the store (the curve, its card, the calibrations, the curves measured
+    on MIG profiles) it reads in one short read transaction, and fits the curves after."""
     sharings: list[Sharing] = []
-    profile_curves: list[tuple[str, FittedCurve]] = []
+    measured_on: list[tuple[str, Curve]] = []
     problems: list[str] = []
-    for mode in modes_of(params):
-        for each in _each_profile(mode, params, card):
-            try:
-                sharing, measured = _sharing(mode, each, card, curve, store)
-            except BadInput as exc:
-                problems.extend(exc.problems)
-                continue
-            sharings.append(sharing)
-            profile = sharing.kind.profile_used(sharing)
-            if measured is not None and profile:
-                profile_curves.append((profile, fit_curve(measured.points)))
+    with snapshot(store):
+        curve = plan_curve(params, store)
+        card = card_of(curve, store)
+        calibration, latest = calibration_of(params, curve, store)
+        for mode in modes_of(params):
+            for each in _each_profile(mode, params, card):
+                try:
+                    sharing, measured = _sharing(mode, each, card, curve, store)
+                except BadInput as exc:
+                    problems.extend(exc.problems)
+                    continue
+                sharings.append(sharing)
+                profile = sharing.kind.profile_used(sharing)
+                if measured is not None and profile:
+                    measured_on.append((profile, measured))
     if problems:
         raise BadInput(problems)
+    fitted = fit_curve(curve.points)
+    profile_curves = [(profile, fit_curve(m.points)) for profile, m in measured_on]
     price = params.price_per_hour
     if price is None and card is not None:
         price = card.price_per_hour
@@ -176,6 +182,11 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         calibration=calibration,
         latest=latest,
     )
+
+
+def snapshot(store: Store | None) -> AbstractContextManager[None]:
+    """The store's ``snapshot`` (one short read transaction), or nothing without a store."""
+    return nullcontext() if store is None else store.snapshot()
 
 
 def _each_profile(mode: str, params: PlanParams, card: Card | None) -> list[PlanParams]:
@@ -246,11 +257,12 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
     the curve carries memory figures; when not even batch 1 fits, BadInput says so. A
     pinned calibration changes the table and the overhead as it does in a plan's runs.
     """
-    curve = plan_curve(params, store)
-    card = card_of(curve, store)
+    with snapshot(store):
+        curve = plan_curve(params, store)
+        card = card_of(curve, store)
+        calibration, latest = calibration_of(params, curve, store)
+        sharing, measured = _sharing(params.mode, params, card, curve, store)
     fitted = fit_curve(curve.points)
-    calibration, latest = calibration_of(params, curve, store)
-    sharing, measured = _sharing(params.mode, params, card, curve, store)
     source = fitted if measured is None else fit_curve(measured.points)
     queued = (params.max_batch or 8) if params.queue == "all" else 1
     memory = memory_limit(
