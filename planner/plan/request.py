@@ -222,7 +222,10 @@ class Request:
 
     @property
     def objective_ms(self) -> Milliseconds:
-        """The GPU-side objective of ``aimd`` and ``deadline``."""
+        """The GPU-side objective of ``aimd`` and ``deadline``: the user's ``slo_ms``, else
+        the budget less the time outside the GPU. It becomes their policy parameter
+        ``slo_ms`` in every run (``Scenario.slo_ms``, ``params[SLO_MS]`` in the kernels,
+        ``planner.sim.policies``), the name the interface keeps."""
         if self.slo_ms is not None:
             return self.slo_ms
         return self.criteria.budget_ms - self.non_gpu_ms
