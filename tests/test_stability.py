@@ -11,6 +11,7 @@ from scipy import integrate, stats
 
 from planner.curves.curve import Point
 from planner.curves.fit import fit_curve
+from planner.plan.answer import plain_sentence
 from planner.plan.recommend import recommend
 from planner.plan.request import Criteria, Request
 from planner.plan.stability import Service, mean_stretch, service_rates, stable_upto
@@ -109,3 +110,17 @@ def test_rates_take_the_best_batch_up_to_each_largest() -> None:
     assert np.allclose(service_rates([2.0, 2.5, 4.0], []), [500.0, 800.0, 800.0])
     assert Service(800.0, 2).holds(26, 30.0)
     assert not Service(810.0, 2).holds(27, 30.0)
+
+
+def test_the_answer_says_the_next_camera_makes_the_queue_grow() -> None:
+    # Batches serve 992.6, 1,000 and 1,007.6 frames/s on the band's three curves: 41
+    # sessions at 24 fps (984) hold on all three, 42 (1,008) on none.
+    request = Request(
+        curve=curve([(1, 1.0), (2, 2.0), (4, 4.0), (8, 8.0), (16, 16.0)]), policies=("triton",),
+        queue="all", fps=24.0, criteria=Criteria(budget_ms=1000.0, min_fps=20.0), seeds=1,
+        duration_s=10.0,
+    )  # fmt: skip
+    result = recommend(request)
+    option = result.options[0]
+    assert (option.cap_low, option.cap, option.cap_high) == (41, 41, 41)
+    assert plain_sentence(result).endswith("a 42nd camera would make the queue grow without end.")
