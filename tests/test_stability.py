@@ -70,6 +70,12 @@ def test_an_offered_load_equal_to_the_service_rate_fails() -> None:
     assert stable_upto(request, "oldest-first", EXCLUSIVE, "central", memory=True) == 19
     one = replace(request, max_batch=1)
     assert stable_upto(one, "triton", EXCLUSIVE, "central", memory=True) == 19
+    # batch-all's largest batch is the session count: each count has its own rate.
+    first = next(
+        n for n in range(1, request.largest + 1) if n * 25.0 >= batch_rate(request, "central", n)
+    )
+    assert first > 40
+    assert stable_upto(request, "batch-all", EXCLUSIVE, "central", memory=True) == first - 1
 
 
 def test_the_per_request_cost_lowers_the_service_rate() -> None:

@@ -84,18 +84,20 @@ def service_rates(table: Sequence[float] | np.ndarray, spread: Sequence[float]) 
     return np.maximum.accumulate(per_batch)
 
 
-def largest_batch(request: Request, policy: str, sessions: int, limit: int | None) -> int:
-    """The largest batch ``policy`` forms at ``sessions`` under ``queue = all``: 1 for a
-    policy that sends one frame at a time, its ``max_batch`` where it has one, the session
-    count otherwise; at most ``limit`` (what fits in memory; None: no limit)."""
+def largest_batches(
+    request: Request, policy: str, counts: np.ndarray, limit: int | None
+) -> np.ndarray:
+    """The largest batch ``policy`` forms at each session count under ``queue = all``: 1
+    for a policy that sends one frame at a time, its ``max_batch`` where it has one, the
+    session count otherwise; at most ``limit`` (what fits in memory; None: no limit)."""
     kind = POLICIES[policy]
     if kind.one_at_a_time:
-        return 1
-    if "max_batch" in kind.params:
-        largest = request.max_batch or int(kind.defaults["max_batch"])
+        largest = np.ones_like(counts)
+    elif "max_batch" in kind.params:
+        largest = np.full_like(counts, request.max_batch or int(kind.defaults["max_batch"]))
     else:
-        largest = sessions
-    return largest if limit is None else max(1, min(largest, limit))
+        largest = counts.copy()
+    return largest if limit is None else np.clip(largest, 1, limit)
 
 
 def stable_upto(request: Request, policy: str, sharing: Sharing, edge: Edge, memory: bool) -> int:
@@ -106,17 +108,18 @@ def stable_upto(request: Request, policy: str, sharing: Sharing, edge: Edge, mem
         return request.largest
     rates = _rates(request, sharing, edge)
     limit = request.memory(sharing).batch_limit if memory else None
-    for n in range(1, request.largest + 1):
-        if not service(request, policy, n, rates, limit).holds(n, request.fps):
-            return n - 1
-    return request.largest
+    counts = np.arange(1, request.largest + 1)
+    largest = np.minimum(largest_batches(request, policy, counts, limit), rates.size)
+    fails = counts * request.fps >= rates[largest - 1]
+    return int(np.argmax(fails)) if fails.any() else request.largest
 
 
 def service(
     request: Request, policy: str, sessions: int, rates: np.ndarray, limit: int | None
 ) -> Service:
     """What the server serves at ``sessions`` (``rates`` from ``service_rates``)."""
-    largest = min(largest_batch(request, policy, sessions, limit), rates.size)
+    largest = int(largest_batches(request, policy, np.array([sessions]), limit)[0])
+    largest = min(largest, rates.size)
     best = int(np.argmax(rates[:largest] >= rates[largest - 1])) + 1
     return Service(float(rates[largest - 1]), best)
 
