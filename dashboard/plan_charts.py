@@ -191,7 +191,7 @@ def pareto_figure(
 def _group_label(group: Sequence[Option]) -> str:
     first = group[0]
     # A MIG option is named by its profile: a plan of every profile has several MIG ones.
-    mode = first.sharing.label if first.sharing.mig_profile is not None else first.mode
+    mode = first.sharing.kind.short_label(first.sharing)
     name = first.policy if first.sharing.kind.as_measured else f"{first.policy}, {mode}"
     more = len(group) - 1
     # Options at the same point share one marker: say how many more it stands for.

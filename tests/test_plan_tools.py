@@ -12,10 +12,10 @@ import pytest
 
 import planner.sim.policies
 import planner.sim.scenario
-from planner.curves.curve import Point
+from planner.curves.curve import PER_REQUEST_KEY, Curve, Point
 from planner.curves.fit import fit_curve
 from planner.demand.fleet import gpus_for
-from planner.errors import BadInput
+from planner.errors import BadInput, StoreError
 from planner.links.parameters import MODES, PHASES, POLICIES
 from planner.links.urls import self_contained
 from planner.plan.options import Option, fleet
@@ -35,6 +35,7 @@ from planner.sim.scenario import Sharing
 from planner.sim.simulate import simulate
 from planner.sim.sweep import Pooled, sweep
 from planner.store.calibrations import save_calibration
+from planner.store.connection import StoreFile
 from planner.store.repository import Store
 
 LAPTOP = [(1, 9.82), (2, 20.36), (3, 32.71), (4, 46.15), (8, 103.77), (16, 221.25)]
@@ -187,11 +188,9 @@ def test_a_plans_option_simulates_as_the_plan_ran_it_calibration_included(
     assert detail.calibration == pinned.id and detail.curve == curve.id
     run = simulation_inputs(detail, store)
     assert run.calibration == pinned
-    # The same run: the plan's table reaches further (to its largest count considered), but
-    # agrees on every batch that can run, and the card's peak is taken over the same range.
+    # The same run: one builder makes both scenarios (planner.plan.request.run_scenario).
     planned = request.scenario(option.policy, option.sharing, "central", 3, 1)
-    short = len(run.scenario.latency_ms)
-    assert run.scenario == planned.with_(latency_ms=planned.latency_ms[:short])
+    assert run.scenario == planned
     ours, theirs = simulate(run.scenario).records, simulate(planned).records
     assert np.array_equal(ours.frame_latency, theirs.frame_latency)
     # ``planner simulate`` given the page's command runs the same calibrated scenario.
@@ -207,3 +206,71 @@ def test_a_plans_option_simulates_as_the_plan_ran_it_calibration_included(
     assert model.calibration is None and simulation_inputs(model, store).calibration is None
     command = command_line("simulate", model)
     assert command[command.index("--calibration") + 1] == "none"
+
+
+def test_a_queueing_plans_runs_and_their_replays_are_one_scenario(store: Store) -> None:
+    # Spread, a per-request cost, queue = all, a second policy and a curve measured past
+    # batch 64: every field the plan's runs and the Simulate page's replay take from a
+    # curve comes from one builder, down to the length of the table.
+    measured = ((1, 4.0), (2, 5.0), (4, 7.0), (8, 11.0), (32, 30.0), (128, 100.0))
+    points = tuple(Point(b, v, p90_ms=v * 1.2) for b, v in measured)
+    curve = store.add_curves(
+        [
+            Curve(
+                model="spread",
+                card="server-24gb",
+                precision="fp16",
+                resolution="512x288",
+                points=points,
+                environment={PER_REQUEST_KEY: 0.2},
+            )
+        ]
+    )[0]
+    plan = PlanParams(
+        curve=curve.id, policies=("triton", "aimd"), queue="all", seeds=2, duration_s=5.0
+    )
+    request = plan_inputs(plan, store).request
+    assert request.per_request_ms == 0.2
+    option = recommend(request).options[0]
+    for sessions in (1, option.cap, option.cap + 1):
+        detail = plan_simulation(plan, request, option, sessions, seed=1, compare_policy="aimd")
+        run = simulation_inputs(detail, store)
+        assert run.scenario.spread and run.scenario.queue == "all"
+        assert run.scenario == request.scenario(
+            option.policy, option.sharing, "central", sessions, 1
+        )
+        assert run.compare == request.scenario("aimd", option.sharing, "central", sessions, 1)
+
+
+@pytest.mark.parametrize("resolve", ["plan", "simulation"])
+def test_a_plan_reads_the_store_in_one_short_transaction(
+    store: Store, monkeypatch: pytest.MonkeyPatch, resolve: str
+) -> None:
+    # The curve, its card, its newest calibration and the pinned one: four reads, one hold
+    # of the file, one read transaction.
+    curve = default_curve(store)
+    pinned = save_calibration(store, Calibration(curve.id, a_ms=1.0, c_ms=0.1, d_ms=0.5))
+    holds: list[bool] = []
+    attach = StoreFile._attach
+
+    def counted(self: StoreFile) -> Any:
+        holds.append(True)
+        return attach(self)
+
+    monkeypatch.setattr(StoreFile, "_attach", counted)
+    if resolve == "plan":
+        inputs: Any = plan_inputs(PlanParams(curve=curve.id, calibration=pinned.id), store)
+    else:
+        inputs = simulation_inputs(SimulateParams(curve=curve.id, calibration=pinned.id), store)
+    assert (inputs.calibration, inputs.latest, inputs.card.name) == (pinned, pinned, curve.card)
+    assert len(holds) == 1
+
+
+def test_a_snapshot_joins_a_write_and_refuses_one_inside(store: Store) -> None:
+    with store.write(), store.snapshot():
+        assert store.curves()
+    with store.snapshot(), store.snapshot():
+        assert store.curves()
+    with pytest.raises(StoreError), store.snapshot():
+        store.set_price("laptop-8gb", 1.0)
+    assert store.card("laptop-8gb").price_per_hour != 1.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import random
 import subprocess
@@ -15,12 +16,14 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import planner.studies.run
 from planner.errors import BadInput
 from planner.links.parameters import PARAMETERS
 from planner.links.urls import decode
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
+from planner.sim.work import Work
 from planner.store.repository import Store
 from planner.studies.run import StudyInterrupted, run_study
 from planner.studies.store import load_study, studies
@@ -776,3 +779,49 @@ def test_a_link_to_a_study_that_is_not_stored_says_it_was_ignored(app: AppTest) 
     assert not app.exception, app.exception
     assert any("nope" in w.value and "ignored" in w.value for w in app.warning)
     assert app.selectbox(key="study_name").value == "small"
+
+
+TWO_CELLS: dict[str, Any] = {
+    "name": "two cells",
+    "curves": {"filters": [{"model": "ball-detector", "card": "server-24gb"}]},
+    "fixed": {"seeds": 1, "duration_s": 2, "max_sessions": 8, "policies": "batch-all"},
+    "axes": {"budget_ms": [30, 50]},
+}
+
+
+def test_a_failing_cell_is_tried_again_then_stored_with_its_error(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = planner.studies.run.recommend
+    tries: list[float] = []
+
+    def recommend_or_refuse(request: Any, **kwargs: Any) -> Any:
+        if request.criteria.budget_ms == 30:
+            tries.append(request.criteria.budget_ms)
+            raise BadInput("this cell cannot be planned")
+        return real(request, **kwargs)
+
+    monkeypatch.setattr(planner.studies.run, "recommend", recommend_or_refuse)
+    summary = run_study(store, study_from_dict(TWO_CELLS), engine="here", work=Work(math.inf))
+    assert (summary.computed, summary.failed, tries) == (2, 1, [30, 30])
+    _study, members = load_study(store, "two cells")
+    results = sorted((m.result.status, m.result.error, m.result.attempts)
+                     for m in members if m.result is not None)  # fmt: skip
+    assert results == [("error", "this cell cannot be planned", 2), ("ok", None, 1)]
+
+
+def test_a_fault_of_the_run_itself_stops_it_and_is_no_cells_answer(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tries: list[int] = []
+
+    def broken(request: Any, **kwargs: Any) -> Any:
+        tries.append(1)
+        raise ZeroDivisionError("a bug, not the cell's answer")
+
+    monkeypatch.setattr(planner.studies.run, "recommend", broken)
+    with pytest.raises(ZeroDivisionError, match="a bug"):
+        run_study(store, study_from_dict(TWO_CELLS), engine="here", work=Work(math.inf))
+    assert tries == [1]  # not tried again, and the other cell not started
+    _study, members = load_study(store, "two cells")
+    assert [m.result for m in members] == [None, None]  # nothing stored as an answer

@@ -159,9 +159,12 @@ def plain_sentence(result: Recommendation) -> str:
     if not best.cap_low == best.cap == best.cap_high:
         return text + "; how many exactly depends on how fast the card really is (see why below)."
     failing = best.history[-1] if best.history else None
-    if not best.failures or failing is None or failing.sessions != best.cap + 1:
+    if not best.failures:
         return text + "; the search stopped there, at the largest count considered."
     nxt = f"a {ordinal(best.cap + 1)} camera{where}"
+    if failing is None or failing.sessions != best.cap + 1:
+        # Failed without a run: the stability condition (planner.plan.stability).
+        return f"{text}; {nxt} would make the queue grow without end."
     return f"{text}; {nxt} would {_one_more(failing, request)}."
 
 

@@ -47,6 +47,7 @@ from planner.plan.options import (
 )
 from planner.plan.request import Request
 from planner.plan.search import FULL, PROBE, Found, Run, probe_duration, search
+from planner.plan.stability import service_at, stable_upto
 from planner.sim.memory import MemoryLimit
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
@@ -82,12 +83,17 @@ def recommend(
         if memory[s].fits_one and memory[s].batch_limit is not None
         and not POLICIES[p].one_at_a_time
     ]  # fmt: skip
-    found, simulations = _search(request, searches, cache, work)
+    # Under queue = all a count the server cannot serve fails before any run (SPEC §6.1):
+    # each search stops below the first such count.
+    stable = {key: _stable_upto(request, key) for key in searches}
+    found, simulations = _search(request, searches, cache, work, stable)
     caps = {key: f.cap for key, f in found.items()}
     history = {key: f.rows for key, f in found.items()}
     cpu_free, ran = _without_cpu_limit(request, options, caps, history, cache, work)
     simulations += ran
-    built = [_option(request, o, caps, history, memory[o[1]], cpu_free.get(o)) for o in options]
+    built = [
+        _option(request, o, caps, history, memory[o[1]], cpu_free.get(o), stable) for o in options
+    ]
     order = {p: i for i, p in enumerate(request.policies)}
     modes = {s: i for i, s in enumerate(request.sharings)}
     ranked = sorted(
@@ -132,18 +138,20 @@ Key = tuple[tuple[str, Sharing], str]
 
 
 def _search(
-    request: Request, keys: Sequence[Key], cache: PoolCache | None, work: Work | None
+    request: Request,
+    keys: Sequence[Key],
+    cache: PoolCache | None,
+    work: Work | None,
+    stable: Mapping[Key, int],
 ) -> tuple[dict[Key, Found], int]:
-    """Every search's cap (``planner.plan.search``), all in lockstep: each round runs what
-    every search still needs in one batch of parallel runs. Also returns the number of
-    runs simulated."""
+    """Every search's cap (``planner.plan.search``) up to the largest count that passes the
+    stability condition (``stable``), all in lockstep: each round runs what every search
+    still needs in one batch of parallel runs. Also returns the number of runs
+    simulated."""
     searches = {
-        key: search(
-            request.search, request.largest, request.criteria, request.fps,
-            seeds=request.seeds,
-        )
+        key: search(request.search, stable[key], request.criteria, request.fps, seeds=request.seeds)
         for key in keys
-    }  # fmt: skip
+    }
     found: dict[Key, Found] = {}
     wants: dict[Key, list[Run]] = {}
     for key, steps in searches.items():
@@ -177,8 +185,33 @@ def _search(
 
 def _template(request: Request, key: Key, sessions: int) -> Scenario:
     (policy, sharing), edge = key
-    curve_edge: Edge = "central" if edge == UNLIMITED else cast(Edge, edge)
-    return request.scenario(policy, sharing, curve_edge, sessions, 0, memory=edge != UNLIMITED)
+    return request.scenario(policy, sharing, _edge(key), sessions, 0, memory=edge != UNLIMITED)
+
+
+def _edge(key: Key) -> Edge:
+    """The band edge a search runs on (its fitted curve for ``UNLIMITED``)."""
+    return "central" if key[1] == UNLIMITED else cast(Edge, key[1])
+
+
+def _stable_upto(request: Request, key: Key) -> int:
+    """The largest count a search considers: up to the stability condition's (SPEC §6.1)."""
+    (policy, sharing), edge = key
+    return stable_upto(request, policy, sharing, _edge(key), memory=edge != UNLIMITED)
+
+
+def _next_fails(
+    request: Request, key: Key, cap: int, rows: Mapping[int, Pooled], stable: Mapping[Key, int]
+) -> tuple[Failure, ...]:
+    """Why the count after a search's cap fails: its runs' failures, or the stability
+    condition when the search stopped below a count the server cannot serve; none at the
+    largest count considered."""
+    if cap + 1 in rows:
+        return failures(rows[cap + 1], request.criteria)
+    if cap < request.largest and cap == stable.get(key, request.largest):
+        (policy, sharing), edge = key
+        served = service_at(request, policy, sharing, _edge(key), cap + 1, memory=edge != UNLIMITED)
+        return (Failure("latency", cap + 1, served.reason(cap + 1, request.fps)),)
+    return ()
 
 
 UNLIMITED = "unlimited"
@@ -244,6 +277,7 @@ def _option(
     history: dict[Key, dict[int, Pooled]],
     limit: MemoryLimit | None = None,
     cpu_free: Pooled | None = None,
+    stable: Mapping[Key, int] | None = None,
 ) -> Option:
     policy, sharing = option
     if limit is not None and not limit.fits_one:
@@ -253,10 +287,11 @@ def _option(
             failures=(nothing,), binding_constraint=nothing.sentence, extrapolated=False,
             history=(),
         )  # fmt: skip
+    stable = stable or {}
     cap = caps[(option, "central")]
     rows = history[(option, "central")]
     at_cap = rows[cap] if cap >= 1 else None
-    fails = failures(rows[cap + 1], request.criteria) if cap + 1 in rows else ()
+    fails = _next_fails(request, (option, "central"), cap, rows, stable)
     # What stops the next seat besides the criteria (SPEC §5.1): memory, the CPU pool.
     stops: list[Failure] = []
     unlimited = caps.get((option, UNLIMITED))
@@ -294,13 +329,11 @@ def _option(
         edge_cap, edge_rows = caps[(option, edge)], history[(option, edge)]
         if edge_cap == cap:
             continue
-        edge_fails = (
-            failures(edge_rows[edge_cap + 1], request.criteria) if edge_cap + 1 in edge_rows else ()
-        )
+        edge_fails = _next_fails(request, (option, edge), edge_cap, edge_rows, stable)
         edges.append((edge, binding_text(edge_fails) if edge_fails else limit_reached(request)))
     # What decided the cap: the runs at the cap and at the first failing count.
     deciding = [rows[n] for n in (cap, cap + 1) if n in rows]
-    width = max(len(r.batch_sizes) for r in deciding)
+    width = max((len(r.batch_sizes) for r in deciding), default=0)
     frames = np.zeros(width, np.int64)
     for r in deciding:
         sizes = np.asarray(r.batch_sizes)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from planner import limits
 from planner.curves.batch_cost import spread_table, with_per_request
@@ -221,7 +222,10 @@ class Request:
 
     @property
     def objective_ms(self) -> Milliseconds:
-        """The GPU-side objective of ``aimd`` and ``deadline``."""
+        """The GPU-side objective of ``aimd`` and ``deadline``: the user's ``slo_ms``, else
+        the budget less the time outside the GPU. It becomes their policy parameter
+        ``slo_ms`` in every run (``Scenario.slo_ms``, ``params[SLO_MS]`` in the kernels,
+        ``planner.sim.policies``), the name the interface keeps."""
         if self.slo_ms is not None:
             return self.slo_ms
         return self.criteria.budget_ms - self.non_gpu_ms
@@ -284,37 +288,83 @@ class Request:
         limit = self.memory(sharing).batch_limit if memory else None
         if limit == 0:
             raise BadInput(f"{sharing.label}: {self.memory(sharing).needs(1)}; no batch fits")
-        # The table up to the batches this run can use and those its card's peak is taken
-        # over: the same run as on the whole table, without carrying 4,096 latencies.
-        peak = self.peak_upto(sharing)
-        return Scenario(
-            latency_ms=self.table(sharing, edge)[: max(peak, sessions, self.queued_batch)],
-            spread=self.spread_of(sharing)[: max(peak, sessions, self.queued_batch)],
-            sessions=sessions,
-            policy=policy,
+        return run_scenario(
+            self.curve_for(sharing),
+            edge,
+            policy,
+            sessions,
+            sharing,
+            upto=max(64, self.largest, self.queued_batch),
+            per_request_ms=self.per_request_ms,
+            calibration=self.calibration,
+            spread=self.spread,
+            memory_batch_limit=limit,
+            overhead_ms=self.criteria.overhead_ms,
             fps=(self.fps,),
             duration_s=self.duration_s,
             phases=self.phases,
             seed=seed,
             jitter_ms=self.jitter_ms,
-            overhead_ms=self.overhead_ms,
             max_batch=self.max_batch,
             max_queue_delay_us=self.max_queue_delay_us,
             slo_ms=self.objective_ms,
-            sharing=sharing,
             stages=self.stages if cpu else replace(self.stages, cpu_workers=0),
-            memory_batch_limit=limit,
-            peak_upto=peak,
-            queue=self.queue,  # type: ignore[arg-type]
+            queue=self.queue,
             max_queue_size=self.max_queue_size,
             queue_timeout_us=self.queue_timeout_us,
-            timeout_action=self.timeout_action,  # type: ignore[arg-type]
+            timeout_action=self.timeout_action,
         )
 
     def peak_upto(self, sharing: Sharing) -> int:
         """The batch sizes over which the card's best throughput is taken under the MPS
         and derived MIG models (``planner.sim.sharing.mps.peak_range``)."""
         return peak_range(max(p.batch for p in self.curve_for(sharing).points))
+
+
+def run_scenario(
+    curve: FittedCurve,
+    edge: Edge,
+    policy: str,
+    sessions: int,
+    sharing: Sharing,
+    *,
+    upto: int,
+    per_request_ms: Milliseconds,
+    calibration: Calibration | None,
+    spread: bool,
+    memory_batch_limit: int | None,
+    overhead_ms: Milliseconds,
+    **settings: Any,
+) -> Scenario:
+    """The one place a run of a plan or a simulation becomes a ``Scenario``: ``policy`` at
+    ``sessions`` under ``sharing`` on one edge of ``curve``, with the calibration's (or
+    else the curve's per-request) batch cost and overhead applied (``model_table``,
+    ``model_spread``, ``Calibration.overhead``); ``settings`` are the scenario's other
+    fields as given (frame rate, duration, the policy's parameters, stages, queue).
+
+    The table is computed over batch 1..``upto`` (one cached table serves every count of
+    a search) and kept up to the batches the run can use and those its card's peak is
+    taken over, so the plan's runs and the Simulate page's replay of one of them are the
+    same scenario."""
+    peak = peak_range(max(p.batch for p in curve.points))
+    queued = 1
+    if settings.get("queue") == "all" and "max_batch" in POLICIES[policy].params:
+        queued = int(settings.get("max_batch") or POLICIES[policy].defaults["max_batch"])
+    cover = max(peak, sessions, queued)
+    upto = max(upto, cover)
+    if calibration is not None:
+        overhead_ms = calibration.overhead(overhead_ms)
+    return Scenario(
+        latency_ms=model_table(curve, upto, edge, per_request_ms, calibration)[:cover],
+        spread=model_spread(curve, upto, calibration, spread)[:cover],
+        sessions=sessions,
+        policy=policy,
+        sharing=sharing,
+        memory_batch_limit=memory_batch_limit,
+        peak_upto=peak,
+        overhead_ms=overhead_ms,
+        **settings,
+    )
 
 
 @functools.lru_cache(maxsize=512)

@@ -5,6 +5,7 @@ simulation's parameters (``SimulateParams``: the Simulate page) to its scenarios
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 
 from planner.curves.cards import Card
@@ -15,13 +16,12 @@ from planner.links.codecs import number_text
 from planner.links.urls import encode, linked_curve
 from planner.plan.options import Option
 from planner.plan.params import CompareParams, PlanParams, SimulateParams, stage_params
-from planner.plan.request import Criteria, Request, model_spread, model_table
+from planner.plan.request import Criteria, Request, run_scenario
 from planner.sim.calibration import Calibration
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
 from planner.sim.sharing import Choice, default_modes, sharing_mode
-from planner.sim.sharing.mps import peak_range
 from planner.store.repository import Store
 
 
@@ -113,27 +113,32 @@ def modes_of(params: PlanParams) -> tuple[str, ...]:
 
 def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
     """Resolve a plan's parameters into a recommendation request (BadInput if they
-    do not fit together, e.g. MIG on a card that does not support it)."""
-    curve = plan_curve(params, store)
-    card = card_of(curve, store)
-    fitted = fit_curve(curve.points)
-    calibration, latest = calibration_of(params, curve, store)
+    do not fit together, e.g. MIG on a card that does not support it).
+
+    What it reads of the store (the curve, its card, the calibrations, the curves measured
+    on MIG profiles) it reads in one short read transaction, and fits the curves after."""
     sharings: list[Sharing] = []
-    profile_curves: list[tuple[str, FittedCurve]] = []
+    measured_on: list[tuple[str, Curve]] = []
     problems: list[str] = []
-    for mode in modes_of(params):
-        for each in _each_profile(mode, params, card):
-            try:
-                sharing, measured = _sharing(mode, each, card, curve, store)
-            except BadInput as exc:
-                problems.extend(exc.problems)
-                continue
-            sharings.append(sharing)
-            profile = sharing.kind.profile_used(sharing)
-            if measured is not None and profile:
-                profile_curves.append((profile, fit_curve(measured.points)))
+    with snapshot(store):
+        curve = plan_curve(params, store)
+        card = card_of(curve, store)
+        calibration, latest = calibration_of(params, curve, store)
+        for mode in modes_of(params):
+            for each in _each_profile(mode, params, card):
+                try:
+                    sharing, measured = _sharing(mode, each, card, curve, store)
+                except BadInput as exc:
+                    problems.extend(exc.problems)
+                    continue
+                sharings.append(sharing)
+                profile = sharing.kind.profile_used(sharing)
+                if measured is not None and profile:
+                    measured_on.append((profile, measured))
     if problems:
         raise BadInput(problems)
+    fitted = fit_curve(curve.points)
+    profile_curves = [(profile, fit_curve(m.points)) for profile, m in measured_on]
     price = params.price_per_hour
     if price is None and card is not None:
         price = card.price_per_hour
@@ -176,6 +181,11 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         calibration=calibration,
         latest=latest,
     )
+
+
+def snapshot(store: Store | None) -> AbstractContextManager[None]:
+    """The store's ``snapshot`` (one short read transaction), or nothing without a store."""
+    return nullcontext() if store is None else store.snapshot()
 
 
 def _each_profile(mode: str, params: PlanParams, card: Card | None) -> list[PlanParams]:
@@ -245,18 +255,14 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
     the curve carries memory figures; when not even batch 1 fits, BadInput says so. A
     pinned calibration changes the table and the overhead as it does in a plan's runs.
     """
-    curve = plan_curve(params, store)
-    card = card_of(curve, store)
+    with snapshot(store):
+        curve = plan_curve(params, store)
+        card = card_of(curve, store)
+        calibration, latest = calibration_of(params, curve, store)
+        sharing, measured = _sharing(params.mode, params, card, curve, store)
     fitted = fit_curve(curve.points)
-    calibration, latest = calibration_of(params, curve, store)
-    sharing, measured = _sharing(params.mode, params, card, curve, store)
     source = fitted if measured is None else fit_curve(measured.points)
     queued = (params.max_batch or 8) if params.queue == "all" else 1
-    upto = max(64, params.sessions, queued)
-    # The table and spread a plan's runs take (``planner.plan.request``); the calibration's
-    # overhead is applied below, as in a plan.
-    table = model_table(source, upto, "central", curve.per_request_ms, calibration)
-    spread = model_spread(source, upto, calibration, params.spread)
     memory = memory_limit(
         memory_model(source.points),
         available(sharing, card.memory_gb if card is not None else None),
@@ -264,43 +270,38 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
     )
     if not memory.fits_one:
         raise BadInput(f"{memory.needs(1)}: no batch fits, so no session can be served")
-    scenario = Scenario(
-        latency_ms=table,
-        sessions=params.sessions,
-        policy=params.policy,
-        fps=params.fps,
-        duration_s=params.duration_s,
-        phases=params.phases,  # type: ignore[arg-type]
-        seed=params.seed,
-        jitter_ms=params.jitter_ms,
-        overhead_ms=params.overhead_ms,
-        max_batch=params.max_batch,
-        max_queue_delay_us=params.max_queue_delay_us,
-        slo_ms=params.slo_ms,
-        sharing=sharing,
-        stages=params.stages,
-        memory_batch_limit=memory.batch_limit,
-        peak_upto=peak_range(max(p.batch for p in source.points)),
-        queue=params.queue,  # type: ignore[arg-type]
-        max_queue_size=params.max_queue_size,
-        queue_timeout_us=params.queue_timeout_us,
-        timeout_action=params.timeout_action,  # type: ignore[arg-type]
-        spread=spread,
-    )
-    if calibration is not None:
-        scenario = scenario.with_(overhead_ms=calibration.overhead(scenario.overhead_ms))
-    compare = None
-    if params.compare_policy is not None:
-        # From the parameters, not from ``scenario``: it dropped those its policy ignores
-        # (the memory limit too, under a policy that runs one frame at a time).
-        compare = replace(
-            scenario,
-            policy=params.compare_policy,
+
+    def run(policy: str) -> Scenario:
+        # The scenario a plan's run of the same option is (``planner.plan.request``).
+        return run_scenario(
+            source,
+            "central",
+            policy,
+            params.sessions,
+            sharing,
+            upto=max(64, params.sessions, queued),
+            per_request_ms=curve.per_request_ms,
+            calibration=calibration,
+            spread=params.spread,
+            memory_batch_limit=memory.batch_limit,
+            overhead_ms=params.overhead_ms,
+            fps=params.fps,
+            duration_s=params.duration_s,
+            phases=params.phases,
+            seed=params.seed,
+            jitter_ms=params.jitter_ms,
             max_batch=params.max_batch,
             max_queue_delay_us=params.max_queue_delay_us,
             slo_ms=params.slo_ms,
-            memory_batch_limit=memory.batch_limit,
+            stages=params.stages,
+            queue=params.queue,
+            max_queue_size=params.max_queue_size,
+            queue_timeout_us=params.queue_timeout_us,
+            timeout_action=params.timeout_action,
         )
+
+    scenario = run(params.policy)
+    compare = None if params.compare_policy is None else run(params.compare_policy)
     return SimulationInputs(
         curve=curve,
         fitted=fitted,

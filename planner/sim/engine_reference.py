@@ -32,7 +32,7 @@ import numpy as np
 
 from planner.sim.arrivals import arrivals
 from planner.sim.batch_time import batch_ms, spread_arrays, stretch
-from planner.sim.policies import POLICIES, decide, initial_state
+from planner.sim.policies import POLICIES, SLO_MS, decide, initial_state
 from planner.sim.records import Records
 from planner.sim.scenario import Scenario
 from planner.sim.sharing import cotenant_timeline, effective_table, finish, horizon
@@ -324,11 +324,11 @@ def run_reference_queue_all(scenario: Scenario) -> Records:
                 heapq.heappush(events, (wake_at, WAKE, -1, -1, next(sequence)))
         elif policy == "aimd":
             if not math.isnan(feedback):
-                met = feedback <= params[2]
+                met = feedback <= params[SLO_MS]
                 cap = min(cap + 1, limit) if met else max(1, math.floor(0.9 * cap))
             chosen = queue[: int(cap)]
         elif policy == "deadline":
-            slo = params[2]
+            slo = params[SLO_MS]
             while queue and t + latency[1] > queue[0][0] + slo:
                 gone = queue.pop(0)
                 expired[gone[1]] += 1

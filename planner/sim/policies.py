@@ -60,6 +60,8 @@ from planner.sim.pending import (
 )
 
 STATE_SIZE = 4
+SLO_MS = 2
+"""Position of the objective of aimd and deadline (their ``slo_ms``, GPU side) in ``params``."""
 LIMIT = 3
 """Position of the batch limit (the largest batch that fits in memory) in ``params``."""
 _NO_WAKE = math.inf
@@ -174,7 +176,7 @@ def _aimd(now, pending, latency, params, state, feedback, chosen, expired):  # t
     at, slots = pending
     cap = max(1.0, state[1])
     if not math.isnan(feedback):
-        if feedback <= params[2]:
+        if feedback <= params[SLO_MS]:
             cap = min(cap + 1.0, min(float(at.size), params[LIMIT]))
         else:
             cap = max(1.0, math.floor(0.9 * cap))
@@ -186,7 +188,7 @@ def _aimd(now, pending, latency, params, state, feedback, chosen, expired):  # t
 @jit()
 def _deadline(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     at, slots = pending
-    slo = params[2]
+    slo = params[SLO_MS]
     # A frame that cannot finish within the objective even alone expires. Older frames
     # have earlier deadlines, so those are the oldest ones: from the oldest on, until a
     # frame can still make it.

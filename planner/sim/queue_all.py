@@ -43,6 +43,7 @@ import numpy as np
 from planner.sim.batch_time import batch_ms
 from planner.sim.jit import jit
 from planner.sim.pending import add, next_from, pending_set, remove
+from planner.sim.policies import SLO_MS
 from planner.sim.sharing.timeline import finish
 
 _RESOLVED, _DELAYED = 1, 2  # a frame's flag: taken, rejected or expired; moved to the delayed queue
@@ -97,7 +98,7 @@ def queue_loop(times, start, duration, latency, pid, params, slicing, edges, spe
     # max-batch and triton batch up to max_batch requests, the others up to ``bound``.
     batch_limit = min(batch_limit, params[0] if pid == 3 or pid == 4 else bound)
     limit = int(batch_limit)
-    slo = params[2]
+    slo = params[SLO_MS]
 
     frame_session = np.empty(total, np.int64)
     frame_index = np.empty(total, np.int64)

@@ -301,6 +301,27 @@ class StoreFile:
             yield
 
     @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Hold the file for a few reads in one short read transaction: they see the file
+        as it was when the block began, whatever another process commits meanwhile (a
+        plan's curve, card and calibration read together). Inside a write or another
+        snapshot it joins that transaction. Nothing inside may write."""
+        with self._connection() as connection:
+            if getattr(self._local, "writing", False) or getattr(self._local, "reading", False):
+                yield
+                return
+            self._local.reading = True
+            try:
+                connection.execute("BEGIN TRANSACTION READ ONLY")
+                try:
+                    yield
+                finally:
+                    with suppress(duckdb.Error):
+                        connection.execute("ROLLBACK")  # nothing to keep: it only read
+            finally:
+                self._local.reading = False
+
+    @contextmanager
     def _connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
         held: duckdb.DuckDBPyConnection | None = getattr(self._local, "connection", None)
         if held is not None:

@@ -21,7 +21,9 @@ Engines (no home-made distribution):
 
 Only this process (the driver) writes the store, in short transactions as cells finish,
 so an interrupted study keeps every finished cell and a re-run computes only the rest. A
-cell that fails is tried once more, then stored with its error.
+cell that fails (a ``PlannerError``: what its inputs make of it) is tried once more, then
+stored with its error; any other exception is a fault of the run, not of a cell, and
+stops it like Ctrl-C does, keeping what finished.
 """
 
 from __future__ import annotations
@@ -193,15 +195,18 @@ def _follow_parent(parent: int) -> None:
 
 
 def evaluate(jobs: Sequence[Job], curves: dict[str, FittedCurve]) -> list[CellResult]:
-    """Recommend each job's cell; a failure becomes an ``error`` result (tried again by
-    the driver), never an exception that loses the other cells of the chunk."""
+    """Recommend each job's cell; a cell's own failure becomes an ``error`` result (tried
+    again by the driver), not an exception that loses the other cells of the chunk."""
     return [evaluate_one(job, curves, Work(budget=float("inf"))) for job in jobs]
 
 
 def evaluate_one(job: Job, curves: dict[str, FittedCurve], account: Work) -> CellResult:
-    """One cell's recommendation under ``account``. A failure of the cell becomes an
-    ``error`` result; the account's own stops (OverBudget, Cancelled, and whatever its
-    ``on_chunk`` raises) are not the cell's failure and propagate."""
+    """One cell's recommendation under ``account``. A failure of the cell, a
+    ``PlannerError`` (what a person is told: its inputs do not fit together, its curve
+    is gone, ...), becomes an ``error`` result. Anything else propagates: the account's
+    own stops (OverBudget, Cancelled, and whatever its ``on_chunk`` raises) are not the
+    cell's failure, and neither is a bug in the planner or the runner, which would fail
+    every cell alike and must not be stored as if it were one cell's answer."""
     start = time.perf_counter()
     before = account.done
     try:
@@ -218,8 +223,8 @@ def evaluate_one(job: Job, curves: dict[str, FittedCurve], account: Work) -> Cel
         return CellResult(job.key, "ok", doc, None, 1, time.perf_counter() - start)
     except (OverBudget, Cancelled):
         raise
-    except Exception as exc:
-        message = "; ".join(exc.problems) if isinstance(exc, PlannerError) else repr(exc)
+    except PlannerError as exc:
+        message = "; ".join(exc.problems)
         return CellResult(job.key, "error", {}, message[:2000], 1, time.perf_counter() - start)
 
 

@@ -125,6 +125,9 @@ class Mig(SharingMode[MigSettings]):
         mig = self.settings_of(sharing)
         return f"MIG {mig.mig_profile or f'{mig.mig_slices}/{mig.mig_total}'}"
 
+    def short_label(self, sharing: Sharing) -> str:
+        return self.label(sharing)
+
     def table(
         self, table: np.ndarray, sharing: Sharing, peak_upto: int | None = None
     ) -> np.ndarray:

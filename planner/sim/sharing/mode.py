@@ -229,6 +229,11 @@ class SharingMode(Generic[S]):
     def label(self, sharing: Sharing) -> str:
         return self.title
 
+    def short_label(self, sharing: Sharing) -> str:
+        """How a chart's legend names an option of this mode: its name, or where one plan
+        holds several settings of the mode (MIG's profiles), what tells them apart."""
+        return self.name
+
     def run_problems(self, sharing: Sharing, duration_s: Seconds) -> list[str]:
         """What makes a run of ``duration_s`` under these settings too large to simulate."""
         return []
