@@ -83,10 +83,6 @@ def csv_list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
-def stdout_is_terminal() -> bool:
-    return sys.stdout.isatty()
-
-
 def open_store(args: Any) -> Any:
     """The store named by ``--db``, else ``PLANNER_DB``, else the per-user default."""
     from planner.store.repository import Store

@@ -15,7 +15,6 @@ import re
 import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 from planner.curves.curve import Curve
 from planner.errors import BadInput
@@ -168,8 +167,3 @@ def measure_on_cluster(
     finally:
         if started:
             ray.shutdown()
-
-
-def node_of(curve: Curve) -> Any:
-    """Where a cluster measurement ran (None for a local one)."""
-    return curve.environment.get("cluster_node")

@@ -73,7 +73,6 @@ _TOP_KEYS = {"name", "description", "curves", "fixed", "axes", "prices"}
 _CURVE_KEYS = {"ids", "filters"}
 _FILTER_KEYS = ("model", "card", "precision", "resolution")
 _CURVE_PARAMS = {"curve", "points", "model", "card", "precision", "resolution"}
-_NOT_AXES = _CURVE_PARAMS | {"modes", "policies"}
 
 
 @dataclass(frozen=True)
@@ -477,21 +476,15 @@ def _failed_key(values: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------
 # What a cell stores.
 
-OUTPUTS = (
-    "cap", "cap_low", "cap_high", "seats_per_card", "seats", "option", "policy", "mode",
-    "binding_constraint", "latency_ms", "min_fps", "gpus", "cost_per_seat_hour",
-    "day_peak_gpus", "day_gpu_hours", "cost_per_day", "measure_next", "simulations",
-)  # fmt: skip
-"""What a cell stores; ``seats_per_card`` and the figures from ``gpus`` on are spans, with
-their ``_low`` and ``_high`` beside them (``planner.spans``; a cell stored before they
-were kept reads its likely figure at both ends)."""
-
 
 def outputs(result: Recommendation, day: DemandFleet | None = None) -> dict[str, Any]:
     """What a study keeps of one recommendation: the recommended option's cap and range,
     seats per card, the binding constraint, latency at the cap, fleet and cost for the
     peak and, for a cell with a demand profile, its autoscaled fleet over the day
-    (``day``: peak GPUs, GPU-hours and cost per day)."""
+    (``day``: peak GPUs, GPU-hours and cost per day). ``seats_per_card`` and the figures
+    from ``gpus`` on are spans, with their ``_low`` and ``_high`` beside them
+    (``planner.spans``; a cell stored before they were kept reads its likely figure at
+    both ends)."""
     best = result.recommended
     closest = best or (result.options[0] if result.options else None)
     at = best.at_cap if best is not None else None

@@ -29,7 +29,7 @@ from planner.store.repository import Store
 from planner.validate.measured_vs_predicted import Summary
 from planner.validate.options import LoadTestOptions
 from planner.validate.runs import Cap, LoadTest, Run
-from planner.validate.worker.frames import COLUMNS, TIME_COLUMNS, WorkerRun, from_columns
+from planner.validate.worker.frames import COLUMNS, TIME_COLUMNS, from_columns
 
 # One statement for all of a run's frames: each column goes in as one list (in the order
 # of ``COLUMNS``; a test checks the two agree).
@@ -224,11 +224,3 @@ def _frames(cur: duckdb.DuckDBPyConnection, number: int) -> dict[int, dict[str, 
         for name, value in zip(COLUMNS, row[1:], strict=True):
             columns[name].append(np.nan if value is None and name in TIME_COLUMNS else value)
     return out
-
-
-def run_records(store: Store, number: int, position: int) -> WorkerRun:
-    """One stored run's per-frame records (NotFound when the run kept none)."""
-    test = load_loadtest(store, number, records=True)
-    if not 0 <= position < len(test.runs) or test.runs[position].records is None:
-        raise NotFound(f"load test {number} has no records for run {position}")
-    return test.runs[position].records  # type: ignore[return-value]
