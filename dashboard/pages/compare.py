@@ -37,9 +37,9 @@ from planner.plan.compare_cards import (
 )
 from planner.plan.params import CompareParams, PlanParams
 from planner.plan.resolve import command_line
-from planner.sim.policies import POLICIES
-from planner.sim.work import OverBudget
 from planner.spans import from_fields
+from planner.views.choices import POLICIES
+from planner.views.work import OverBudget
 
 c = Controls("cmp_")
 CRITERIA = ("budget_ms", "percentile", "min_fps", "overhead_ms", "max_overwritten", "policies")

@@ -20,8 +20,8 @@ from planner.cli.planning import add_queue_options, flag_spelling
 from planner.errors import BadInput
 from planner.plan.compare_cards import compare_cards, model_of, settle
 from planner.plan.params import QUEUE_SETTINGS, CompareParams, queue_conflicts
-from planner.sim.policies import POLICIES
 from planner.spans import from_fields
+from planner.views.choices import POLICIES
 
 OPTIONS = (
     "budget_ms", "percentile", "min_fps", "max_overwritten", "overhead_ms", "policies",
