@@ -33,11 +33,8 @@ import streamlit as st
 from planner.plan.options import Recommendation, fleet
 from planner.plan.recommend import option_sweep, recommend
 from planner.plan.request import Request
-from planner.sim.results import Results
-from planner.sim.scenario import Scenario, Sharing
-from planner.sim.simulate import simulate_charged
-from planner.sim.sweep import PoolCache, Pooled
-from planner.sim.work import Work
+from planner.views.runs import PoolCache, Pooled, Results, Scenario, Sharing, simulate_charged
+from planner.views.work import Work
 
 V = TypeVar("V")
 

@@ -14,7 +14,7 @@ from dashboard.navigation import pages
 from dashboard.state import store
 from dashboard.ui import show_problems
 from planner.errors import PlannerError
-from planner.sim.work import budget_frames, turns
+from planner.views.work import budget_frames, turns
 
 WORDMARK = Path(__file__).resolve().parent / "assets" / "wordmark.svg"
 ICON = Path(__file__).resolve().parent / "assets" / "icon.png"
@@ -35,7 +35,7 @@ def prepare() -> None:
     import dashboard.plan_charts
     import dashboard.run_charts
     import dashboard.tables  # noqa: F401
-    from planner.sim.ensemble import warm_up
+    from planner.views.work import warm_up
 
     warm_up()
 

@@ -3,8 +3,6 @@ under the same criteria, and the cards' hourly prices."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from dashboard import cache, url_state
@@ -12,7 +10,6 @@ from dashboard.charts import Fitted, fit_figure
 from dashboard.controls import Controls, queue_controls
 from dashboard.plan_charts import caps_figure, cost_figure
 from dashboard.state import store
-from dashboard.tables import flag_text
 from dashboard.text import md
 from dashboard.ui import (
     default_curve_or_stop,
@@ -37,9 +34,9 @@ from planner.plan.compare_cards import (
 )
 from planner.plan.params import CompareParams, PlanParams
 from planner.plan.resolve import command_line
-from planner.sim.policies import POLICIES
-from planner.sim.work import OverBudget
-from planner.spans import from_fields
+from planner.views.cards import card_comparison_view
+from planner.views.choices import POLICIES
+from planner.views.work import OverBudget
 
 c = Controls("cmp_")
 CRITERIA = ("budget_ms", "percentile", "min_fps", "overhead_ms", "max_overwritten", "policies")
@@ -155,40 +152,6 @@ def price_form(cards: list[Card], compared: list[str]) -> None:
             st.rerun()
 
 
-def rows(plans: list[CardPlan], params: CompareParams) -> list[dict[str, Any]]:
-    """One row per curve, as text to read: the card and the option, seats, GPUs for the
-    peak and cost per seat first (kept in view on a narrow screen), then the rest."""
-    out = []
-    for plan in plans:
-        doc = plan.as_dict()
-        row: dict[str, Any] = {
-            "card": doc["card"] + (f" ({flag_text(plan.curve)})" if plan.curve.flag else ""),
-            "option": doc["option"] or "nothing fits",
-            "seats per card": doc["seats"],
-        }
-        if params.peak_sessions is not None:
-            row["GPUs for peak"] = display.span(from_fields(doc, "gpus_for_peak"))
-        row["cost per seat-hour"] = display.span(
-            from_fields(doc, "cost_per_seat_hour"), display.money
-        )
-        row.update(
-            {
-                "precision": doc["precision"] or "-",
-                "resolution": doc["resolution"] or "-",
-                f"p{params.percentile:g} latency at cap (ms)": display.ms(
-                    doc["latency_ms_at_cap"], unit=False
-                ),
-                "slowest session at cap (fps)": display.fps(doc["min_fps_at_cap"], unit=False),
-                "price per card-hour": display.money(doc["price_per_hour"]),
-                "measure next": display.MISSING
-                if doc["measure_next"] is None
-                else f"batch {doc['measure_next']}",
-            }
-        )
-        out.append(row)
-    return out
-
-
 def what_to_add(plans: list[CardPlan], params: CompareParams, model: str) -> None:
     """A comparison of one card is no comparison: say what would make it one."""
     cards = {p.curve.card for p in plans}
@@ -277,7 +240,7 @@ st.caption(
     f"{display.fps(params.min_fps)} or more, the card to itself (exclusive). Seats are a "
     "range when the fit's band makes the cap uncertain."
 )
-static_table(rows(planned, params), key="cmp_table")
+static_table(card_comparison_view(planned, params).table.records, key="cmp_table")
 what_to_add(planned, params, model)
 labels = [f"{x.card}, {x.resolution or '-'} {(x.precision or '').upper()}" for x, _, _ in entries]
 left, right = st.columns(2)

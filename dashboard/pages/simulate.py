@@ -34,14 +34,12 @@ from dashboard.ui import (
 from planner import display
 from planner.curves.fit import FittedCurve
 from planner.errors import BadInput, NotFound
-from planner.plan.overload import overload_notes
 from planner.plan.params import SimulateParams
 from planner.plan.resolve import command_line, simulation_inputs
-from planner.sim.policies import POLICIES
-from planner.sim.results import Results
-from planner.sim.scenario import PHASES
-from planner.sim.sharing import offered_modes, sharing_mode
-from planner.sim.work import OverBudget
+from planner.views.choices import PHASES, POLICIES, offered_modes, parameters_of
+from planner.views.runs import Results
+from planner.views.simulation import simulation_view
+from planner.views.work import OverBudget
 
 c = Controls("sim_")
 POLICY_FIELDS = ("max_batch", "max_queue_delay_us", "slo_ms")
@@ -157,7 +155,7 @@ def controls() -> SimulateParams | None:
         st.session_state[c.key("mode")] = "exclusive"
     mode = c.select(bar, "mode", "Sharing mode", offered)
     mode_fields: list[str] = []
-    asked = sharing_mode(mode).parameters
+    asked = parameters_of([mode])
     if "cotenants" in asked:
         c.default("cotenants", (0.9, 0.9))
         left, right = bar.columns(2)
@@ -207,36 +205,23 @@ def run_view(
     results: Results, index: int, wide: bool, params: SimulateParams, fitted: FittedCurve
 ) -> None:
     s = results.scenario
-    e2e = results.e2e_latency
+    view = simulation_view(results, fitted, min_fps=params.min_fps)
     cells = st.columns(3)
     below = results.min_fps < params.min_fps
+    slowest, *others = view.figures
     cells[0].metric(
-        "Slowest session",
-        display.fps(results.min_fps),
+        slowest.label,
+        slowest.value,
         delta="below the floor" if below else "meets the floor",
-        help=f"The plan's frame-rate floor: {display.fps(params.min_fps)} for the slowest "
-        "session (Criteria to judge the run by). A session's delivered frame rate is its "
-        "source rate times the share of its frames delivered; frames still in flight when "
-        "the run ends do not count against it.",
+        help=slowest.help,
         delta_color="inverse" if below else "normal",
         delta_arrow="off",
     )
-    cells[1].metric(f"p99 latency{' (end to end)' if s.overhead_ms else ''}", display.ms(e2e.p99))
-    cells[2].metric("GPU busy", display.fraction(results.gpu_busy_fraction))
-    if results.cpu is not None:
-        pool = results.cpu
-        cells = st.columns(3)
-        threads = "thread" if pool.workers == 1 else "threads"
-        cells[0].metric(
-            f"CPU ({pool.workers} {threads}) busy", display.fraction(pool.busy_fraction)
-        )
-        for cell, name, stage in ((cells[1], "pre", pool.pre), (cells[2], "post", pool.post)):
-            if stage.wait_mean_ms is not None:
-                cell.metric(
-                    f"Queue wait, {name} (mean / p99)",
-                    f"{display.ms(stage.wait_mean_ms, unit=False)} / "
-                    f"{display.ms(stage.wait_p99_ms or 0.0)}",
-                )
+    for cell, figure in zip(cells[1:], others, strict=True):
+        cell.metric(figure.label, figure.value)
+    if view.cpu_figures:
+        for cell, figure in zip(st.columns(3), view.cpu_figures, strict=False):
+            cell.metric(figure.label, figure.value)
     if s.memory_batch_limit is not None:
         st.caption(f"GPU memory holds batches of at most {s.memory_batch_limit} frames.")
     arrived = sum(x.arrived for x in results.sessions)
@@ -271,7 +256,7 @@ def run_view(
             else ""
         )
     )
-    for note in overload_notes(results, fitted):
+    for note in view.notes:
         st.warning(md(note), icon=":material/warning:")
     st.plotly_chart(timeline_figure(results), width="stretch", key=f"sim_chart_timeline_{index}")
     drawn = timeline_window(results)

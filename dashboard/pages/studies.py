@@ -18,7 +18,6 @@ from planner import display
 from planner.errors import BadInput, NotFound, PlannerError
 from planner.links.urls import decode, encode
 from planner.plan.params import PlanParams
-from planner.sim.work import OverBudget, Work
 from planner.spans import from_fields
 from planner.studies.params import StudyParams
 from planner.studies.run import StudyInterrupted, run_study
@@ -33,6 +32,7 @@ from planner.studies.view import (
     grid,
     value,
 )
+from planner.views.work import OverBudget, Work
 
 PAGE_MAX_CELLS = 200
 """The largest study started from this page; larger ones run from the command line."""

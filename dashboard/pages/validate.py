@@ -29,7 +29,6 @@ from dashboard.validate_charts import (
 from planner import display, limits
 from planner.errors import PlannerError
 from planner.measure.options import MeasureOptions
-from planner.sim.policies import POLICIES
 from planner.store.calibrations import calibrations
 from planner.validate.loadtest import run_loadtest
 from planner.validate.loadtest_import import import_scenario, import_upload
@@ -38,6 +37,7 @@ from planner.validate.options import LoadTestOptions, command_for
 from planner.validate.runs import LoadTest
 from planner.validate.runs import Progress as LoadTestProgress
 from planner.validate.worker.bundle import FRAMES, MANIFEST
+from planner.views.choices import POLICIES
 
 PAGE_SESSIONS = (1, 2, 3)
 """The session counts a load test started from this page may have."""

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from planner import display
 from planner.cli.output import (
     csv_list,
     link_values,
@@ -20,8 +18,8 @@ from planner.cli.planning import add_queue_options, flag_spelling
 from planner.errors import BadInput
 from planner.plan.compare_cards import compare_cards, model_of, settle
 from planner.plan.params import QUEUE_SETTINGS, CompareParams, queue_conflicts
-from planner.sim.policies import POLICIES
-from planner.spans import from_fields
+from planner.views.cards import card_comparison_view
+from planner.views.choices import POLICIES
 
 OPTIONS = (
     "budget_ms", "percentile", "min_fps", "max_overwritten", "overhead_ms", "policies",
@@ -96,27 +94,12 @@ def run(args: argparse.Namespace) -> int:
             settled,
             progress=lambda done, total: None if args.json else note(f"  {done}/{total}"),
         )
-    rows = [plan.as_dict() for plan in plans]
     if args.json:
-        print_json({"model": model, "curves": rows})
+        print_json({"model": model, "curves": [plan.as_dict() for plan in plans]})
         return 0
-    print(table([_cells(r) for r in rows], (
-        "card", "precision", "resolution", "seats per card", "with",
-        f"p{settled.percentile:g} ms at cap",
-        "min fps", "per card-hour", "per seat-hour", "GPUs for peak", "measure next",
-    )))  # fmt: skip
-    for row in rows:
-        for problem in row["problems"]:
-            note(f"{row['card']}: {problem}")
+    shown = card_comparison_view(plans, settled).every_curve
+    print(table(shown.rows, shown.header))
+    for plan in plans:
+        for problem in plan.problems:
+            note(f"{plan.curve.card}: {problem}")
     return 0
-
-
-def _cells(row: dict[str, Any]) -> list[Any]:
-    return [
-        row["card"], row["precision"] or "-", row["resolution"] or "-", row["seats"],
-        row["option"] or "nothing fits", display.ms(row["latency_ms_at_cap"], unit=False),
-        display.fps(row["min_fps_at_cap"], unit=False), display.money(row["price_per_hour"]),
-        display.span(from_fields(row, "cost_per_seat_hour"), display.money),
-        display.span(from_fields(row, "gpus_for_peak")),
-        display.MISSING if row["measure_next"] is None else row["measure_next"],
-    ]  # fmt: skip

@@ -30,13 +30,11 @@ from planner.cli.loadtest_options import (
 )
 from planner.cli.output import StatusLine, note, number, open_store, print_json, table
 from planner.errors import BadInput
-from planner.sim.policies import POLICIES
-from planner.sim.scenario import PHASES
-from planner.sim.stages import NO_STAGES
 from planner.validate import view
 from planner.validate.options import shown_command
 from planner.validate.runs import LoadTest, Progress
 from planner.validate.server.client import CALL_TIMEOUT_S
+from planner.views.choices import NO_STAGES, PHASES, POLICIES
 
 INTERRUPTED = 130
 ACTIONS = ("import", "list", "show")

@@ -13,9 +13,8 @@ from typing import Any
 from planner import limits
 from planner.cli.output import number
 from planner.errors import BadInput
-from planner.sim.policies import POLICIES
-from planner.sim.stages import STAGE_FIELDS
 from planner.validate.options import LoadTestOptions, parse_sessions
+from planner.views.choices import POLICIES, STAGE_FIELDS
 
 DEFAULTS = LoadTestOptions()
 SECONDS = limits.Bound(0.0, 86_400.0, above_low=True)

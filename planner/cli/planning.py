@@ -28,11 +28,9 @@ from planner.plan.params import PlanParams, queue_conflicts
 from planner.plan.recommend import recommend
 from planner.plan.request import Request
 from planner.plan.resolve import PlanInputs, plan_curve
-from planner.sim.policies import POLICIES
-from planner.sim.scenario import MODES
-from planner.sim.sharing.mig import ALL_PROFILES
-from planner.sim.work import Work
 from planner.store.repository import Store
+from planner.views.choices import ALL_PROFILES, MODES, POLICIES
+from planner.views.work import Work
 
 
 def add_plan_source(parser: argparse.ArgumentParser) -> None:

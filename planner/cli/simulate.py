@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from planner import display, limits
+from planner import limits
 from planner.cli.output import (
     add_curve_source,
     csv_list,
@@ -21,20 +21,27 @@ from planner.cli.output import (
     read_curve_source,
 )
 from planner.cli.planning import add_worker_options, flag_spelling, spread_on
-from planner.curves.fit import EDGES, fit_curve
+from planner.curves.fit import EDGES, FittedCurve, fit_curve
 from planner.errors import BadInput, NotFound
-from planner.plan.overload import overload_notes
 from planner.plan.params import queue_conflicts
-from planner.plan.request import model_spread, model_table
-from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
-from planner.sim.pipeline import PART_LABELS, PARTS
-from planner.sim.policies import POLICIES
-from planner.sim.scenario import MODES, PHASES, Scenario
-from planner.sim.sharing import owner_of, sharing_mode
-from planner.sim.sharing.choice import parse_duties, parse_memory, sharing_for
-from planner.sim.sharing.mps import peak_range
-from planner.sim.simulate import simulate
-from planner.sim.stages import WorkerStages
+from planner.views.choices import (
+    MODES,
+    PHASES,
+    POLICIES,
+    WorkerStages,
+    owner_of,
+    parse_duties,
+    parse_memory,
+    sharing_for,
+    sharing_mode,
+)
+from planner.views.runs import Calibration, Scenario
+from planner.views.simulation import (
+    memory_of,
+    simulate,
+    simulation_scenario,
+    simulation_view,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -94,9 +101,15 @@ def add_scenario_options(parser: argparse.ArgumentParser) -> None:
 
 
 def scenario_from(
-    args: argparse.Namespace, table: tuple[float, ...], curve: Any = None
+    args: argparse.Namespace,
+    points: Any,
+    fitted: FittedCurve,
+    curve: Any = None,
+    calibration: Calibration | None = None,
 ) -> Scenario:
-    """A validated scenario from parsed options (every problem reported at once)."""
+    """A validated scenario from parsed options (every problem reported at once), on
+    ``args.edge`` of ``fitted`` (the curve of ``points``), with the calibration's figures
+    if one is given, and its batches capped by the memory the sharing mode leaves."""
     problems: list[str] = []
 
     def get(fn: Any, *a: Any, **k: Any) -> Any:
@@ -147,18 +160,24 @@ def scenario_from(
             f"--fps gives {len(fps)} frame rates for {int(sessions)} sessions; give one for "
             "all or one per session"
         )
-    upto = max(64, int(sessions), int(params.get("max_batch") or 0))
-    return Scenario(
-        latency_ms=table[:upto],
-        sessions=int(sessions),
-        policy=args.policy,
+    memory = memory_of(points, sharing, lambda: _card_memory_gb(args, curve))
+    # The table and the spread a plan's runs take (``planner.plan.request``).
+    return simulation_scenario(
+        fitted,
+        args.edge,
+        args.policy,
+        int(sessions),
+        sharing,
+        per_request_ms=curve.per_request_ms if curve is not None else 0.0,
+        calibration=calibration,
+        spread=spread_on(args),
+        memory=memory,
+        overhead_ms=overhead,
         fps=fps,
         duration_s=duration,
         phases=args.phases,
         seed=int(seed),
         jitter_ms=jitter,
-        overhead_ms=overhead,
-        sharing=sharing,
         stages=WorkerStages(**stage_values, cpu_workers=int(workers)),
         **params,
         **(queue or {}),
@@ -212,43 +231,23 @@ def sharing_from(args: argparse.Namespace, curve: Any = None) -> Any:
 MPS_MEMORY_MB = limits.Bound(1e-3, limits.MEMORY_MB.high)
 
 
-def memory_of(args: argparse.Namespace, points: Any, curve: Any, sharing: Any) -> MemoryLimit:
-    """The largest batch that fits in the memory the sharing mode leaves (SPEC §5.1), from
-    the points' memory figures and the card's memory (looked up only when needed)."""
-    model = memory_model(points)
-    memory_gb = None
+def _card_memory_gb(args: argparse.Namespace, curve: Any) -> float | None:
+    """The memory of --card, or else of the stored curve's card (None: not known)."""
     name = args.card or (curve.card if curve is not None else None)
-    # Only where the mode's memory depends on the card's (not MIG's, nor an MPS limit).
-    if model is not None and name and available(sharing, None).mb is None:
-        with open_store(args) as store:
-            try:
-                memory_gb = store.card(name).memory_gb
-            except NotFound:
-                memory_gb = None
-    return memory_limit(model, available(sharing, memory_gb))
+    if not name:
+        return None
+    with open_store(args) as store:
+        try:
+            return store.card(name).memory_gb
+        except NotFound:
+            return None
 
 
 def run(args: argparse.Namespace) -> int:
     points, curve = read_curve_source(args)
     fitted = fit_curve(points)
-    sessions = number(args.sessions, "--sessions", limits.SESSIONS)
     calibration = _calibration(args, curve)
-    # A server that queues every frame may batch up to max_batch requests, beyond the sessions.
-    batch = number(args.max_batch, "--max-batch", limits.MAX_BATCH) if args.max_batch else 8
-    upto = max(64, int(sessions), int(batch))
-    # The table and the spread a plan's runs take (``planner.plan.request``).
-    per_request = curve.per_request_ms if curve is not None else 0.0
-    table = model_table(fitted, upto, args.edge, per_request, calibration)
-    spread = model_spread(fitted, upto, calibration, spread_on(args))
-    scenario = scenario_from(args, table, curve).with_(spread=spread)
-    memory = memory_of(args, points, curve, scenario.sharing)
-    if not memory.fits_one:
-        raise BadInput(f"{memory.needs(1)}: no batch fits, so no session can be served")
-    scenario = scenario.with_(
-        memory_batch_limit=memory.batch_limit, peak_upto=peak_range(max(p.batch for p in points))
-    )
-    if calibration is not None:
-        scenario = scenario.with_(overhead_ms=calibration.overhead(scenario.overhead_ms))
+    scenario = scenario_from(args, points, fitted, curve, calibration)
     results = simulate(scenario)
     if args.frames:
         _write_frames(args.frames, results.frame_table())
@@ -256,14 +255,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({**results.as_dict(), "calibration": calibration and calibration.as_dict()})
         return 0
-    _print(results)
-    for line in overload_notes(results, fitted):
+    for line in simulation_view(results, fitted, calibration=calibration).text:
         print(line)
-    print(
-        calibration.description
-        if calibration is not None
-        else "not calibrated: the model's figures (planner loadtest calibrates a curve)"
-    )
+    sys.stdout.flush()
     return 0
 
 
@@ -290,66 +284,3 @@ def _write_frames(path: Path, columns: dict[str, Any]) -> None:
             writer.writerows(zip(*(columns[n].tolist() for n in names), strict=True))
     except OSError as exc:
         raise BadInput(f"cannot write {path}: {exc.strerror}") from None
-
-
-def _print(results: Any) -> None:
-    s = results.scenario
-    doc = results.as_dict()
-    print(f"{s.sessions} sessions, {s.policy}, {s.sharing.label}, {s.duration_s:g} s")
-    print(
-        f"fps per session: mean {display.fps(doc['mean_fps'], unit=False)}, "
-        f"min {display.fps(doc['min_fps'], unit=False)}, "
-        f"max {display.fps(doc['max_fps'], unit=False)} (Jain {doc['jain']:.3f})"
-    )
-    for name, key in (("GPU latency", "latency_ms"), ("end-to-end", "e2e_latency_ms")):
-        lat = doc[key]
-        if lat["frames"]:
-            print(
-                f"{name}: p50 {display.ms(lat['p50'])}, p90 {display.ms(lat['p90'])}, "
-                f"p99 {display.ms(lat['p99'])}, max {display.ms(lat['max'])} "
-                f"({lat['frames']} frames)"
-            )
-    dropped = "rejected or timed out" if s.queue == "all" else "expired"
-    print(
-        f"overwritten {display.fraction(doc['overwritten_fraction'])}, {dropped} "
-        f"{display.fraction(doc['expired_fraction'])}, GPU busy "
-        f"{display.fraction(doc['gpu_busy_fraction'])}"
-    )
-    hist = ", ".join(f"{k}x{v}" for k, v in doc["batch_histogram"].items())
-    print(f"batches (size x count): {hist or 'none ran'}")
-    if doc["starved_sessions"]:
-        print(f"starved sessions (below half the mean fps): {doc['starved_sessions']}")
-    if s.memory_batch_limit is not None:
-        print(f"GPU memory: no batch holds more than {s.memory_batch_limit} frames")
-    growth = results.queue
-    if growth is not None:
-        first, last = growth.p99_first_third_ms, growth.p99_last_third_ms
-        if first is not None and last is not None:
-            verdict = "the queue grows" if growth.grows else "the queue keeps up"
-            verdict += (
-                f" (p99 {display.ms(first)} in the first third of the run, "
-                f"{display.ms(last)} in the last)"
-            )
-        else:
-            verdict = "too few frames delivered to tell whether it keeps up"
-        print(
-            f"server queues every frame: {verdict}; "
-            f"{growth.queued_at_end:,} frames still queued at the end"
-        )
-    if results.cpu is not None:
-        pool = results.cpu
-        for name, stage in (("pre", pool.pre), ("post", pool.post)):
-            if stage.jobs:
-                print(
-                    f"CPU {name} jobs: {stage.jobs}, threads busy "
-                    f"{display.fraction(stage.busy_fraction)}, queue wait mean "
-                    f"{display.ms(stage.wait_mean_ms)}, p99 {display.ms(stage.wait_p99_ms)}"
-                )
-        print(f"CPU threads ({pool.workers}) busy {display.fraction(pool.busy_fraction)} in all")
-    stages = results.stages
-    if stages is not None and stages.mean is not None and stages.tail is not None:
-        print(f"end-to-end latency by stage (mean / p{stages.percentile:g} tail):")
-        for part in PARTS:
-            mean, tail = getattr(stages.mean, part), getattr(stages.tail, part)
-            print(f"  {PART_LABELS[part]:<22} {display.ms_column(mean)} {display.ms_column(tail)}")
-    sys.stdout.flush()

@@ -15,7 +15,13 @@ report's renderers, and the front ends reach the simulator's names through them.
 - ``plan``: a plan's view (``plan_view``): the answer, the figures at the cap, the cost
   sentence, the options, MIG-profiles and stage tables, the run behind the headline, the
   links and the command.
-- ``choices``: what a front end offers to choose (policies, sharing modes, MIG profiles).
-- ``runs`` and ``work``: the simulator's results and its budget of work, as the front
-  ends read them.
+- ``simulation``: a simulation's view (``simulation_view``): its headline figures, the
+  notes of a run far past the card's capacity and the summary ``planner simulate``
+  prints; and ``simulation_scenario``, the one way its parameters become a ``Scenario``.
+- ``cards``: a card comparison's view (``card_comparison_view``): each curve's cells,
+  as the Compare page's table and as ``planner compare-cards``' table.
+- ``choices``: what a front end offers to choose (policies, phases, sharing modes and
+  the ``Sharing`` a choice makes, MIG profiles, the worker's stages).
+- ``runs`` and ``work``: the simulator's runs and results and its budget of work, as the
+  front ends read them.
 """

@@ -1,24 +1,36 @@
 """What a front end offers to choose from, read off the simulator's registries: the
-scheduling policies, the sharing modes (those a card offers, and the parameters a choice
-of them asks for) and every MIG profile at once. The page and the command line take these
-names from here rather than from the simulator."""
+scheduling policies, the arrival phases, the sharing modes (those a card offers, the
+parameters a choice of them asks for, and the ``Sharing`` a choice makes), every MIG
+profile at once, and the worker's stages. The page and the command line take these names
+from here rather than from the simulator."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from planner.sim.policies import POLICIES
-from planner.sim.scenario import MODES
-from planner.sim.sharing import offered_modes, parameters_of, sharing_mode
+from planner.sim.scenario import MODES, PHASES
+from planner.sim.sharing import offered_modes, owner_of, parameters_of, sharing_mode
+from planner.sim.sharing.choice import parse_duties, parse_memory, sharing_for
 from planner.sim.sharing.mig import ALL_PROFILES
+from planner.sim.stages import NO_STAGES, STAGE_FIELDS, WorkerStages
 
 __all__ = [
     "ALL_PROFILES",
     "MODES",
+    "NO_STAGES",
+    "PHASES",
     "POLICIES",
+    "STAGE_FIELDS",
+    "WorkerStages",
     "offered_modes",
+    "owner_of",
     "parameters_of",
+    "parse_duties",
+    "parse_memory",
     "several_per_card",
+    "sharing_for",
+    "sharing_mode",
 ]
 
 

@@ -1,8 +1,11 @@
 """The budget of work a page runs the simulator under (``planner.sim.work``), for the
-front ends: ``OverBudget`` is what a plan or a chart too large for it raises."""
+front ends: a ``Work`` account, ``OverBudget`` (what a plan or a chart too large for it
+raises), the budget's frames and turns as the environment sets them, and ``warm_up``,
+which compiles the simulator's kernels before the first visitor waits for them."""
 
 from __future__ import annotations
 
-from planner.sim.work import OverBudget
+from planner.sim.ensemble import warm_up
+from planner.sim.work import OverBudget, Work, budget_frames, turns
 
-__all__ = ["OverBudget"]
+__all__ = ["OverBudget", "Work", "budget_frames", "turns", "warm_up"]
