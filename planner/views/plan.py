@@ -47,18 +47,28 @@ class DetailRun:
     option, on the phase draw where its slowest session did worst, as the Simulate page's
     parameters (``plan_simulation``); and every draw's slowest session. ``reason`` is None
     when the count fails on the frame-rate floor (the worst draw is what fails), else why
-    it fails over all the draws together (the latency percentile pools them)."""
+    it fails over all the draws together (the latency percentile pools them). Under
+    ``queue = all`` a count can fail the stability condition before any run
+    (``planner.plan.stability``): then ``draws`` is empty, ``reason`` says why, and the
+    link opens one draw of that count."""
 
     label: str
     params: SimulateParams
     sessions: int
     seed: int
-    slowest: str  # the worst draw's slowest session, ``12.2 fps``
-    draws: tuple[tuple[int, str, bool], ...]  # (seed, slowest fps, the worst?)
+    slowest: str  # the worst draw's slowest session, ``12.2 fps`` (``-``: no draw)
+    draws: tuple[tuple[int, str, bool], ...]  # (seed, slowest fps, the worst?); none ran
     reason: str | None = None
 
     def sentence(self, strong: Callable[[str], str] = str) -> str:
         """What the link opens, the worst draw's figure marked with ``strong``."""
+        if not self.draws:
+            # The stability condition failed the count: the plan ran no draw of it.
+            return (
+                f"The plan judged {self.sessions} sessions without running them: "
+                f"{self.reason}. The link opens seed {self.seed}, one random phase draw of "
+                "that count, to watch the queue."
+            )
         draws = ", ".join(
             f"{strong(fps)} (seed {seed}, the worst)" if worst else fps
             for seed, fps, worst in self.draws
@@ -315,6 +325,18 @@ def detail_run(params: PlanParams, result: Recommendation, best: Option) -> Deta
     """The run behind the headline's reason (see ``DetailRun``), with the plan's
     calibration."""
     failing = best.history[-1]  # the first failing count (or the cap, when none failed)
+    if best.failures and failing.sessions == best.cap:
+        # No run of cap + 1: the stability condition failed it (planner.plan.stability).
+        sessions, seed = best.cap + 1, failing.seeds[0]
+        return DetailRun(
+            label=f"See {sessions} sessions under {best.policy} in detail",
+            params=plan_simulation(params, result.request, best, sessions, seed=seed),
+            sessions=sessions,
+            seed=seed,
+            slowest=display.MISSING,
+            draws=(),
+            reason=best.binding_constraint,
+        )
     worst = min(range(len(failing.seeds)), key=lambda i: failing.min_fps_by_seed[i])
     seed = failing.seeds[worst]
     simulation = plan_simulation(params, result.request, best, failing.sessions, seed=seed)
