@@ -5,11 +5,14 @@ stage table's tail beside the latency at the cap, and the page's captions."""
 
 from __future__ import annotations
 
+import re
+from typing import Any
 from urllib.parse import parse_qs
 
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import run
+from tests.test_plan_view import text_table
 
 # Batches serve 1,000 frames/s at most: 41 sessions at 24 fps hold, 42 (1,008 frames/s)
 # fail the stability condition of a server that queues every frame, with no run.
@@ -30,3 +33,41 @@ def test_the_detail_link_names_the_count_the_stability_condition_failed(app: App
     assert "the card would be busy 100%: the queue grows without end" in said
     # No draw ran at 42, so none is said to be the worst.
     assert "worst" not in said
+
+
+A100 = "1:0.76,2:0.81,4:0.93,8:1.14,16:1.54,32:2.45,64:4.27,128:7.81,256:14.74"
+# Three policies of the A100 plan: their slowest sessions at the cap get 30, 29.98 and
+# 28.6 fps.
+A100_PLAN = ("recommend", "--points", A100, "--card", "a100-80gb",
+             "--policies", "oldest-first,round-robin,max-batch")  # fmt: skip
+FPS = "slowest session at cap (fps)"
+
+
+def test_a_column_of_frame_rates_has_one_precision(cli: Any) -> None:
+    out = cli(*A100_PLAN)
+    assert out.status == 0, out.err
+    header = next(line for line in out.out.splitlines() if line.startswith("option "))
+    names = tuple(re.split(r"\s{2,}", header.strip()))
+    table = text_table(out.out, names, 3)
+    rates = [row[names.index(FPS)] for row in table[1:]]
+    assert any("." in r for r in rates)  # 28.6 fps needs its decimal ...
+    assert all(re.fullmatch(r"\d+\.\d", r) for r in rates), rates  # ... so every row has one
+
+
+def test_the_stage_table_says_its_tail_is_a_mean_beside_the_percentile_at_the_cap(
+    cli: Any,
+) -> None:
+    out = cli(*A100_PLAN)
+    assert out.status == 0, out.err
+    stages = text_table(out.out, ("stage", "mean (ms)", "p99 and beyond, mean (ms)"), 7)
+    total = float(stages[-1][2])
+    lines = out.out.splitlines()
+    header = next(line for line in lines if line.startswith("option "))
+    names = tuple(re.split(r"\s{2,}", header.strip()))
+    best = text_table(out.out, names, 1)[1]
+    p99 = best[names.index("p99 latency at cap (ms)")]
+    (note,) = [line for line in lines if line.startswith("At ") and "sessions under" in line]
+    # The cap's own p99 and what the budget judges stand beside the tail's mean.
+    assert f"The p99 latency there is {p99} ms, what the 50 ms budget is judged on." in note
+    assert "the mean over the frames at or beyond that p99" in note
+    assert total >= float(p99)
