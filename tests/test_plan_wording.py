@@ -71,3 +71,34 @@ def test_the_stage_table_says_its_tail_is_a_mean_beside_the_percentile_at_the_ca
     assert f"The p99 latency there is {p99} ms, what the 50 ms budget is judged on." in note
     assert "the mean over the frames at or beyond that p99" in note
     assert total >= float(p99)
+
+
+def captions(app: AppTest) -> list[str]:
+    return [c.value for c in app.caption]
+
+
+def test_a_floor_change_judged_on_runs_already_made_says_so(app: AppTest) -> None:
+    app.query_params.update({"points": "1:8,4:20", "policies": "oldest-first,batch-all",
+                             "seeds": "2", "duration_s": "5"})  # fmt: skip
+    run(app)
+    assert any(" options simulated (" in c for c in captions(app))
+    # A lower floor asks nothing new of the simulator: every run it needs was made.
+    app.number_input(key="plan_min_fps").set_value(20.0)
+    run(app)
+    said = [c for c in captions(app) if " options " in c]
+    assert not any("(0 runs)" in c for c in said), said
+    assert any("options judged on runs already simulated (no new run)" in c for c in said)
+
+
+def test_the_charts_captions_hold_on_a_phone_and_past_64_sessions(app: AppTest) -> None:
+    app.query_params.update({"points": A100, "card": "a100-80gb",
+                             "policies": "oldest-first,max-batch"})  # fmt: skip
+    run(app)
+    said = captions(app)
+    (sampled,) = [c for c in said if c.startswith("The session axis is sampled")]
+    assert "beyond 64 sessions each policy is drawn at every count up to 16" not in sampled
+    assert "beyond 64 sessions: each policy is drawn at every count up to 16, then" in sampled
+    # The two charts stack on a phone: the caption names them by title, not by side.
+    (both,) = [c for c in said if "*The batch curve the plan runs on*" in c]
+    assert "*Seats per card against latency at the cap*" in both
+    assert not any("Left:" in c or "Right:" in c for c in said)
