@@ -4,6 +4,7 @@ floor, with which scheduling policy and sharing mode, and what a fleet costs."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import streamlit as st
 
@@ -44,6 +45,9 @@ from planner.views.plan import PlanView, plan_view
 from planner.views.work import OverBudget
 
 c = Controls("plan_")
+STYLE = Path(__file__).resolve().parent.parent / "assets" / "plan.css"
+"""How the page lays out on a narrow screen (a phone), where Streamlit's own layout does
+not suffice."""
 
 
 def paragraph(part: Paragraph, hint: str = "") -> str:
@@ -223,6 +227,8 @@ def charts(view: PlanView, result: Recommendation, inputs: PlanInputs) -> None:
 
 def options_table(view: PlanView) -> None:
     st.subheader("Every option")
+    with st.container(key="plan_options_swipe"):
+        st.caption("On a narrow screen the table scrolls sideways: swipe it for every column.")
     static_table(view.options.records, key="plan_options")
     st.caption(md(view.options_note))
 
@@ -245,6 +251,7 @@ def simulate_link(view: PlanView) -> None:
 
 # ---------------------------------------------------------------------------------------
 
+st.html(STYLE)
 db = store()
 default = default_curve_or_stop(db, "Plan", "to plan with")
 curves = db.curves()

@@ -241,9 +241,10 @@ def option_rows(
 ) -> list[dict[str, str]]:
     """One row per (policy, sharing mode), best first, as text to read: the option, its
     seats per card, GPUs for the peak and cost per seat first (what a reader compares,
-    kept in view on a narrow screen), then latency and slowest frame rate at the cap, why
-    the next seat fails, isolation, and which option dominates it. Columns that would be
-    empty in every row are left out, so the table fits the page."""
+    kept in view on a narrow screen), then latency and slowest frame rate at the cap,
+    isolation, which option dominates it, and last why the next seat fails (the one
+    sentence, which a narrow screen gives its width to at the end of the row). Columns
+    that would be empty in every row are left out, so the table fits the page."""
     known = next((o.at_cap.percentile for o in options if o.at_cap is not None), None)
     latency = f"p{known:g} latency at cap (ms)" if known is not None else "latency at cap (ms)"
     # One precision down the column: 29.98 fps is 30.0, so an even 30 is 30.0 beside it.
@@ -266,14 +267,14 @@ def option_rows(
         row["slowest session at cap (fps)"] = display.fps(
             at.min_fps if at else None, unit=False, decimal=decimal
         )
-        # The row names the option already: its reason need not repeat the policy.
-        row["next seat fails because"] = option.binding_constraint.replace(
-            f" under {option.policy}", ""
-        )
         row["seats per instance"] = option.seats_per_instance if option.per_card > 1 else ""
         row["isolation (memory; faults)"] = isolation(option)
         row["dominated by"] = beaten.label if beaten is not None else ""
         row["extrapolated"] = "yes" if option.extrapolated else ""
+        # The row names the option already: its reason need not repeat the policy.
+        row["next seat fails because"] = option.binding_constraint.replace(
+            f" under {option.policy}", ""
+        )
         rows.append(row)
     empty = [k for k in ("seats per instance", "dominated by", "extrapolated")
              if not any(r[k] for r in rows)]  # fmt: skip
