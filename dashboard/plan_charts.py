@@ -19,8 +19,9 @@ from planner.views.runs import PART_LABELS, PARTS, Pooled, Stages
 
 SESSIONS_AXIS = "concurrent sessions"
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "star")
+_MARGIN = {"l": 60, "r": 20, "t": 50, "b": 55}
 _LAYOUT = {
-    "margin": {"l": 60, "r": 20, "t": 50, "b": 55},
+    "margin": _MARGIN,
     "legend": LEGEND,
     "modebar": MODEBAR,
     "hovermode": "closest",
@@ -132,6 +133,15 @@ def pareto_figure(
         groups.setdefault(key, []).append(option)
     data: list[dict[str, Any]] = []
     percentile = next((o.at_cap.percentile for o in options if o.at_cap is not None), 99.0)
+    xrange, yrange = _pareto_ranges(options, [k[1] for k in groups])
+    named = [(k, g) for k, g in groups.items() if not k[2]]
+    labels = label_positions(
+        [(k[1], k[0], _group_label(g)) for k, g in named],
+        [(k[1], k[0]) for k in groups],
+        xrange,
+        yrange,
+        (PLOT_WIDTH, height - _MARGIN["t"] - _MARGIN["b"]),
+    )
     for is_dominated in (False, True):
         points = [(k, g) for k, g in groups.items() if k[2] == is_dominated]
         if not points:
@@ -145,7 +155,7 @@ def pareto_figure(
                 # Only the options worth choosing are named; hover names the others.
                 mode="markers" if is_dominated else "markers+text",
                 text=[_group_label(g) for _, g in points],
-                textposition="middle right",
+                textposition="middle right" if is_dominated else labels,
                 textfont={"size": 11, "color": "#57606a" if is_dominated else "#1f2328"},
                 marker={
                     "size": 12,
@@ -170,22 +180,90 @@ def pareto_figure(
     xaxis: dict[str, Any] = {
         "title": {"text": f"p{percentile:g} latency at the cap, end to end (ms)"}
     }
-    xs = [k[1] for k in groups]
-    if xs:
-        # Room on the right for the labels, which stand to the right of their markers.
-        low, high = min(xs), max(xs)
-        span = max(high - low, 0.2 * high, 1.0)
-        xaxis["range"] = [max(0.0, low - 0.15 * span), high + 0.6 * span]
-    top = max((o.seats_per_card_high for o in options), default=1)
+    if groups:
+        xaxis["range"] = list(xrange)
     layout = {
         **_LAYOUT,
         "title": {"text": "Seats per card against latency at the cap", "x": 0, "xanchor": "left"},
         "height": height,
         "xaxis": xaxis,
-        "yaxis": {"title": {"text": "seats per card"}, "tickformat": "d",
-                  "range": [0, top * 1.2 + 0.5]},
+        "yaxis": {"title": {"text": "seats per card"}, "tickformat": "d", "range": list(yrange)},
     }  # fmt: skip
     return go.Figure(data=data, layout=layout)
+
+
+def _pareto_ranges(
+    options: Sequence[Option], xs: Sequence[float]
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The latency and seat axes' ranges: room on the right for the labels, which stand
+    beside their markers, and above the highest seat count's error bar."""
+    top = max((o.seats_per_card_high for o in options), default=1)
+    yrange = (0.0, top * 1.2 + 0.5)
+    if not xs:
+        return (0.0, 1.0), yrange
+    low, high = min(xs), max(xs)
+    span = max(high - low, 0.2 * high, 1.0)
+    return (max(0.0, low - 0.15 * span), high + 0.6 * span), yrange
+
+
+PLOT_WIDTH = 420
+"""The narrowest plot area a chart of half the page gets, in pixels (what labels must fit)."""
+CHAR_PX, LINE_PX, MARKER_PX = 6.6, 14.0, 8.0  # an 11 px label's character and line; a marker
+POSITIONS = ("middle right", "top right", "bottom right", "middle left", "top left", "bottom left")
+Box = tuple[float, float, float, float]  # left, top, right, bottom, in pixels from top left
+
+
+def label_box(x: float, y: float, text: str, position: str) -> Box:
+    """Where Plotly draws ``text`` at ``position`` beside a marker at pixel ``(x, y)``,
+    about (``CHAR_PX`` a character, ``LINE_PX`` a line, a marker ``MARKER_PX`` across each
+    way from its centre)."""
+    width = CHAR_PX * len(text)
+    vertical, side = position.split()
+    if vertical == "middle":
+        top, gap = y - LINE_PX / 2, MARKER_PX
+    else:
+        top = y - MARKER_PX - LINE_PX if vertical == "top" else y + MARKER_PX
+        gap = 0.0
+    left = x + gap if side == "right" else x - gap - width
+    return (left, top, left + width, top + LINE_PX)
+
+
+def label_positions(
+    labels: Sequence[tuple[float, float, str]],
+    markers: Sequence[tuple[float, float]],
+    xrange: tuple[float, float],
+    yrange: tuple[float, float],
+    plot: tuple[float, float],
+) -> list[str]:
+    """A text position for each label ``(x, y, text)`` such that no two labels overlap and
+    none covers a marker, where one exists (``POSITIONS`` in order of preference; labels
+    with the most seats placed first). Options close in seats and latency, such as two
+    policies a few tenths of a millisecond apart at the same cap, would otherwise print
+    their names over each other."""
+
+    def pixels(x: float, y: float) -> tuple[float, float]:
+        return (
+            (x - xrange[0]) / (xrange[1] - xrange[0]) * plot[0],
+            (yrange[1] - y) / (yrange[1] - yrange[0]) * plot[1],
+        )
+
+    def overlap(a: Box, b: Box) -> bool:
+        return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+    dots = [pixels(x, y) for x, y in markers]
+    taken = [(px - MARKER_PX, py - MARKER_PX, px + MARKER_PX, py + MARKER_PX) for px, py in dots]
+    chosen = ["middle right"] * len(labels)
+    for i in sorted(range(len(labels)), key=lambda i: -labels[i][1]):
+        px, py = pixels(labels[i][0], labels[i][1])
+        mine = (px - MARKER_PX, py - MARKER_PX, px + MARKER_PX, py + MARKER_PX)
+        others = [b for b in taken if b != mine]
+        for position in POSITIONS:
+            box = label_box(px, py, labels[i][2], position)
+            if not any(overlap(box, b) for b in others):
+                chosen[i] = position
+                break
+        taken.append(label_box(px, py, labels[i][2], chosen[i]))
+    return chosen
 
 
 def _group_label(group: Sequence[Option]) -> str:

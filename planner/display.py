@@ -87,13 +87,14 @@ def ms_column(value: float | None, width: int = 8) -> str:
     return f"{text:>{width}} ms" if text != MISSING else f"{text:>{width}}"
 
 
-def fps(value: float | None, *, unit: bool = True) -> str:
+def fps(value: float | None, *, unit: bool = True, decimal: bool = False) -> str:
     """A frame rate with one decimal: ``28.5 fps`` (the floor's own precision); a whole
-    number without one (``30 fps``, a setting)."""
+    number without one (``30 fps``, a setting), unless ``decimal`` asks for it (``30.0``,
+    in a column whose other rows have one, so that ``30`` never stands beside ``30.0``)."""
     if _missing(value):
         return MISSING
     assert value is not None
-    text = f"{value:.0f}" if value == round(value) else f"{value:.1f}"
+    text = f"{value:.0f}" if value == round(value) and not decimal else f"{value:.1f}"
     return f"{text} fps" if unit else text
 
 

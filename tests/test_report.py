@@ -74,7 +74,8 @@ def test_user_text_is_escaped_everywhere(ctx: ReportContext) -> None:
     assert "<img" not in rendered and "&lt;img src=x onerror=alert(1)&gt;" in rendered
     # In the charts' JSON the name is pseudo-HTML-escaped, then "<" is written \u003c.
     charts = page[page.index('id="chart-curve"') :]
-    assert "The batch curve: &lt;img src=x onerror=alert(1)&gt;" in charts
+    assert "The batch curve\\u003cbr\\u003e" in charts  # its title, the label under it
+    assert "&lt;img src=x onerror=alert(1)&gt;" in charts
 
 
 def test_both_versions_have_the_same_sections_and_the_plans_figures(ctx: ReportContext) -> None:

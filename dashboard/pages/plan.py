@@ -4,6 +4,7 @@ floor, with which scheduling policy and sharing mode, and what a fleet costs."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import streamlit as st
 
@@ -44,6 +45,9 @@ from planner.views.plan import PlanView, plan_view
 from planner.views.work import OverBudget
 
 c = Controls("plan_")
+STYLE = Path(__file__).resolve().parent.parent / "assets" / "plan.css"
+"""How the page lays out on a narrow screen (a phone), where Streamlit's own layout does
+not suffice."""
 
 
 def paragraph(part: Paragraph, hint: str = "") -> str:
@@ -64,11 +68,13 @@ def headline(view: PlanView, result: Recommendation, inputs: PlanInputs, simulat
         if answer.instances is not None:
             st.markdown(paragraph(answer.instances, "Say otherwise under *Fleet and cost*."))
         st.markdown(paragraph(answer.why))
-    runs = (
-        f"simulated ({result.simulations:,} runs)"
-        if simulated
-        else "answered from the cache (nothing new to simulate)"
-    )
+    n = result.simulations
+    if not simulated:
+        runs = "answered from the cache (nothing new to simulate)"
+    elif n:
+        runs = f"simulated ({n:,} {'run' if n == 1 else 'runs'})"
+    else:  # new criteria judged on runs made before (a floor change, say)
+        runs = "judged on runs already simulated (no new run)"
     st.caption(f"{md(inputs.curve.label)} · {len(result.options)} options {runs}")
     if inputs.curve.flag:
         st.warning(
@@ -180,11 +186,11 @@ def charts(view: PlanView, result: Recommendation, inputs: PlanInputs) -> None:
             )
             if sampled:
                 st.caption(
-                    f"The session axis is sampled: beyond {CHART_EVERY_COUNT_UPTO} sessions "
-                    "each policy is drawn at every count up to 16, at about "
-                    f"{CHART_POINTS} evenly spaced counts up to a little past its own cap and "
-                    "at the counts its search ran in full (its boundary among them), not at "
-                    "every count."
+                    "The session axis is sampled, as a cap here lies beyond "
+                    f"{CHART_EVERY_COUNT_UPTO} sessions: each policy is drawn at every count "
+                    f"up to 16, then at about {CHART_POINTS} evenly spaced counts up to a "
+                    "little past its own cap and at the counts its search ran in full (its "
+                    "boundary among them), not at every count."
                 )
     st.caption(
         "Each point pools all random phase draws: latency is the percentile over every "
@@ -207,9 +213,11 @@ def charts(view: PlanView, result: Recommendation, inputs: PlanInputs) -> None:
         width="stretch",
         key="plan_chart_pareto",
     )
+    # Named by their titles, not by side: on a phone the two columns stack.
     st.caption(
-        "Left: latency of one batched call; the shaded band is how far the fit could be off "
-        "(optimistic to pessimistic), dotted where it is extrapolated. Right: every option's "
+        "*The batch curve the plan runs on*: latency of one batched call; the shaded band is "
+        "how far the fit could be off (optimistic to pessimistic), dotted where it is "
+        "extrapolated. *Seats per card against latency at the cap*: every option's "
         "seats against its latency at the cap; a hollow grey option is dominated (another "
         "holds as many seats or more at no higher latency). Options with the same seats and "
         "latency share a marker: a label such as “oldest-first and 5 more” stands for "
@@ -219,6 +227,8 @@ def charts(view: PlanView, result: Recommendation, inputs: PlanInputs) -> None:
 
 def options_table(view: PlanView) -> None:
     st.subheader("Every option")
+    with st.container(key="plan_options_swipe"):
+        st.caption("On a narrow screen the table scrolls sideways: swipe it for every column.")
     static_table(view.options.records, key="plan_options")
     st.caption(md(view.options_note))
 
@@ -241,6 +251,7 @@ def simulate_link(view: PlanView) -> None:
 
 # ---------------------------------------------------------------------------------------
 
+st.html(STYLE)
 db = store()
 default = default_curve_or_stop(db, "Plan", "to plan with")
 curves = db.curves()

@@ -36,8 +36,15 @@ def plotly_text(text: str, limit: int = 80) -> str:
     return html.escape(cut, quote=False)
 
 
-def _title(text: str) -> dict[str, Any]:
+def _title(text: str, under: str = "") -> dict[str, Any]:
+    """A chart's title, and what it shows in a smaller line ``under`` it: two short lines
+    fit a phone's width where one long one runs off the chart."""
+    if under:
+        text += f"<br><span style='font-size:12px'>{under}</span>"
     return {"text": text, "x": 0, "xanchor": "left"}
+
+
+_TWO_LINE_TITLE = {**_LAYOUT["margin"], "t": 70}
 
 
 def curve_figure(label: str, points: Sequence[Point], fit: FittedCurve, upto: int) -> go.Figure:
@@ -78,7 +85,8 @@ def curve_figure(label: str, points: Sequence[Point], fit: FittedCurve, upto: in
     ]
     layout = {
         **_LAYOUT,
-        "title": _title(f"The batch curve: {plotly_text(label)}"),
+        "title": _title("The batch curve", plotly_text(label)),
+        "margin": _TWO_LINE_TITLE,
         "xaxis": {"title": {"text": "batch size (frames per call)"}},
         "yaxis": {"title": {"text": "latency per call (ms)"}, "rangemode": "tozero"},
     }
@@ -122,9 +130,10 @@ def options_figure(
     layout = {
         **_LAYOUT,
         "title": _title(
-            f"{'Latency' if metric == 'latency' else 'Slowest session'} against sessions, "
-            f"up to one past each cap (the {line} dashed)"
+            f"{'Latency' if metric == 'latency' else 'Slowest session'} against sessions",
+            f"up to one past each cap; the {line} dashed",
         ),
+        "margin": _TWO_LINE_TITLE,
         # One tick per session count while they fit; beyond, Plotly's own spacing.
         "xaxis": {"title": {"text": SESSIONS_AXIS}, **({"dtick": 1} if widest <= 40 else {})},
         "yaxis": {"title": {"text": what}, "rangemode": "tozero"},

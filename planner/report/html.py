@@ -20,6 +20,9 @@ from planner.report.document import (
     report_sections,
 )
 
+PROSE_CHARS = 40
+"""A table's column with a cell longer than this is prose, kept readably wide."""
+
 _CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0;
        color: #1f2328; background: #fff; line-height: 1.45; }
@@ -28,7 +31,16 @@ h1 { font-size: 1.9rem; margin: 0.2rem 0 0.6rem; }
 h2 { font-size: 1.3rem; margin-top: 2.2rem; border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
 .kicker { color: #57606a; margin: 0; text-transform: uppercase; letter-spacing: 0.06em;
           font-size: 0.8rem; }
-.table { overflow-x: auto; max-width: 100%; }
+.table { overflow-x: auto; max-width: 100%;
+         background: linear-gradient(to right, #fff 30%, rgba(255,255,255,0)) left / 24px 100%,
+                     linear-gradient(to left, #fff 30%, rgba(255,255,255,0)) right / 24px 100%,
+                     radial-gradient(farthest-side at 0 50%, rgba(0,0,0,.25), transparent)
+                       left / 12px 100%,
+                     radial-gradient(farthest-side at 100% 50%, rgba(0,0,0,.25), transparent)
+                       right / 12px 100%;
+         background-repeat: no-repeat; background-attachment: local, local, scroll, scroll; }
+.prose { min-width: 14em; }
+p, li { overflow-wrap: anywhere; }  /* a command line's long points break, not the page */
 table { border-collapse: collapse; margin: 0.8rem 0; font-size: 0.9rem; }
 @media (max-width: 600px) { main { padding: 16px 12px 48px; } }
 th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
@@ -37,7 +49,8 @@ th { background: #f6f8fa; }
 .metric { border: 1px solid #d0d7de; border-radius: 6px; padding: 8px 14px; min-width: 150px; }
 .metric .label { color: #57606a; font-size: 0.8rem; }
 .metric .value { font-size: 1.4rem; font-weight: 600; }
-.chart { margin: 1rem 0; }
+/* A long title never widens the page. */
+.chart { margin: 1rem 0; overflow: hidden; position: relative; }
 code, .address { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 0.85rem;
                  word-break: break-all; }
 footer { color: #57606a; font-size: 0.8rem; margin-top: 3rem; }
@@ -91,9 +104,23 @@ def _html_block(block: Block) -> str:
         lead = f"<strong>{e(block.lead)}</strong>" if block.lead else ""
         return f"<p>{lead}{e(block.text)}</p>"
     if isinstance(block, Table):
-        head = "".join(f"<th>{e(h)}</th>" for h in block.header)
+        # A column of sentences keeps a readable width on a narrow screen (not one word a
+        # line); the table then scrolls in its box, whose edge shadows say there is more.
+        prose = [
+            any(len(str(r[i])) > PROSE_CHARS for r in block.rows) for i in range(len(block.header))
+        ]
+        head = "".join(
+            f'<th class="prose">{e(h)}</th>' if long else f"<th>{e(h)}</th>"
+            for h, long in zip(block.header, prose, strict=True)
+        )
         body = "".join(
-            "<tr>" + "".join(f"<td>{e(cell)}</td>" for cell in row) + "</tr>" for row in block.rows
+            "<tr>"
+            + "".join(
+                f'<td class="prose">{e(cell)}</td>' if long else f"<td>{e(cell)}</td>"
+                for cell, long in zip(row, prose, strict=True)
+            )
+            + "</tr>"
+            for row in block.rows
         )
         thead = f"<thead><tr>{head}</tr></thead>" if any(block.header) else ""
         # In a box of its own that scrolls sideways: a wide table never widens the page.

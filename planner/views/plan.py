@@ -47,18 +47,28 @@ class DetailRun:
     option, on the phase draw where its slowest session did worst, as the Simulate page's
     parameters (``plan_simulation``); and every draw's slowest session. ``reason`` is None
     when the count fails on the frame-rate floor (the worst draw is what fails), else why
-    it fails over all the draws together (the latency percentile pools them)."""
+    it fails over all the draws together (the latency percentile pools them). Under
+    ``queue = all`` a count can fail the stability condition before any run
+    (``planner.plan.stability``): then ``draws`` is empty, ``reason`` says why, and the
+    link opens one draw of that count."""
 
     label: str
     params: SimulateParams
     sessions: int
     seed: int
-    slowest: str  # the worst draw's slowest session, ``12.2 fps``
-    draws: tuple[tuple[int, str, bool], ...]  # (seed, slowest fps, the worst?)
+    slowest: str  # the worst draw's slowest session, ``12.2 fps`` (``-``: no draw)
+    draws: tuple[tuple[int, str, bool], ...]  # (seed, slowest fps, the worst?); none ran
     reason: str | None = None
 
     def sentence(self, strong: Callable[[str], str] = str) -> str:
         """What the link opens, the worst draw's figure marked with ``strong``."""
+        if not self.draws:
+            # The stability condition failed the count: the plan ran no draw of it.
+            return (
+                f"The plan judged {self.sessions} sessions without running them: "
+                f"{self.reason}. The link opens seed {self.seed}, one random phase draw of "
+                "that count, to watch the queue."
+            )
         draws = ", ".join(
             f"{strong(fps)} (seed {seed}, the worst)" if worst else fps
             for seed, fps, worst in self.draws
@@ -231,11 +241,15 @@ def option_rows(
 ) -> list[dict[str, str]]:
     """One row per (policy, sharing mode), best first, as text to read: the option, its
     seats per card, GPUs for the peak and cost per seat first (what a reader compares,
-    kept in view on a narrow screen), then latency and slowest frame rate at the cap, why
-    the next seat fails, isolation, and which option dominates it. Columns that would be
-    empty in every row are left out, so the table fits the page."""
+    kept in view on a narrow screen), then latency and slowest frame rate at the cap,
+    isolation, which option dominates it, and last why the next seat fails (the one
+    sentence, which a narrow screen gives its width to at the end of the row). Columns
+    that would be empty in every row are left out, so the table fits the page."""
     known = next((o.at_cap.percentile for o in options if o.at_cap is not None), None)
     latency = f"p{known:g} latency at cap (ms)" if known is not None else "latency at cap (ms)"
+    # One precision down the column: 29.98 fps is 30.0, so an even 30 is 30.0 beside it.
+    rates = [o.at_cap.min_fps for o in options if o.at_cap is not None]
+    decimal = any(r != round(r) for r in rates)
     rows = []
     for option, beaten in zip(options, beaten_by, strict=True):
         at = option.at_cap
@@ -250,15 +264,17 @@ def option_rows(
                 None if sized is None else sized.cost_per_seat_hour_span, display.money
             )
         row[latency] = display.ms(at.e2e_latency_ms if at else None, unit=False)
-        row["slowest session at cap (fps)"] = display.fps(at.min_fps if at else None, unit=False)
-        # The row names the option already: its reason need not repeat the policy.
-        row["next seat fails because"] = option.binding_constraint.replace(
-            f" under {option.policy}", ""
+        row["slowest session at cap (fps)"] = display.fps(
+            at.min_fps if at else None, unit=False, decimal=decimal
         )
         row["seats per instance"] = option.seats_per_instance if option.per_card > 1 else ""
         row["isolation (memory; faults)"] = isolation(option)
         row["dominated by"] = beaten.label if beaten is not None else ""
         row["extrapolated"] = "yes" if option.extrapolated else ""
+        # The row names the option already: its reason need not repeat the policy.
+        row["next seat fails because"] = option.binding_constraint.replace(
+            f" under {option.policy}", ""
+        )
         rows.append(row)
     empty = [k for k in ("seats per instance", "dominated by", "extrapolated")
              if not any(r[k] for r in rows)]  # fmt: skip
@@ -290,7 +306,8 @@ def stage_table(result: Recommendation) -> tuple[Table | None, str]:
             display.ms(None if tail is None else tail.total, unit=False),
         )
     )
-    header = ("stage", "mean (ms)", f"p{stages.percentile:g} tail (ms)")
+    pct = f"p{stages.percentile:g}"
+    header = ("stage", "mean (ms)", f"{pct} and beyond, mean (ms)")
     notes = []
     if at.cpu is not None:
         threads = "thread" if at.cpu.workers == 1 else "threads"
@@ -302,11 +319,16 @@ def stage_table(result: Recommendation) -> tuple[Table | None, str]:
     limit = result.request.memory(best.sharing).batch_limit
     if limit is not None:
         notes.append(f"no batch larger than {limit} fits in GPU memory")
+    # The tail's total is a mean of the slowest frames, so it is at least the percentile
+    # the criteria judge (and may pass the budget while that percentile does not): say both.
     note = (
         f"At {best.cap} sessions under {best.label}"
         + (": " + "; ".join(notes) if notes else "")
-        + ". The tail is the mean over the frames at or beyond the "
-        f"p{stages.percentile:g} (percentiles of the parts would not add up)."
+        + f". The {pct} latency there is {display.ms(at.e2e_latency_ms)}, what the "
+        f"{display.ms(result.request.criteria.budget_ms)} budget is judged on. The last "
+        f"column is the mean over the frames at or beyond that {pct}, so its total is at "
+        f"least that: it shows where the slowest frames' time goes (the {pct}s of the parts "
+        "would not add up)."
     )
     return Table(header, tuple(rows)), note
 
@@ -315,6 +337,18 @@ def detail_run(params: PlanParams, result: Recommendation, best: Option) -> Deta
     """The run behind the headline's reason (see ``DetailRun``), with the plan's
     calibration."""
     failing = best.history[-1]  # the first failing count (or the cap, when none failed)
+    if best.failures and failing.sessions == best.cap:
+        # No run of cap + 1: the stability condition failed it (planner.plan.stability).
+        sessions, seed = best.cap + 1, failing.seeds[0]
+        return DetailRun(
+            label=f"See {sessions} sessions under {best.policy} in detail",
+            params=plan_simulation(params, result.request, best, sessions, seed=seed),
+            sessions=sessions,
+            seed=seed,
+            slowest=display.MISSING,
+            draws=(),
+            reason=best.binding_constraint,
+        )
     worst = min(range(len(failing.seeds)), key=lambda i: failing.min_fps_by_seed[i])
     seed = failing.seeds[worst]
     simulation = plan_simulation(params, result.request, best, failing.sessions, seed=seed)
