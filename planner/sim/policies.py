@@ -39,9 +39,9 @@ dashboard and the command line list ``POLICIES``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -287,6 +287,33 @@ _REGISTRY: tuple[Policy, ...] = (
 POLICIES: dict[str, Policy] = {p.name: replace(p, pid=i) for i, p in enumerate(_REGISTRY)}
 """The policies by name, in the order the recommendation lists them (``register`` and
 ``unregister`` change it; the ids follow the order)."""
+
+
+class Names(Sequence[str]):
+    """The registered policies' names in order, read from ``POLICIES`` each time they are
+    used (the link codecs' choices), so a policy registered later is accepted too."""
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return list(POLICIES)[index]
+
+    def __len__(self) -> int:
+        return len(POLICIES)
+
+    def __contains__(self, name: object) -> bool:
+        return name in POLICIES
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(POLICIES))
+
+    def __repr__(self) -> str:
+        return f"Names({list(POLICIES)!r})"
+
+
+POLICY_NAMES = Names()
 
 
 def register(policy: Policy) -> Policy:
