@@ -36,6 +36,7 @@ from planner.links.codecs import (
     Texts,
 )
 from planner.sim.policies import POLICIES as _POLICIES
+from planner.sim.policies import POLICY_NAMES
 from planner.sim.scenario import (
     MODES,
     PHASES,
@@ -48,7 +49,9 @@ from planner.sim.stages import WorkerStages
 MIG_PROFILE_OR_ALL = re.compile(rf"^({ALL_PROFILES}|{MIG_PROFILE.pattern[1:-1]})$")
 """A MIG profile such as ``3g.40gb``, or ``all`` for every profile of the card."""
 POLICIES: tuple[str, ...] = tuple(_POLICIES)
-"""Scheduling policies, in the order the recommendation lists them (``planner.sim.policies``)."""
+"""Scheduling policies, in the order the recommendation lists them (``planner.sim.policies``):
+the default list; the codecs read the registry itself, so a policy registered later is
+accepted too."""
 
 # ---------------------------------------------------------------------------------------
 # The parameters. One table defines each parameter once (default, codec, meaning); the
@@ -108,7 +111,7 @@ PARAMETERS: dict[str, Parameter] = {
         Float.of(limits.OVERHEAD_MS),
         "per-frame overhead outside the GPU, ms",
     ),
-    "policies": Parameter(POLICIES, Subset(POLICIES), "candidate scheduling policies"),
+    "policies": Parameter(POLICIES, Subset(POLICY_NAMES), "candidate scheduling policies"),
     "modes": Parameter(
         None, Maybe(Subset(MODES)), "candidate sharing modes (unset: from the mode parameters)"
     ),
@@ -221,7 +224,7 @@ PARAMETERS: dict[str, Parameter] = {
     ),
     # One simulated scenario.
     "sessions": Parameter(3, Int.of(limits.SESSIONS), "concurrent sessions"),
-    "policy": Parameter("batch-all", Choice(POLICIES), "scheduling policy"),
+    "policy": Parameter("batch-all", Choice(POLICY_NAMES), "scheduling policy"),
     "max_batch": Parameter(
         None, Maybe(Int.of(limits.MAX_BATCH)), "largest batch (max-batch, triton)"
     ),
@@ -231,7 +234,7 @@ PARAMETERS: dict[str, Parameter] = {
         "longest wait for a fuller batch (triton), us",
     ),
     "slo_ms": Parameter(None, Maybe(Float.of(limits.SLO_MS)), "objective of aimd and deadline, ms"),
-    "compare_policy": Parameter(None, Maybe(Choice(POLICIES)), "second policy, side by side"),
+    "compare_policy": Parameter(None, Maybe(Choice(POLICY_NAMES)), "second policy, side by side"),
     "fps": Parameter(
         Scenario.fps,
         Numbers(Float.of(limits.FPS), 1, int(limits.SESSIONS.high)),

@@ -208,7 +208,8 @@ def _fallback(parameter: Parameter) -> str:
         return "left unset"
     if parameter.default == ():
         return "using the default (none)"
-    if isinstance(parameter.codec, Subset) and parameter.default == parameter.codec.choices:
+    codec = parameter.codec
+    if isinstance(codec, Subset) and list(parameter.default) == list(codec.choices):
         return "using the default (all)"
     return f"using the default {parameter.codec.format(parameter.default)}"
 

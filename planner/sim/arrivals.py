@@ -12,6 +12,7 @@ Randomness: one seed per scenario, with a generator per stream (``planner.sim.st
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 
@@ -71,3 +72,34 @@ def arrivals(scenario: Scenario) -> Arrivals:
     start = np.zeros(n + 1, dtype=np.int64)
     np.cumsum([c.size for c in chunks], out=start[1:])
     return Arrivals(times=np.concatenate(chunks) if chunks else np.zeros(0), start=start)
+
+
+Order: TypeAlias = tuple[np.ndarray | None, np.ndarray, np.ndarray]
+"""``arrival_order``: frames by arrival, their sessions and arrival times (with a pool of
+CPU threads); without one, None, then the sessions and times of the frames in the order
+they become pending for the GPU."""
+
+
+def arrival_order(times: np.ndarray, start: np.ndarray, stages: np.ndarray) -> Order:
+    """The order in which frames reach the worker, for a scenario with a pool of CPU
+    threads: global frame indices by arrival time, ties to the lower session (then the
+    earlier frame), each one's session and arrival time (kept in that order so the loop
+    reads them one after another). Without a pool, for which the loop is compiled without
+    the pool's code (the first is None): the order in which frames become pending for the
+    GPU (arrival + pre), as the sessions and times of the frames in that order (the loop
+    takes each session's frames one after another, so their sessions say which).
+
+    Sorted on the times the loop computes (capture + network, + pre), not capture: adding
+    a delay can make two different capture times equal, and the tie then goes to the
+    lower session. A stable sort of the sessions' sorted runs, laid out one after another,
+    does both.
+    """
+    network, pre, post, workers = (float(v) for v in stages)
+    arrival = times + network if network != 0.0 else times
+    owner = np.repeat(np.arange(start.size - 1, dtype=np.int64), np.diff(start))
+    if not (workers > 0 and (pre > 0 or post > 0)):
+        ready = arrival + pre if pre != 0.0 else arrival
+        order = np.argsort(ready, kind="stable")
+        return None, owner[order], ready[order]
+    order = np.argsort(arrival, kind="stable").astype(np.int64)
+    return order, owner[order], arrival[order]

@@ -31,42 +31,29 @@ frames, the next session in turn or every session in order there; the loop remov
 frames a batch takes or a policy lets expire.
 
 Compiled with Numba through ``planner.sim.jit`` (compiled once per machine and version of the
-compiled sources, then loaded from cache). The loop releases the GIL, so the many-run
+compiled sources, then loaded from cache), with the policy switch written out from the
+registry (``planner.sim.dispatch``). The loop releases the GIL, so the many-run
 engine (``planner.sim.ensemble``) runs it on several threads at once.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, TypeAlias
+from typing import Any
 
 import numpy as np
 
-from planner.sim.arrivals import arrivals
+from planner.sim.arrivals import arrival_order, arrivals
 from planner.sim.batch_time import NO_SPREAD, batch_ms, spread_arrays, stretch
-from planner.sim.jit import jit
+from planner.sim.dispatch import by_policy
 from planner.sim.pending import add, pending_set, remove
-from planner.sim.policies import POLICIES, STATE_SIZE
-from planner.sim.queue_all import queue_loop, queue_params
+from planner.sim.policies import POLICIES, STATE_SIZE, switched
+from planner.sim.queue_all import run_queue_all
 from planner.sim.records import Records
 from planner.sim.scenario import Scenario
 from planner.sim.sharing import Timeline, cotenant_timeline, effective_table, finish, horizon
 
-# The policy kernels, taken from their registry entries: the decision loop's switch calls
-# them by these names, so Numba compiles each call in.
-_oldest_first = POLICIES["oldest-first"].kernel
-_round_robin = POLICIES["round-robin"].kernel
-_batch_all = POLICIES["batch-all"].kernel
-_max_batch = POLICIES["max-batch"].kernel
-_triton = POLICIES["triton"].kernel
-_aimd = POLICIES["aimd"].kernel
-_deadline = POLICIES["deadline"].kernel
-
 _NO_TIMELINE = np.zeros(1)
-Order: TypeAlias = tuple[np.ndarray | None, np.ndarray, np.ndarray]
-"""``arrival_order``: frames by arrival, their sessions and arrival times (with a pool of
-CPU threads); without one, None, then the sessions and times of the frames in the order
-they become pending for the GPU."""
 NO_STAGES = np.zeros(4)
 """``WorkerStages.as_array()`` of a worker without network, CPU stages or CPU threads."""
 _POST, _PRE = 0, 1  # CPU job kinds (``Records.job_kind``)
@@ -127,66 +114,15 @@ def run_prepared(
     if stages is None:
         stages = NO_STAGES
     order = arrival_order(times, start, stages)
-    out = decision_loop(times, start, duration_ms, latency, pid, params, slicing, edges, speed,
-                        work, stages, order[0], order[1], order[2], True, sigma, z)  # fmt: skip
+    out = fast_loop()(times, start, duration_ms, latency, pid, params, slicing, edges, speed,
+                      work, stages, order[0], order[1], order[2], True, sigma, z)  # fmt: skip
     return records_of(out)
 
 
-def run_queue_all(
-    scenario: Scenario,
-    times: np.ndarray,
-    start: np.ndarray,
-    latency: np.ndarray,
-    timeline: Timeline | None,
-    order: Order | None = None,
-    spread: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[Any, ...]:
-    """The compiled loop of a server that queues every frame (``planner.sim.queue_all``)
-    on prepared inputs (``spread``: ``batch_time.spread_arrays`` of the scenario, made
-    here when not given); its output, which ``records_of`` reads."""
-    if timeline is None:
-        edges = speed = work = _NO_TIMELINE
-    else:
-        edges, speed, work = timeline.edges, timeline.speed, timeline.work
-    stages = scenario.stages.as_array()
-    if order is None:
-        order = arrival_order(times, start, stages)
-    queue = queue_params(
-        scenario.max_queue_size, scenario.queue_timeout_us, scenario.timeout_action,
-        scenario.sessions,
-    )  # fmt: skip
-    if spread is None:
-        spread = spread_arrays(scenario.spread, scenario.seed, times.size)
-    return queue_loop(
-        times, start, scenario.duration_ms, latency, POLICIES[scenario.policy].pid,
-        scenario.policy_params(), timeline is not None, edges, speed, work, stages, order[1],
-        order[2], queue, spread[0], spread[1],
-    )  # fmt: skip
-
-
-def arrival_order(times: np.ndarray, start: np.ndarray, stages: np.ndarray) -> Order:
-    """The order in which frames reach the worker, for a scenario with a pool of CPU
-    threads: global frame indices by arrival time, ties to the lower session (then the
-    earlier frame), each one's session and arrival time (kept in that order so the loop
-    reads them one after another). Without a pool, for which the loop is compiled without
-    the pool's code (the first is None): the order in which frames become pending for the
-    GPU (arrival + pre), as the sessions and times of the frames in that order (the loop
-    takes each session's frames one after another, so their sessions say which).
-
-    Sorted on the times the loop computes (capture + network, + pre), not capture: adding
-    a delay can make two different capture times equal, and the tie then goes to the
-    lower session. A stable sort of the sessions' sorted runs, laid out one after another,
-    does both.
-    """
-    network, pre, post, workers = (float(v) for v in stages)
-    arrival = times + network if network != 0.0 else times
-    owner = np.repeat(np.arange(start.size - 1, dtype=np.int64), np.diff(start))
-    if not (workers > 0 and (pre > 0 or post > 0)):
-        ready = arrival + pre if pre != 0.0 else arrival
-        order = np.argsort(ready, kind="stable")
-        return None, owner[order], ready[order]
-    order = np.argsort(arrival, kind="stable").astype(np.int64)
-    return order, owner[order], arrival[order]
+def fast_loop() -> Any:
+    """The compiled loop for the policies registered now: ``decision_loop`` for the
+    built-in ones (``planner.sim.dispatch``)."""
+    return switched(_decision_loop, nogil=True)
 
 
 def records_of(out: tuple[Any, ...]) -> Records:
@@ -218,8 +154,7 @@ def records_of(out: tuple[Any, ...]) -> Records:
     )
 
 
-@jit(nogil=True)
-def decision_loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order, order_session, order_time, keep_jobs, sigma, z):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
+def _decision_loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order, order_session, order_time, keep_jobs, sigma, z):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
     """The simulation proper. ``times`` are capture times; ``stages`` is ``[network_ms,
     pre_ms, post_ms, cpu_workers]``; ``sigma`` and ``z`` the batch-time spread
     (``planner.sim.batch_time.batch_ms``; empty: every batch takes ``latency[b]``).
@@ -549,26 +484,9 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
                 add(slots, gpu_at, i, order_time[joined])
                 joined += 1
 
-        # The same switch as ``policies.decide``, written out: calling ``decide`` here (or
-        # inlining it) made runs 10-25% slower, and a kernel called directly costs nothing.
-        # Both switches have an explicit branch per policy id and raise on any other; the
-        # tests run every registered policy through each.
-        if pid == 0:
-            out = _oldest_first(now, pending, latency, params, state, feedback, chosen, dropped)
-        elif pid == 1:
-            out = _round_robin(now, pending, latency, params, state, feedback, chosen, dropped)
-        elif pid == 2:
-            out = _batch_all(now, pending, latency, params, state, feedback, chosen, dropped)
-        elif pid == 3:
-            out = _max_batch(now, pending, latency, params, state, feedback, chosen, dropped)
-        elif pid == 4:
-            out = _triton(now, pending, latency, params, state, feedback, chosen, dropped)
-        elif pid == 5:
-            out = _aimd(now, pending, latency, params, state, feedback, chosen, dropped)
-        elif pid == 6:
-            out = _deadline(now, pending, latency, params, state, feedback, chosen, dropped)
-        else:
-            raise ValueError("unknown policy id")
+        # The policy: written out as a switch of the registry's kernels, each called
+        # directly (``planner.sim.dispatch``); a kernel called directly costs nothing.
+        out = by_policy(pid, now, pending, latency, params, state, feedback, chosen, dropped)
         count, wake, gone = out
         feedback = math.nan
         for c in range(gone):
@@ -651,3 +569,8 @@ def decision_loop(times, start, duration, latency, pid, params, slicing, edges, 
         frame_latency, frame_done, batch_start, batch_end, batch_size, counters, jobs,
         job_kind, job_ready, job_start, sums,
     )  # fmt: skip
+
+
+decision_loop = fast_loop()
+"""The loop for the built-in policies, compiled once per machine and version of the
+compiled sources (``fast_loop`` gives the one for the policies registered now)."""

@@ -32,7 +32,7 @@ import numpy as np
 
 from planner.sim.arrivals import arrivals
 from planner.sim.batch_time import batch_ms, spread_arrays, stretch
-from planner.sim.policies import POLICIES, SLO_MS, decide, initial_state
+from planner.sim.policies import POLICIES, decide, initial_state
 from planner.sim.records import Records
 from planner.sim.scenario import Scenario
 from planner.sim.sharing import cotenant_timeline, effective_table, finish, horizon
@@ -250,10 +250,7 @@ def run_reference_queue_all(scenario: Scenario) -> Records:
     timeline = cotenant_timeline(scenario.sharing, scenario.seed, reach)
     sigma, z = spread_arrays(scenario.spread, scenario.seed, capture.times.size)
     params = scenario.policy_params()
-    policy = scenario.policy
-    limit = int(params[0]) if policy in ("triton", "max-batch") else n
-    if scenario.memory_batch_limit is not None:
-        limit = min(limit, scenario.memory_batch_limit)
+    decide_queued = POLICIES[scenario.policy].queue_reference
     max_size = math.inf if scenario.max_queue_size is None else scenario.max_queue_size
     timeout = math.inf if scenario.queue_timeout_us is None else scenario.queue_timeout_us / 1e3
     delay = scenario.timeout_action == "delay"
@@ -273,8 +270,7 @@ def run_reference_queue_all(scenario: Scenario) -> Records:
     wake_at = math.inf
     feedback = math.nan
     reason = False
-    turn = 0  # round-robin: 1 + the last session served
-    cap = 1.0  # aimd's batch cap
+    policy_state: dict[str, float] = {}  # the policy's memory, through the run
 
     while events:
         t, kind, a, b, _ = heapq.heappop(events)
@@ -305,39 +301,14 @@ def run_reference_queue_all(scenario: Scenario) -> Records:
             else:
                 expired[request[1]] += 1
         queue = live + delayed  # the order the batcher takes requests in
-        chosen: list[tuple[float, int, int]] = []
-        if policy == "round-robin" and queue:
-            with_request = sorted({s for _, s, _ in queue})
-            later = [s for s in with_request if s >= turn]
-            session = later[0] if later else with_request[0]
-            chosen = [min((r for r in queue if r[1] == session), key=lambda r: r[2])]
-            turn = session + 1
-        elif policy == "oldest-first":
-            chosen = queue[:1]
-        elif policy in ("batch-all", "max-batch"):
-            chosen = queue[:limit]
-        elif policy == "triton" and queue:
-            if len(queue) >= limit or t >= queue[0][0] + params[1]:
-                chosen = queue[:limit]
-            else:
-                wake_at = queue[0][0] + params[1]
-                heapq.heappush(events, (wake_at, WAKE, -1, -1, next(sequence)))
-        elif policy == "aimd":
-            if not math.isnan(feedback):
-                met = feedback <= params[SLO_MS]
-                cap = min(cap + 1, limit) if met else max(1, math.floor(0.9 * cap))
-            chosen = queue[: int(cap)]
-        elif policy == "deadline":
-            slo = params[SLO_MS]
-            while queue and t + latency[1] > queue[0][0] + slo:
-                gone = queue.pop(0)
-                expired[gone[1]] += 1
-                (live if gone in live else delayed).remove(gone)
-            size = 1 if queue else 0
-            while size < min(len(queue), limit) and t + latency[size + 1] <= queue[0][0] + slo:
-                size += 1
-            chosen = queue[:size]
+        chosen, wake, drop = decide_queued(t, queue, latency, params, n, policy_state, feedback)
         feedback = math.nan
+        for gone in drop:
+            expired[gone[1]] += 1
+            (live if gone in live else delayed).remove(gone)
+        if wake < math.inf:
+            wake_at = wake
+            heapq.heappush(events, (wake_at, WAKE, -1, -1, next(sequence)))
         if not chosen:
             continue
         for request in chosen:

@@ -24,18 +24,13 @@ from typing import Any
 import numba
 import numpy as np
 
-from planner.sim.arrivals import Arrivals, arrivals
+from planner.sim.arrivals import Arrivals, Order, arrival_order, arrivals
 from planner.sim.batch_time import spread_arrays, stretch
 from planner.sim.delivered import delivered_fps
-from planner.sim.engine_fast import (
-    Order,
-    arrival_order,
-    decision_loop,
-    records_of,
-    run_queue_all,
-)
+from planner.sim.engine_fast import fast_loop, records_of
 from planner.sim.pipeline import frame_parts
 from planner.sim.policies import POLICIES
+from planner.sim.queue_all import run_queue_all
 from planner.sim.scenario import Scenario
 from planner.sim.sharing import Sharing, Timeline, cotenant_timeline, effective_table, horizon
 from planner.sim.stages import NO_STAGES, WorkerStages
@@ -128,7 +123,7 @@ class _Job:
     arrivals: Arrivals
     latency: np.ndarray  # latency[b] for a batch of b (index 0 unused)
     timeline: Timeline | None
-    order: Order  # engine_fast.arrival_order
+    order: Order  # arrivals.arrival_order
 
 
 def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcome]:
@@ -251,7 +246,7 @@ def _run(job: _Job, detail: bool = False) -> Outcome:
         )
     else:
         sigma, z = spread_arrays(s.spread, s.seed, job.arrivals.times.size)
-        out = decision_loop(
+        out = fast_loop()(
             job.arrivals.times, job.arrivals.start, s.duration_ms, job.latency,
             POLICIES[s.policy].pid, s.policy_params(), job.timeline is not None, edges, speed,
             work, s.stages.as_array(), job.order[0], job.order[1], job.order[2], detail,

@@ -9,6 +9,10 @@ its old machine code, with the old policy inside. So every function compiled thr
 and stamped with that hash: an edit to any of them compiles everything again, and
 reverting it finds the earlier machine code again.
 
+Only functions of the compiled sources are cached: one compiled elsewhere (a policy a
+test or a script registers) compiles in each process, since the hash does not know its
+file.
+
 The cache lives under ``NUMBA_CACHE_DIR`` when that is set, else in the per-user cache
 directory (``~/.cache/gpu-seat-planner/numba`` on Linux). Where neither can be written,
 functions compile in every process instead.
@@ -41,6 +45,8 @@ COMPILED_SOURCES: tuple[str, ...] = (
     "jit.py",
     "pending.py",
     "policies.py",
+    "queue_policies.py",
+    "dispatch.py",
     "sharing/timeline.py",
     "batch_time.py",
     "engine_fast.py",
@@ -94,6 +100,8 @@ class _Locator(caching._CacheLocator if numba is not None else object):  # type:
 
     @classmethod
     def from_function(cls, py_func: Callable[..., Any], py_file: str) -> _Locator | None:
+        if Path(py_file).resolve() not in {PACKAGE / name for name in COMPILED_SOURCES}:
+            return None  # not a compiled source (a test's policy): the hash does not know it
         locator = cls(py_func, py_file)
         try:
             locator.ensure_cache_path()
@@ -110,8 +118,11 @@ class _FunctionCache(caching.FunctionCache if numba is not None else object):  #
     _impl_class = _CacheImpl
 
 
-def jit(**options: Any) -> Callable[[F], F]:
-    """``numba.njit(**options)`` with the planner's cache (see the module docstring)."""
+def jit(cached: bool = True, **options: Any) -> Callable[[F], F]:
+    """``numba.njit(**options)`` with the planner's cache (see the module docstring).
+    ``cached=False`` for code compiled for policies registered at run time
+    (``planner.sim.dispatch``), which the sources do not describe: it compiles in each
+    process."""
 
     def wrap(fn: F) -> F:
         if numba is None:
@@ -119,8 +130,9 @@ def jit(**options: Any) -> Callable[[F], F]:
         dispatcher: Any = numba.njit(**options)(fn)
         # What ``Dispatcher.enable_caching`` does, with our cache in place of Numba's; with
         # no writable cache folder, the function compiles in each process instead.
-        with contextlib.suppress(RuntimeError):
-            dispatcher._cache = _FunctionCache(fn)
+        if cached:
+            with contextlib.suppress(RuntimeError):
+                dispatcher._cache = _FunctionCache(fn)
         return cast(F, dispatcher)
 
     return wrap

@@ -28,25 +28,27 @@ with ``count == 0``, run nothing and decide again at ``wake`` (+inf: at the next
 arrival). The sessions ``expired[:gone]`` drop their pending frame as expired.
 ``decide`` runs a kernel on pending frames given as an array of one time per session.
 
-Adding a policy: write its kernel, add a ``Policy`` entry to ``_REGISTRY``, and give its
-id (its position in the registry) a branch in ``decide`` here and in the fast engine's
-switch (``planner.sim.engine_fast.decision_loop``, which spells the switch out for speed:
-see there).
-An id without a branch raises instead of running another policy, and the tests run every
-registered policy through both switches and check that its own kernel answered. The
+Adding a policy: write its kernel, and what it does under a server that queues every
+frame, compiled and in plain Python (``planner.sim.queue_policies``), and add one
+``Policy`` entry to ``_REGISTRY`` (or ``register`` one at run time). Its id is its
+position in the registry; the engines reach its code through switches written out from
+the registry (``switched``, ``planner.sim.dispatch``), so nothing else names it. The
 dashboard and the command line list ``POLICIES``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
+from planner.sim import queue_policies as queued
+from planner.sim.dispatch import by_policy, compiled
 from planner.sim.jit import jit
+from planner.sim.params import DELAY_MS, LIMIT, MAX_BATCH, SLO_MS
 from planner.sim.pending import (
     at_end,
     in_session_order,
@@ -60,26 +62,30 @@ from planner.sim.pending import (
 )
 
 STATE_SIZE = 4
-SLO_MS = 2
-"""Position of the objective of aimd and deadline (their ``slo_ms``, GPU side) in ``params``."""
-LIMIT = 3
-"""Position of the batch limit (the largest batch that fits in memory) in ``params``."""
 _NO_WAKE = math.inf
 
 
 @dataclass(frozen=True)
 class Policy:
-    """A policy's name (part of the interface), what it does, its parameters, its kernel,
-    and its id: its position in the registry, which ``decide`` switches on.
-    ``one_at_a_time`` says its batches always hold one frame (so no memory limit binds)."""
+    """A policy: its name (part of the interface), what it does, and its code: ``kernel``
+    decides when each session keeps only its newest frame (the module docstring);
+    ``queue_kernel`` and ``queue_reference`` decide, compiled and in plain Python, when the
+    server queues every frame (``planner.sim.queue_policies``; ``by_session``: the queue
+    loop keeps the set of sessions with a waiting request for it). Then its parameters
+    and their defaults, and its id: its position in the registry, which the compiled
+    switches use. ``one_at_a_time`` says its batches always hold one frame (so no memory
+    limit binds)."""
 
     name: str
     summary: str
     kernel: Callable[..., Any] = field(repr=False, compare=False)
+    queue_kernel: Callable[..., Any] = field(repr=False, compare=False)
+    queue_reference: Callable[..., Any] = field(repr=False, compare=False)
     params: tuple[str, ...] = ()
     defaults: Mapping[str, float] = field(default_factory=dict)
     pid: int = -1
     one_at_a_time: bool = False
+    by_session: bool = False
 
 
 # -- kernels -----------------------------------------------------------------------------
@@ -148,7 +154,7 @@ def _batch_all(now, pending, latency, params, state, feedback, chosen, expired):
 @jit()
 def _max_batch(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     at, slots = pending
-    count = _take_oldest(slots, int(min(params[0], params[LIMIT])), chosen)
+    count = _take_oldest(slots, int(min(params[MAX_BATCH], params[LIMIT])), chosen)
     return _answer(count, _NO_WAKE, 0, at, slots, latency, params, state, chosen, expired)
 
 
@@ -156,12 +162,12 @@ def _max_batch(now, pending, latency, params, state, feedback, chosen, expired):
 def _triton(now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     at, slots = pending
     # A batch that does not fit in memory is not a batch to wait for.
-    limit = int(min(params[0], params[LIMIT]))
+    limit = int(min(params[MAX_BATCH], params[LIMIT]))
     count = 0
     wake = _NO_WAKE
     if size(slots) > 0:
         position = oldest(slots)
-        deadline = at[session_at(slots, position)] + params[1]
+        deadline = at[session_at(slots, position)] + params[DELAY_MS]
         if size(slots) >= limit or now >= deadline:
             count = take_oldest(slots, position, limit, chosen)
         else:
@@ -218,19 +224,32 @@ _REGISTRY: tuple[Policy, ...] = (
         "oldest-first",
         "one frame at a time, the oldest pending frame first",
         _oldest_first,
+        queued.oldest_first,
+        queued.oldest_first_reference,
         one_at_a_time=True,
     ),
     Policy(
         "round-robin",
         "one frame at a time, sessions served in turn",
         _round_robin,
+        queued.round_robin,
+        queued.round_robin_reference,
         one_at_a_time=True,
+        by_session=True,
     ),
-    Policy("batch-all", "every pending frame in one batch (the production worker)", _batch_all),
+    Policy(
+        "batch-all",
+        "every pending frame in one batch (the production worker)",
+        _batch_all,
+        queued.batch_all,
+        queued.batch_all_reference,
+    ),
     Policy(
         "max-batch",
         "up to B pending frames, oldest first",
         _max_batch,
+        queued.max_batch,
+        queued.max_batch_reference,
         ("max_batch",),
         {"max_batch": 4},
     ),
@@ -238,6 +257,8 @@ _REGISTRY: tuple[Policy, ...] = (
         "triton",
         "Triton's dynamic batcher: wait up to D µs for B frames, then run up to B oldest",
         _triton,
+        queued.triton,
+        queued.triton_reference,
         ("max_batch", "max_queue_delay_us"),
         {"max_batch": 8, "max_queue_delay_us": 2000},
     ),
@@ -245,6 +266,8 @@ _REGISTRY: tuple[Policy, ...] = (
         "aimd",
         "Clipper's AIMD: grow the batch cap by 1 while the objective holds, cut 10% if not",
         _aimd,
+        queued.aimd,
+        queued.aimd_reference,
         ("slo_ms",),
         {"slo_ms": 50},
     ),
@@ -253,16 +276,81 @@ _REGISTRY: tuple[Policy, ...] = (
         "Clockwork-like: drop frames that cannot meet the objective, run the largest "
         "batch that meets every deadline",
         _deadline,
+        queued.deadline,
+        queued.deadline_reference,
         ("slo_ms",),
         {"slo_ms": 50},
     ),
 )
 
 POLICIES: dict[str, Policy] = {p.name: replace(p, pid=i) for i, p in enumerate(_REGISTRY)}
-"""The policies by name, in the order the recommendation lists them."""
+"""The policies by name, in the order the recommendation lists them (``register`` and
+``unregister`` change it; the ids follow the order)."""
 
 
-@jit()
+class Names(Sequence[str]):
+    """The registered policies' names in order, read from ``POLICIES`` each time they are
+    used (the link codecs' choices), so a policy registered later is accepted too."""
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return list(POLICIES)[index]
+
+    def __len__(self) -> int:
+        return len(POLICIES)
+
+    def __contains__(self, name: object) -> bool:
+        return name in POLICIES
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(POLICIES))
+
+    def __repr__(self) -> str:
+        return f"Names({list(POLICIES)!r})"
+
+
+POLICY_NAMES = Names()
+
+
+def register(policy: Policy) -> Policy:
+    """Add ``policy`` after the registered ones; every engine, the recommendation and the
+    command line then offer it. Returns its entry, with its id."""
+    if policy.name in POLICIES:
+        raise ValueError(f"a policy named {policy.name!r} is registered already")
+    entry = replace(policy, pid=len(POLICIES))
+    POLICIES[entry.name] = entry
+    return entry
+
+
+def unregister(name: str) -> None:
+    """Remove the policy ``name``; the ones after it take the ids before."""
+    del POLICIES[name]
+    for pid, (key, policy) in enumerate(list(POLICIES.items())):
+        POLICIES[key] = replace(policy, pid=pid)
+
+
+def switched(source: Callable[..., Any], code: str = "kernel", **options: Any) -> Any:
+    """``source``, whose ``by_policy`` calls run a policy's ``code`` (``kernel`` or
+    ``queue_kernel``), compiled for the policies registered now (``planner.sim.dispatch``)
+    with ``options``: cached on disk for the built-in ones, in this process for others."""
+    kernels = tuple(getattr(p, code) for p in POLICIES.values())
+    built_in = kernels == tuple(getattr(p, code) for p in _REGISTRY)
+    return compiled(source, kernels, built_in, tuple(sorted(options.items())))
+
+
+def _decide(pid, now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
+    frames = of_times(pending)
+    lapsed = np.empty(pending.size, np.int64)
+    count, wake, gone = by_policy(pid, now, frames, latency, params, state, feedback, chosen,
+                                  lapsed)  # fmt: skip
+    for k in range(gone):
+        expired[lapsed[k]] = True
+    return count, wake
+
+
 def decide(pid, now, pending, latency, params, state, feedback, chosen, expired):  # type: ignore[no-untyped-def]
     """Run the kernel of policy ``pid`` (``Policy.pid``) on pending frames given as an
     array, one time per session (+inf: none); an unknown id raises. Returns ``(count,
@@ -272,28 +360,8 @@ def decide(pid, now, pending, latency, params, state, feedback, chosen, expired)
     reference worker): the set is built here at each call, in O(N log N), and the same
     kernels then decide as in the fast engine, which keeps its set from one decision to
     the next."""
-    frames = of_times(pending)
-    lapsed = np.empty(pending.size, np.int64)
-    if pid == 0:
-        out = _oldest_first(now, frames, latency, params, state, feedback, chosen, lapsed)
-    elif pid == 1:
-        out = _round_robin(now, frames, latency, params, state, feedback, chosen, lapsed)
-    elif pid == 2:
-        out = _batch_all(now, frames, latency, params, state, feedback, chosen, lapsed)
-    elif pid == 3:
-        out = _max_batch(now, frames, latency, params, state, feedback, chosen, lapsed)
-    elif pid == 4:
-        out = _triton(now, frames, latency, params, state, feedback, chosen, lapsed)
-    elif pid == 5:
-        out = _aimd(now, frames, latency, params, state, feedback, chosen, lapsed)
-    elif pid == 6:
-        out = _deadline(now, frames, latency, params, state, feedback, chosen, lapsed)
-    else:
-        raise ValueError("unknown policy id")
-    count, wake, gone = out
-    for k in range(gone):
-        expired[lapsed[k]] = True
-    return count, wake
+    return switched(_decide)(pid, now, pending, latency, params, state, feedback, chosen,
+                             expired)  # fmt: skip
 
 
 def policy_params(

@@ -20,14 +20,16 @@ event and this loop must reproduce exactly:
   the queue delay (else it wakes then); batch-all every waiting one; aimd its cap;
   deadline drops, from the front, requests that cannot meet the objective even alone, then
   runs the largest batch whose oldest request meets it; round-robin serves the next session
-  in turn that has a request, its oldest. Batches hold at most the memory batch limit, at
-  most ``max_batch`` for triton and max-batch, and at most ``sessions`` for the others.
+  in turn that has a request, its oldest (each policy's decision is in
+  ``planner.sim.queue_policies``, named by its registry entry). Batches hold at most the
+  memory batch limit, at most ``max_batch`` for triton and max-batch, and at most
+  ``sessions`` for the others.
 - Rejected and timed-out requests, and frames a deadline policy drops, count as
   ``expired``; nothing is ever overwritten; requests still waiting at the end, and frames
   that become requests after it, count as ``pending``.
 
 Without a pool of threads the times requests join are known in advance (the same order the
-newest-only engine uses, ``engine_fast.arrival_order``), so the queue is that order itself:
+newest-only engine uses, ``arrivals.arrival_order``), so the queue is that order itself:
 a window of it from the oldest waiting request to the last joined, with a flag per frame
 for those resolved out of order (round-robin, delayed requests), and a second queue of
 delayed requests. The loop steps from one decision to the next, as the newest-only loop
@@ -37,16 +39,21 @@ does without a pool, and returns the same tuple (``engine_fast.records_of`` read
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
-from planner.sim.batch_time import batch_ms
-from planner.sim.jit import jit
-from planner.sim.pending import add, next_from, pending_set, remove
-from planner.sim.policies import SLO_MS
-from planner.sim.sharing.timeline import finish
+from planner.sim.arrivals import Order, arrival_order
+from planner.sim.batch_time import batch_ms, spread_arrays
+from planner.sim.dispatch import by_policy
+from planner.sim.params import DELAY_MS, LIMIT, MAX_BATCH, SLO_MS
+from planner.sim.pending import add, pending_set, remove
+from planner.sim.policies import POLICIES, switched
+from planner.sim.scenario import Scenario
+from planner.sim.sharing.timeline import Timeline, finish
 
 _RESOLVED, _DELAYED = 1, 2  # a frame's flag: taken, rejected or expired; moved to the delayed queue
+_NO_TIMELINE = np.zeros(1)
 
 
 def queue_params(
@@ -65,8 +72,7 @@ def queue_params(
     )
 
 
-@jit(nogil=True)
-def queue_loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order_session, order_time, queue, sigma, z):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
+def _queue_loop(times, start, duration, latency, pid, by_session, params, slicing, edges, speed, work, stages, order_session, order_time, queue, sigma, z):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
     """The loop (see the module docstring). ``order_session``/``order_time``: the sessions
     and times of the frames in the order they become requests (``arrival_order`` without a
     pool); ``queue``: ``queue_params``; ``sigma`` and ``z`` the batch-time spread
@@ -94,11 +100,6 @@ def queue_loop(times, start, duration, latency, pid, params, slicing, edges, spe
     timeout = queue[1]
     delay = queue[2] > 0.0
     bound = queue[3]
-    batch_limit = params[3]
-    # max-batch and triton batch up to max_batch requests, the others up to ``bound``.
-    batch_limit = min(batch_limit, params[0] if pid == 3 or pid == 4 else bound)
-    limit = int(batch_limit)
-    slo = params[SLO_MS]
 
     frame_session = np.empty(total, np.int64)
     frame_index = np.empty(total, np.int64)
@@ -125,14 +126,16 @@ def queue_loop(times, start, duration, latency, pid, params, slicing, edges, spe
     live = 0  # requests within their timeout
     late = 0  # delayed requests
     next_frame = start[:-1].copy()  # each session's next frame to join
-    # Round-robin only: each session's oldest waiting request and the sessions with one.
-    rr = pid == 1
+    # A policy that takes by session only (``by_session``): each session's oldest waiting
+    # request, how many it has, and the sessions with one.
+    rr = by_session
     oldest_of = start[:-1].copy()
     waiting = np.zeros(n, np.int64)
     sessions = pending_set(n)
-    chosen = np.empty(max(limit, 1), np.int64)  # the batch's frames, in the order taken
-    state = np.zeros(4, np.float64)
-    cap = 1.0
+    chosen = np.empty(max(total, 1), np.int64)  # the batch's frames, in the order taken
+    state = (0.0, 0.0)  # the policy's memory (``queue_policies``)
+    # The policy's parameters as values: constant through the run.
+    values = (params[MAX_BATCH], params[DELAY_MS], params[SLO_MS], params[LIMIT])
     feedback = math.nan
     frames = 0
     batches = 0
@@ -186,59 +189,35 @@ def queue_loop(times, start, duration, latency, pid, params, slicing, edges, spe
         while d_head < d_tail and flag[delayed[d_head]] == _RESOLVED:
             d_head += 1
 
-        # The policy: how many requests the batch takes from the front of the queue order
-        # (round-robin: which session's oldest; deadline: decided while taking).
-        count = 0
-        wake = math.inf
+        # The policy: how many requests the batch takes, from the front of the queue order
+        # or from one session; with an objective, decided while taking.
         waiting_now = live + late
-        if pid == 5:  # aimd learns from every completed batch, whether or not one waits
-            cap = max(1.0, state[1])
-            if not math.isnan(feedback):
-                if feedback <= slo:
-                    cap = min(cap + 1.0, batch_limit)
-                else:
-                    cap = max(1.0, math.floor(0.9 * cap))
-            state[1] = cap
+        first_ready = math.inf
         if waiting_now > 0:
-            if pid == 0 or pid == 1:
-                count = 1
-            elif pid == 2 or pid == 3:
-                count = min(waiting_now, limit)
-            elif pid == 4:
-                first = fifo[head] if live > 0 else delayed[d_head]
-                if waiting_now >= limit or now >= ready[first] + params[1]:
-                    count = min(waiting_now, limit)
-                else:
-                    wake = ready[first] + params[1]
-            elif pid == 5:
-                count = min(waiting_now, int(cap))
-            elif pid == 6:
-                count = min(waiting_now, limit)
-            else:
-                raise ValueError("unknown policy id")
+            first_ready = ready[fifo[head] if live > 0 else delayed[d_head]]
+        count, wake, slo, session, state = by_policy(
+            pid, now, waiting_now, first_ready, sessions.slots, latency, values, bound, state,
+            feedback,
+        )  # fmt: skip
         feedback = math.nan
 
         taken = 0
-        if count > 0 and rr:
-            i = next_from(sessions.slots, int(state[0]))
-            if i < 0:
-                i = next_from(sessions.slots, 0)  # round the circle
-            g = oldest_of[i]
+        if count > 0 and session >= 0:
+            g = oldest_of[session]
             while flag[g] == _RESOLVED:
                 g += 1
-            oldest_of[i] = g
+            oldest_of[session] = g
             if flag[g] == 0:
                 live -= 1
             else:
                 late -= 1
             flag[g] = _RESOLVED
             chosen[0] = g
-            state[0] = i + 1
             taken = 1
         elif count > 0:
-            # In queue order; deadline first drops, from the front, the requests that
-            # cannot meet the objective even alone, then grows the batch while its oldest
-            # request still meets it.
+            # In queue order; with an objective, first drop from the front the requests
+            # that cannot meet it even alone, then grow the batch while its oldest request
+            # still meets it.
             position = head
             d_position = d_head
             oldest_at = 0.0
@@ -251,7 +230,7 @@ def queue_loop(times, start, duration, latency, pid, params, slicing, edges, spe
                     while flag[delayed[d_position]] != _DELAYED:
                         d_position += 1
                     g = delayed[d_position]
-                if pid == 6:
+                if slo < math.inf:
                     if taken == 0 and now + latency[1] > ready[g] + slo:
                         counters[3, owner[g]] += 1
                         taken = -1  # (dropped: marked below, the batch still empty)
@@ -311,3 +290,41 @@ def queue_loop(times, start, duration, latency, pid, params, slicing, edges, spe
         frame_latency, frame_done, batch_start, batch_end, batch_size, counters, 0,
         np.empty(0, np.int8), np.empty(0, np.float64), np.empty(0, np.float64), np.zeros(6),
     )  # fmt: skip
+
+
+def run_queue_all(
+    scenario: Scenario,
+    times: np.ndarray,
+    start: np.ndarray,
+    latency: np.ndarray,
+    timeline: Timeline | None,
+    order: Order | None = None,
+    spread: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[Any, ...]:
+    """The compiled loop of a server that queues every frame (``planner.sim.queue_all``)
+    on prepared inputs (``spread``: ``batch_time.spread_arrays`` of the scenario, made
+    here when not given); its output, which ``records_of`` reads."""
+    if timeline is None:
+        edges = speed = work = _NO_TIMELINE
+    else:
+        edges, speed, work = timeline.edges, timeline.speed, timeline.work
+    stages = scenario.stages.as_array()
+    if order is None:
+        order = arrival_order(times, start, stages)
+    queue = queue_params(
+        scenario.max_queue_size, scenario.queue_timeout_us, scenario.timeout_action,
+        scenario.sessions,
+    )  # fmt: skip
+    if spread is None:
+        spread = spread_arrays(scenario.spread, scenario.seed, times.size)
+    policy = POLICIES[scenario.policy]
+    return switched(_queue_loop, "queue_kernel", nogil=True)(
+        times, start, scenario.duration_ms, latency, policy.pid, policy.by_session,
+        scenario.policy_params(), timeline is not None, edges, speed, work, stages, order[1],
+        order[2], queue, spread[0], spread[1],
+    )  # fmt: skip
+
+
+queue_loop = switched(_queue_loop, "queue_kernel", nogil=True)
+"""The loop for the built-in policies (``run_queue_all`` takes the one for the policies
+registered now)."""

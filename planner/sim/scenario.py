@@ -7,7 +7,7 @@ field and reports all problems at once with messages a user can act on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -31,9 +31,7 @@ mode registered later is offered too."""
 
 MAX_SESSIONS = int(limits.SESSIONS.high)
 MAX_FPS: FramesPerSecond = limits.FPS.high
-MAX_DURATION_S: Seconds = limits.DURATION_S.high
 MAX_ARRIVALS = 20_000_000  # keeps one run's frame records within a few hundred MB
-MAX_COTENANTS = int(limits.COTENANTS.high)
 
 
 EXCLUSIVE = Sharing()
@@ -188,10 +186,6 @@ class Scenario:
     def with_(self, **changes: Any) -> Scenario:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
-
-
-def scenario_fields() -> tuple[str, ...]:
-    return tuple(f.name for f in fields(Scenario))
 
 
 def _problems(s: Scenario) -> list[str]:

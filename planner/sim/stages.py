@@ -19,8 +19,6 @@ from planner import limits
 from planner.errors import BadInput
 from planner.units import Milliseconds
 
-MAX_STAGE_MS: Milliseconds = limits.STAGE_MS.high
-"""The longest network delay or CPU stage a worker takes (a minute)."""
 MAX_CPU_WORKERS = int(limits.CPU_WORKERS.high)
 """The most CPU threads a worker's pool may have (0 means unlimited: stages are delays)."""
 
