@@ -38,7 +38,7 @@ from planner.curves.fit import fit_curve
 from planner.curves.imports import MAX_FILE_BYTES
 from planner.demand.fleet import gpus_for
 from planner.errors import BadInput
-from planner.links.parameters import POLICIES
+from planner.links.parameters import DEFAULT_POLICIES
 from planner.plan.pareto import dominated
 from planner.plan.recommend import option_sweep, recommend
 from planner.plan.request import Request
@@ -283,7 +283,7 @@ def test_run_figures_and_rows_describe_one_simulation() -> None:
 
 
 @given(
-    st.lists(st.sampled_from(POLICIES), min_size=1, unique=True),
+    st.lists(st.sampled_from(DEFAULT_POLICIES), min_size=1, unique=True),
     st.lists(st.floats(0, 1, allow_subnormal=False), max_size=5),
     st.lists(st.floats(1e-3, MAX_FPS, allow_subnormal=False), min_size=1, max_size=5),
 )
