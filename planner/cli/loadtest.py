@@ -20,7 +20,7 @@ from planner.cli.loadtest_options import (
     DEFAULTS,
     IMPORT_SEEDS,
     SERVER_ONLY,
-    calibration_of,
+    calibration_option,
     check_files,
     criteria_from_args,
     find_cap,
@@ -225,7 +225,7 @@ def _run(args: argparse.Namespace) -> int:
         curve = store.curve(args.curve) if args.curve else None
         if args.calibration is not None and curve is None:
             raise BadInput("--calibration needs --curve (a calibration belongs to a stored curve)")
-        applied = None if curve is None else calibration_of(store, args.calibration, curve.id)
+        applied = None if curve is None else calibration_option(store, args.calibration, curve.id)
     require_torch()
     resolve_device(options.measure.device)
     with Bar(sys.stderr) as bar:

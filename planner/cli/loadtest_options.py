@@ -140,7 +140,7 @@ def criteria_from_args(args: argparse.Namespace) -> Any:
     return Criteria(**values)
 
 
-def calibration_of(store: Any, choice: str | None, curve_id: str) -> Any:
+def calibration_option(store: Any, choice: str | None, curve_id: str) -> Any:
     """The calibration ``--calibration`` names for this curve (None: none); ``latest``
     must find one here, since the user asked for it."""
     from planner.store.calibrations import resolve
@@ -268,7 +268,7 @@ def import_scenario(args: argparse.Namespace, curve: Any, store: Any) -> Any:
         values["phases"] = args.phases
     if problems:
         raise BadInput(problems)
-    applied = calibration_of(store, args.calibration, curve.id) if args.curve else None
+    applied = calibration_option(store, args.calibration, curve.id) if args.curve else None
     if args.calibration and not args.curve:
         raise BadInput("--calibration needs --curve (a calibration belongs to a stored curve)")
     return imported_scenario(curve, int(sessions), args.policy, values, applied)

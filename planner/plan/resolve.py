@@ -39,7 +39,7 @@ class PlanInputs:
     latest: Calibration | None = None
 
 
-def calibration_of(
+def plan_calibrations(
     params: PlanParams | SimulateParams, curve: Curve, store: Store | None
 ) -> tuple[Calibration | None, Calibration | None]:
     """The calibration a plan pins (BadInput when the store does not hold it, or when it
@@ -123,7 +123,7 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
     with snapshot(store):
         curve = plan_curve(params, store)
         card = card_of(curve, store)
-        calibration, latest = calibration_of(params, curve, store)
+        calibration, latest = plan_calibrations(params, curve, store)
         for mode in modes_of(params):
             for each in _each_profile(mode, params, card):
                 try:
@@ -258,7 +258,7 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
     with snapshot(store):
         curve = plan_curve(params, store)
         card = card_of(curve, store)
-        calibration, latest = calibration_of(params, curve, store)
+        calibration, latest = plan_calibrations(params, curve, store)
         sharing, measured = _sharing(params.mode, params, card, curve, store)
     fitted = fit_curve(curve.points)
     source = fitted if measured is None else fit_curve(measured.points)
