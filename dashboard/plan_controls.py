@@ -13,7 +13,6 @@ from typing import Any
 import streamlit as st
 
 from dashboard.controls import Controls, chosen_card, pick_curve, queue_controls
-from dashboard.text import md
 from dashboard.ui import show_problems
 from planner import display, limits
 from planner.curves.cards import Card
@@ -21,6 +20,7 @@ from planner.curves.curve import Curve
 from planner.errors import BadInput
 from planner.plan.params import PlanParams
 from planner.plan.resolve import modes_of
+from planner.text import md
 from planner.views.choices import (
     ALL_PROFILES,
     POLICIES,

@@ -30,7 +30,6 @@ from dashboard.tables import (
     run_rows,
     session_rows,
 )
-from dashboard.text import md
 from dashboard.uploads import UploadForm, preview
 from planner import display
 from planner.curves.curve import Curve, Point, make_curve
@@ -45,6 +44,7 @@ from planner.plan.request import Request
 from planner.sim.scenario import MAX_FPS, Scenario, Sharing
 from planner.sim.simulate import simulate
 from planner.spans import Span
+from planner.text import md
 from planner.views.plan import option_rows
 
 REPO = Path(__file__).resolve().parent.parent

@@ -58,7 +58,7 @@ def texts(elements: Any) -> list[str]:
 
 
 def plain(markdown: str) -> str:
-    """What a reader sees of Markdown made by ``dashboard.text.md``: no escapes."""
+    """What a reader sees of Markdown made by ``planner.text.md``: no escapes."""
     return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
 

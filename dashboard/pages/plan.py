@@ -24,7 +24,6 @@ from dashboard.controls import QUEUE_FIELDS, Controls, load_curve
 from dashboard.plan_charts import pareto_figure, sessions_figure, stages_figure
 from dashboard.plan_controls import CRITERIA, EFFORT, FLEET, MODE_MEMORY, WORKER, controls
 from dashboard.state import store
-from dashboard.text import md, md_list
 from dashboard.ui import (
     default_curve_or_stop,
     show_over_budget,
@@ -41,6 +40,7 @@ from planner.plan.params import PlanParams
 from planner.plan.pareto import dominated
 from planner.plan.recommend import CHART_EVERY_COUNT_UPTO, CHART_POINTS, chart_counts
 from planner.plan.resolve import PlanInputs, command_line, modes_of, plan_inputs
+from planner.text import md, md_list
 from planner.views.plan import PlanView, plan_view
 from planner.views.work import OverBudget
 
