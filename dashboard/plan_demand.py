@@ -26,7 +26,7 @@ from planner.plan.fleet import (
     plan_profile,
     rule_text,
 )
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.resolve import command_line
 from planner.report.figures import demand_figure

@@ -18,7 +18,7 @@ from planner.demand.fleet import gpus_for
 from planner.errors import BadInput, StoreError
 from planner.links.parameters import DEFAULT_POLICIES, MODES, PHASES
 from planner.links.urls import self_contained
-from planner.plan.options import Option, fleet
+from planner.plan.outcomes import Option, fleet
 from planner.plan.params import PlanParams, SimulateParams
 from planner.plan.pareto import dominated, latency_at_cap
 from planner.plan.recommend import option_sweep, recommend

@@ -35,7 +35,7 @@ from planner.errors import BadInput, NotFound
 from planner.links.urls import encode
 from planner.plan.answer import Paragraph
 from planner.plan.mig_profiles import plans_every_profile
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.pareto import dominated
 from planner.plan.recommend import CHART_EVERY_COUNT_UPTO, CHART_POINTS, chart_counts

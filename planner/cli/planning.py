@@ -23,7 +23,7 @@ from planner.links.parameters import PARAMETERS
 from planner.plan.compare_plans import saved_plan
 from planner.plan.fleet import plan_profile as named_profile
 from planner.plan.fleet import rule_text
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams, queue_conflicts
 from planner.plan.recommend import recommend
 from planner.plan.request import Request

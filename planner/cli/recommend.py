@@ -25,7 +25,7 @@ from planner.errors import BadInput
 from planner.plan.answer import Answer
 from planner.plan.fleet import plan_fleet
 from planner.plan.mig_profiles import plans_every_profile, profile_plans
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.resolve import plan_inputs
 from planner.views.plan import PlanView, plan_view
 from planner.views.table import Table

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner import display
-from planner.plan.options import Option, Recommendation
+from planner.plan.outcomes import Option, Recommendation
 from planner.plan.request import Request
 from planner.sim.sweep import Pooled
 

@@ -14,7 +14,7 @@ from planner.curves.fit import FittedCurve, fit_curve
 from planner.errors import BadInput, NotFound
 from planner.links.codecs import number_text
 from planner.links.urls import encode, linked_curve
-from planner.plan.options import Option
+from planner.plan.outcomes import Option
 from planner.plan.params import CompareParams, PlanParams, SimulateParams, stage_params
 from planner.plan.request import Criteria, Request, run_scenario
 from planner.sim.calibration import Calibration

@@ -33,7 +33,7 @@ from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import encode, saved_params
 from planner.plan.answer import Answer, Paragraph
 from planner.plan.fleet import option_fleets
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.resolve import PlanInputs
 from planner.report.figures import curve_figure, demand_figure, options_figure

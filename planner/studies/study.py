@@ -55,7 +55,7 @@ from planner.demand.profiles import SHAPES
 from planner.errors import BadInput, NotFound
 from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import saved_params
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams
 from planner.sim.policies import POLICIES
 from planner.spans import Span, fields, int_fields

@@ -13,7 +13,7 @@ import numpy as np
 
 from planner.curves.fit import FittedCurve
 from planner.errors import BadInput
-from planner.plan.options import failures
+from planner.plan.outcomes import failures
 from planner.plan.recommend import recommend
 from planner.plan.request import Criteria, Request, model_spread
 from planner.sim.calibration import Calibration
