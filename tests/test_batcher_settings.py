@@ -5,6 +5,7 @@ measured on (``planner loadtest --target``), else each policy's own, as before."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -148,8 +149,6 @@ def test_a_server_curve_gives_its_batcher_to_plans_and_links_pin_it(store: Store
 
 
 def replace_policies(params: PlanParams, policies: tuple[str, ...]) -> PlanParams:
-    from dataclasses import replace
-
     return replace(params, policies=policies)
 
 
@@ -200,8 +199,10 @@ def test_the_report_lists_the_settings_the_plan_took(store: Store) -> None:
     shown = rows(PlanParams(points=points(), policies=("triton",), max_batch=32, **quick))
     assert shown[batch] == "32"
     (curve,) = store.add_curves([server_curve()])
-    shown = rows(PlanParams(curve=curve.id, policies=("triton",), **quick))
-    assert shown[delay] == "500 (the server's the curve was measured on)"
+    unpinned = PlanParams(curve=curve.id, policies=("triton",), **quick)
+    for params in (unpinned, pin_batcher(unpinned, curve)):
+        assert rows(params)[delay] == "500 (the server's the curve was measured on)"
+    assert rows(replace(unpinned, max_queue_delay_us=100.0))[delay] == "100"
     assert batch not in rows(PlanParams(points=points(), policies=("batch-all",), **quick))
 
 
@@ -220,3 +221,21 @@ def test_a_server_load_test_stores_its_batcher_with_the_curve() -> None:
     # A model without a dynamic batcher runs every request alone.
     alone = ServerModel(model.target, "det", model.inputs, 32, None)
     assert alone.batcher == {"max_batch": 1, "max_queue_delay_us": 0.0}
+
+
+def test_the_command_line_pins_the_servers_settings_in_what_it_writes(
+    cli: Any, store: Store
+) -> None:
+    (curve,) = store.add_curves([server_curve()])
+    embedded = cli("link", "--curve", curve.id, "--self-contained", "--policies", "triton",
+                   "--json")  # fmt: skip
+    assert embedded.status == 0, embedded.err
+    assert embedded.json["params"]["max_batch"] == "32"
+    assert embedded.json["params"]["max_queue_delay_us"] == "500"
+    # A link embeds the points but not the curve's environment: the pinned values carry it.
+    params, ignored = decode(PlanParams, embedded.json["params"])
+    assert ignored == [] and plan_inputs(params, None).request.max_batch == 32
+    saved = cli("link", "--curve", curve.id, "--policies", "max-batch", "--save", "--json")
+    assert saved.status == 0, saved.err
+    stored = store.plan(saved.json["plan_id"])
+    assert stored["max_batch"] == "32" and "max_queue_delay_us" not in stored

@@ -27,7 +27,7 @@ from planner.plan.options import Recommendation
 from planner.plan.params import PlanParams, queue_conflicts
 from planner.plan.recommend import recommend
 from planner.plan.request import Request
-from planner.plan.resolve import PlanInputs, plan_curve
+from planner.plan.resolve import PlanInputs, pin_batcher, plan_curve
 from planner.store.repository import Store
 from planner.views.choices import ALL_PROFILES, MODES, POLICIES
 from planner.views.work import Work
@@ -66,7 +66,9 @@ def plan_from_args(args: argparse.Namespace, store: Store) -> tuple[PlanParams, 
                 raise BadInput(
                     f"--card {args.card} differs from the stored curve's card {stored.card}"
                 )
-        return with_calibration(params, args, store), None
+        params = with_calibration(params, args, store)
+        # A curve measured on a server: the plan pins the batcher settings it takes.
+        return pin_batcher(params, plan_curve(params, store)), None
     given = [
         f"--{name.replace('_', '-')}"
         for name in PLAN_OPTIONS

@@ -217,8 +217,8 @@ def _inputs(ctx: ReportContext) -> Section:
                 ",".join(s.mode for s in ctx.result.request.sharings)
                 + " (from the modes' settings)"
             )
-        if name in BATCHER and name not in given:
-            value = batcher_text(ctx, name)
+        if name in BATCHER:
+            value = batcher_text(ctx, name) or (value if name in given else None)
         if value is None or (name not in (*_CRITERIA, *BATCHER) and name not in given):
             continue
         shown = value.replace(",", ", ") if name in ("policies", "modes") else value
@@ -233,17 +233,18 @@ def _inputs(ctx: ReportContext) -> Section:
 
 
 def batcher_text(ctx: ReportContext, name: str) -> str | None:
-    """A batcher setting the plan leaves unset, as its policies take it: the server's the
-    curve was measured on, or each policy's own (None when no policy of the plan takes
-    it)."""
+    """A batcher setting as the plan's policies take it: the value given (said to be the
+    server's where it is what the server the curve was measured on uses), else each
+    policy's own default; None when no policy of the plan takes it."""
     request = ctx.result.request
     takers = [POLICIES[p] for p in request.policies if name in POLICIES[p].params]
     if not takers:
         return None
     found = getattr(request, name)
-    if found is not None:
-        return f"{found:g} (the server's the curve was measured on)"
-    return ", ".join(f"{p.defaults[name]:g} ({p.name}'s default)" for p in takers)
+    if found is None:
+        return ", ".join(f"{p.defaults[name]:g} ({p.name}'s default)" for p in takers)
+    server = ctx.inputs.curve.batcher.get(name)
+    return f"{found:g}" + (" (the server's the curve was measured on)" if found == server else "")
 
 
 def _curve(ctx: ReportContext) -> Section:
