@@ -21,6 +21,7 @@ from planner.plan.resolve import pin_batcher, plan_inputs, plan_simulation
 from planner.sim.scenario import Sharing
 from planner.store.repository import Store
 from planner.studies.study import cells, study_from_dict
+from planner.validate.loadtest_store import load_loadtest, loadtests
 from planner.validate.server.client import ModelInput, ServerModel
 from planner.validate.server.curves import SINGLE, Sweep, make_server_curve
 from planner.validate.server.target import parse_target
@@ -239,3 +240,25 @@ def test_the_command_line_pins_the_servers_settings_in_what_it_writes(
     assert saved.status == 0, saved.err
     stored = store.plan(saved.json["plan_id"])
     assert stored["max_batch"] == "32" and "max_queue_delay_us" not in stored
+
+
+@pytest.mark.triton
+def test_a_real_servers_load_test_gives_its_batcher_to_plans_on_its_curve(
+    cli: Any, store: Store, triton_server: tuple[int, int]
+) -> None:
+    from tests.triton_server import MAX_BATCH, MODEL, QUEUE_DELAY_US
+
+    _, grpc = triton_server
+    out = cli("loadtest", "--target", f"grpc://127.0.0.1:{grpc}", "--model", MODEL, "--sessions",
+              "1", "--duration-s", "1", "--warmup", "1", "--repetitions", "4")  # fmt: skip
+    assert out.status == 0, out.err
+    (row,) = loadtests(store)
+    curves = load_loadtest(store, row["id"]).environment["curves"]
+    server = {"max_batch": MAX_BATCH, "max_queue_delay_us": float(QUEUE_DELAY_US)}
+    for curve_id in curves.values():
+        assert store.curve(curve_id).batcher == server
+    single = store.curve(curves["single"])
+    request = plan_inputs(plan(curve=single.id), store).request
+    assert (request.max_batch, request.max_queue_delay_us) == (MAX_BATCH, QUEUE_DELAY_US)
+    link = cli("link", "--curve", single.id, "--policies", "triton", "--self-contained", "--json")
+    assert link.json["params"]["max_batch"] == str(MAX_BATCH)
