@@ -154,6 +154,25 @@ class Curve:
             renamed_from=None,
         )
 
+    def recorded(self, created_at: datetime, environment: Mapping[str, Any]) -> Curve:
+        """The curve as a store records it: its creation time, and its environment as it
+        reads back. The id is carried over rather than computed again, where the
+        environment keeps the per-request cost (the rest of it is not in the id)."""
+        out = Curve(
+            model=self.model,
+            card=self.card,
+            precision=self.precision,
+            resolution=self.resolution,
+            points=self.points,
+            mig_profile=self.mig_profile,
+            source=self.source,
+            created_at=created_at,
+            environment=environment,
+            flag=self.flag,
+            renamed_from=self.renamed_from,
+        )
+        return carry_id(self, out)
+
     def renamed(self, *, model: object = None, card: object = None) -> Curve:
         """The same points under another model or card name: a new curve (new id) that
         records ``renamed_from``; BadInput for a name that is not valid or no change."""
@@ -199,6 +218,22 @@ class Curve:
         }
 
 
+def carry_id(known: Curve, other: Curve) -> Curve:
+    """``other``, knowing its id without computing it where ``known`` has the same
+    identifying fields and its id computed already (the id is a hash of those fields)."""
+    cached = known.__dict__.get("id")
+    if (
+        cached is not None
+        and "id" not in other.__dict__
+        and (known.model, known.card, known.precision, known.resolution, known.mig_profile)
+        == (other.model, other.card, other.precision, other.resolution, other.mig_profile)
+        and known.points == other.points
+        and known.environment.get(PER_REQUEST_KEY) == other.environment.get(PER_REQUEST_KEY)
+    ):
+        other.__dict__["id"] = cached  # where ``cached_property`` keeps it
+    return other
+
+
 def curve_id(
     model: str,
     card: str,
@@ -218,9 +253,17 @@ def curve_id(
     parts: list[Any] = [model, card, precision or "", resolution or "", mig_profile or "", pairs]
     if per_request_ms:
         parts.append(f"{per_request_ms:.6f}")
-    key = json.dumps(parts, separators=(",", ":"))
+    key = _ID_JSON.encode(parts)
     digest = hashlib.sha256(key.encode("utf-8")).digest()
-    return base64.b32encode(digest).decode("ascii").lower()[:12]
+    # Base32 writes each 5 bytes as 8 characters on their own: the first 10 bytes give
+    # the first 16 characters of the whole digest's (a third of the work, for imports of
+    # thousands of curves).
+    return base64.b32encode(digest[:10]).decode("ascii").lower()[:12]
+
+
+_ID_JSON = json.JSONEncoder(separators=(",", ":"))
+"""What ``json.dumps(..., separators=(",", ":"))`` uses, made once (it costs as much to
+make as to use, and an import computes the ids of thousands of curves)."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -414,9 +457,15 @@ def make_curve(
     created_at: datetime | None = None,
     environment: Mapping[str, Any] | None = None,
     flag: str | None = None,
+    clean: bool = False,
 ) -> Curve:
     """A validated curve; every problem found is reported at once. Without a ``flag``, a
-    drift warning in the environment (``planner measure``'s) flags the curve."""
+    drift warning in the environment (``planner measure``'s) flags the curve.
+
+    ``clean``: the model, card, precision, resolution and MIG profile are already what
+    ``clean_text``, ``clean_precision`` and ``clean_resolution`` make of them (an import
+    cleans each combination once, for thousands of curves), so they are not cleaned
+    again; the points and the rest are checked as always."""
     problems: list[str] = []
 
     def attempt(fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -426,11 +475,21 @@ def make_curve(
             problems.extend(exc.problems)
             return None
 
-    curve_model = attempt(clean_text, model, "model")
-    curve_card = attempt(clean_text, card, "card")
-    curve_precision = attempt(clean_precision, precision)
-    curve_resolution = attempt(clean_resolution, resolution)
-    curve_mig = attempt(clean_text, mig_profile, "MIG profile", required=False)
+    curve_model: Any
+    curve_card: Any
+    curve_precision: Any
+    curve_resolution: Any
+    curve_mig: Any
+    if clean:
+        curve_model, curve_card, curve_precision, curve_resolution, curve_mig = (
+            model, card, precision, resolution, mig_profile
+        )  # fmt: skip
+    else:
+        curve_model = attempt(clean_text, model, "model")
+        curve_card = attempt(clean_text, card, "card")
+        curve_precision = attempt(clean_precision, precision)
+        curve_resolution = attempt(clean_resolution, resolution)
+        curve_mig = attempt(clean_text, mig_profile, "MIG profile", required=False)
     curve_points = attempt(normalise_points, points)
     environment = dict(environment or {})
     if PER_REQUEST_KEY in environment:
