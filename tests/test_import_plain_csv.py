@@ -162,3 +162,29 @@ def test_parse_csv_takes_either_reading() -> None:
         "f.csv line 2",
         "f.csv line 4",
     ]
+
+
+def test_a_curve_id_is_the_head_of_the_digest_in_base32() -> None:
+    """Curve ids never change (saved plans name their curves by id): the short way to
+    them gives what Base32 of the whole digest gives."""
+    import base64
+    import hashlib
+
+    from planner.curves.curve import _base32_head, curve_id
+
+    for seed in range(2_000):
+        digest = hashlib.sha256(str(seed).encode()).digest()
+        assert _base32_head(digest) == base64.b32encode(digest).decode().lower()[:12]
+    # and an id stored before this way of computing it
+    assert (
+        curve_id("ball-detector", "laptop-8gb", "fp16", "512x288", None, (Point(1, 9.82),))
+        == (
+            base64.b32encode(
+                hashlib.sha256(
+                    b'["ball-detector","laptop-8gb","fp16","512x288","",[[1,"9.820000"]]]'
+                ).digest()
+            )
+            .decode()
+            .lower()[:12]
+        )
+    )
