@@ -159,7 +159,7 @@ def _dashboard(env: dict[str, str], log: Path, delay_s: float) -> Figures:
                 for _visitor in range(2):
                     page = browser.new_context().new_page()
                     asked = time.perf_counter()
-                    page.goto(f"{base}/")
+                    page.goto(f"{base}/", timeout=_COMPILE_TIMEOUT_S * 1000)
                     page.locator(HEADLINE).first.wait_for(timeout=_COMPILE_TIMEOUT_S * 1000)
                     timings.append(time.perf_counter() - asked)
                     headline = page.locator(HEADLINE).first.inner_text()
