@@ -6,6 +6,7 @@ library and renders what it returns. The pages are listed in ``dashboard/navigat
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import streamlit as st
@@ -29,8 +30,15 @@ def page_title(page: str) -> str:
 
 def prepare() -> None:
     """The server's start-up work, so that the first visitor waits for as little as
-    possible: import what the pages draw with, and compile the simulator (or load it from
-    the compiled-code cache). Runs on a background thread while the server answers."""
+    possible: create the store file if there is none (its schema and built-in curves),
+    import what the pages draw with, and compile the simulator (or load it from the
+    compiled-code cache, where the README's ``planner compile`` put it). Runs on a
+    background thread while the server answers."""
+    from planner.paths import default_store_path
+    from planner.store.repository import Store
+
+    with contextlib.suppress(PlannerError, OSError):  # the page says what is wrong, when asked
+        Store(default_store_path()).close()
     import dashboard.charts
     import dashboard.plan_charts
     import dashboard.run_charts

@@ -41,6 +41,12 @@ def test_bench_first_answer_times_a_cold_plan_and_the_dashboards_first_headline(
                 "dashboard_first_headline_after_3s_s"):  # fmt: skip
         assert first[key] > 0, key
     assert first["dashboard_headline"].startswith("3 seats per card")
+    # The README's first command compiles ahead: that step and the answer after it.
+    assert first["compile_s"] > 0 and first["first_answer_s"] > 0
+    assert first["first_answer_target_s"] == 3
+    assert isinstance(first["first_answer_within_target"], bool)
+    assert first["dashboard_after_compile_first_headline_s"] > 0
+    assert first["load_before"] >= 0 and first["load_after"] >= 0
 
 
 def test_bench_import_and_store_sections(cli) -> None:
@@ -54,6 +60,7 @@ def test_bench_import_and_store_sections(cli) -> None:
                 "process_filled_s", "parse_s", "store_s", "store_speedup"):  # fmt: skip
         assert bulk[key] > 0, key
     assert bulk["target_s"] == 3 and isinstance(bulk["within_target"], bool)
+    assert bulk["load_before"] >= 0 and bulk["load_after"] >= 0  # what the times ran beside
     store = doc["store"]
     for key in ("own_instance_ms", "attach_detach_ms", "curves_ms", "plan_rerun_reads_ms",
                 "open_connection_cursor_ms", "got_file_after_release_ms"):  # fmt: skip

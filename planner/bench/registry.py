@@ -4,11 +4,14 @@ in the same run, so a ratio means something on any machine.
 A *section* is a function that measures one part of the product and returns named
 figures (milliseconds, seconds, ratios, counts). Sections register themselves in
 ``SECTIONS``; ``run`` calls them in order and adds a description of the machine. Nothing
-here asserts a target: the figures are for people (and ``docs/performance.md``).
+here asserts a target: the figures are for people (and ``docs/performance.md``). Each
+section's figures end with the one-minute load average before and after it
+(``load_before``, ``load_after``).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -60,8 +63,19 @@ def run(
     results: dict[str, Any] = {"machine": host()}
     for name in wanted:
         progress(f"bench: {name} ...")
-        results[name] = SECTIONS[name](progress)
+        before = _load_average()
+        figures = SECTIONS[name](progress)
+        # On a shared machine the load moves every wall time: each section says its own.
+        results[name] = {**figures, "load_before": before, "load_after": _load_average()}
     return results
+
+
+def _load_average() -> float | None:
+    """The one-minute load average (None where the system does not report one)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def _load_sections() -> None:

@@ -42,6 +42,7 @@ COMMANDS = (
     "loadtest",
     "bench",
     "schema",
+    "compile",
 )
 
 

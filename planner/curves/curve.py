@@ -8,7 +8,6 @@ curve with a new id, so saved plans that use the old one keep working.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import math
@@ -165,6 +164,25 @@ class Curve:
             renamed_from=None,
         )
 
+    def recorded(self, created_at: datetime, environment: Mapping[str, Any]) -> Curve:
+        """The curve as a store records it: its creation time, and its environment as it
+        reads back. The id is carried over rather than computed again, where the
+        environment keeps the per-request cost (the rest of it is not in the id)."""
+        out = Curve(
+            model=self.model,
+            card=self.card,
+            precision=self.precision,
+            resolution=self.resolution,
+            points=self.points,
+            mig_profile=self.mig_profile,
+            source=self.source,
+            created_at=created_at,
+            environment=environment,
+            flag=self.flag,
+            renamed_from=self.renamed_from,
+        )
+        return carry_id(self, out)
+
     def renamed(self, *, model: object = None, card: object = None) -> Curve:
         """The same points under another model or card name: a new curve (new id) that
         records ``renamed_from``; BadInput for a name that is not valid or no change."""
@@ -210,6 +228,22 @@ class Curve:
         }
 
 
+def carry_id(known: Curve, other: Curve) -> Curve:
+    """``other``, knowing its id without computing it where ``known`` has the same
+    identifying fields and its id computed already (the id is a hash of those fields)."""
+    cached = known.__dict__.get("id")
+    if (
+        cached is not None
+        and "id" not in other.__dict__
+        and (known.model, known.card, known.precision, known.resolution, known.mig_profile)
+        == (other.model, other.card, other.precision, other.resolution, other.mig_profile)
+        and known.points == other.points
+        and known.environment.get(PER_REQUEST_KEY) == other.environment.get(PER_REQUEST_KEY)
+    ):
+        other.__dict__["id"] = cached  # where ``cached_property`` keeps it
+    return other
+
+
 def curve_id(
     model: str,
     card: str,
@@ -229,9 +263,25 @@ def curve_id(
     parts: list[Any] = [model, card, precision or "", resolution or "", mig_profile or "", pairs]
     if per_request_ms:
         parts.append(f"{per_request_ms:.6f}")
-    key = json.dumps(parts, separators=(",", ":"))
-    digest = hashlib.sha256(key.encode("utf-8")).digest()
-    return base64.b32encode(digest).decode("ascii").lower()[:12]
+    key = _ID_JSON.encode(parts)
+    return _base32_head(hashlib.sha256(key.encode("utf-8")).digest())
+
+
+_BASE32 = "abcdefghijklmnopqrstuvwxyz234567"
+
+
+def _base32_head(digest: bytes) -> str:
+    """``base64.b32encode(digest).decode().lower()[:12]``: Base32 writes 5 bits a
+    character, so the first 12 characters are the first 60 bits of the digest (written
+    out here: the library encodes all 32 bytes in Python, a cost an import of thousands
+    of curves pays for each)."""
+    bits = int.from_bytes(digest[:8], "big") >> 4
+    return "".join(_BASE32[(bits >> shift) & 31] for shift in range(55, -1, -5))
+
+
+_ID_JSON = json.JSONEncoder(separators=(",", ":"))
+"""What ``json.dumps(..., separators=(",", ":"))`` uses, made once (it costs as much to
+make as to use, and an import computes the ids of thousands of curves)."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -425,9 +475,15 @@ def make_curve(
     created_at: datetime | None = None,
     environment: Mapping[str, Any] | None = None,
     flag: str | None = None,
+    clean: bool = False,
 ) -> Curve:
     """A validated curve; every problem found is reported at once. Without a ``flag``, a
-    drift warning in the environment (``planner measure``'s) flags the curve."""
+    drift warning in the environment (``planner measure``'s) flags the curve.
+
+    ``clean``: the model, card, precision, resolution and MIG profile are already what
+    ``clean_text``, ``clean_precision`` and ``clean_resolution`` make of them (an import
+    cleans each combination once, for thousands of curves), so they are not cleaned
+    again; the points and the rest are checked as always."""
     problems: list[str] = []
 
     def attempt(fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -437,11 +493,21 @@ def make_curve(
             problems.extend(exc.problems)
             return None
 
-    curve_model = attempt(clean_text, model, "model")
-    curve_card = attempt(clean_text, card, "card")
-    curve_precision = attempt(clean_precision, precision)
-    curve_resolution = attempt(clean_resolution, resolution)
-    curve_mig = attempt(clean_text, mig_profile, "MIG profile", required=False)
+    curve_model: Any
+    curve_card: Any
+    curve_precision: Any
+    curve_resolution: Any
+    curve_mig: Any
+    if clean:
+        curve_model, curve_card, curve_precision, curve_resolution, curve_mig = (
+            model, card, precision, resolution, mig_profile
+        )  # fmt: skip
+    else:
+        curve_model = attempt(clean_text, model, "model")
+        curve_card = attempt(clean_text, card, "card")
+        curve_precision = attempt(clean_precision, precision)
+        curve_resolution = attempt(clean_resolution, resolution)
+        curve_mig = attempt(clean_text, mig_profile, "MIG profile", required=False)
     curve_points = attempt(normalise_points, points)
     environment = dict(environment or {})
     if PER_REQUEST_KEY in environment:

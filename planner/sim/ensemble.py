@@ -195,7 +195,7 @@ def _each(make: Callable[[Any], Any], items: list[Any], workers: int) -> list[An
         return list(pool.map(make, items))
 
 
-def warm_up(cpu_pool: bool = False) -> float:
+def warm_up(cpu_pool: bool = False, queue_all: bool = False) -> float:
     """Compile the fast engine (or load it from the compiled-code cache) by simulating a
     few frames under every policy, and return the seconds it took.
 
@@ -207,6 +207,8 @@ def warm_up(cpu_pool: bool = False) -> float:
     ``cpu_pool=True`` compiles it too (after the first). By default it is left to the
     first scenario that needs it: compiled in the background at start-up, it competed with
     the first visitor's plan for the CPU and delayed it by seconds on a small machine.
+    ``queue_all=True`` compiles the loop of a server that queues every frame as well
+    (``planner compile --all`` does both ahead of time).
     """
     start = time.perf_counter()
     table = tuple(float(b) for b in range(1, 5))
@@ -224,6 +226,14 @@ def warm_up(cpu_pool: bool = False) -> float:
                 )
                 for policy in POLICIES
                 for sharing in (Sharing(), Sharing.of("time-slicing", cotenants=(0.5,)))
+            ]
+        )
+    if queue_all:
+        eight = tuple(float(b) for b in range(1, 9))  # the batches such a server may form
+        run_many(
+            [
+                Scenario(latency_ms=eight, sessions=2, policy=policy, duration_s=0.1, queue="all")
+                for policy in POLICIES
             ]
         )
     return time.perf_counter() - start

@@ -28,6 +28,7 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from planner import collector
 from planner.curves.curve import Curve
 from planner.curves.imports import model_analyzer, native, nexus, perf_analyzer
 from planner.curves.imports.base import ImportFormat
@@ -123,7 +124,13 @@ def read_files(
     reported and the others are still checked; a file that lacks an option its format
     needs (``NEEDS``) says so before its rows' problems.
     """
-    options = options or ImportOptions()
+    with collector.paused():  # tens of thousands of points and rows: see planner.collector
+        return _read_files(files, options or ImportOptions(), fmt)
+
+
+def _read_files(
+    files: Sequence[tuple[str, bytes]], options: ImportOptions, fmt: str
+) -> ImportResult:
     wording = options.wording
     if fmt != "auto":
         import_format(fmt)  # BadInput for a name that is not registered

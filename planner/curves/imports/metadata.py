@@ -27,10 +27,13 @@ def resolve_metadata(
 
 
 def _merge(
-    stated: Mapping[str, str | None], options: ImportOptions
+    stated: Mapping[str, str | None],
+    options: ImportOptions,
+    given: Mapping[str, str | None] | None = None,
 ) -> tuple[dict[str, str | None], list[str]]:
-    """The merged metadata, and each disagreement between the file and the options."""
-    given = options.metadata()
+    """The merged metadata, and each disagreement between the file and the options
+    (``given``: ``options.metadata()``, where the caller has it already)."""
+    given = options.metadata() if given is None else given
     wording = options.wording
     merged: dict[str, str | None] = {}
     problems = []
@@ -72,6 +75,7 @@ class MetadataCheck:
 
     def __init__(self, options: ImportOptions) -> None:
         self.options = options
+        self._given = options.metadata()
         self._good: dict[tuple[str | None, ...], tuple[dict[str, str | None], dict[str, str]]] = {}
         self._bad: dict[tuple[str | None, ...], tuple[list[str], list[str]]] = {}
 
@@ -95,7 +99,7 @@ class MetadataCheck:
             bad[1].append(where)
             return None
         stated = dict(zip(METADATA_FIELDS, key, strict=True))
-        merged, problems = _merge(stated, self.options)
+        merged, problems = _merge(stated, self.options, self._given)
         if problems:
             self._bad[key] = (problems, [where])
             return None

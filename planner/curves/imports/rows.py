@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from planner.curves.curve import (
     Curve,
@@ -26,19 +27,21 @@ from planner.curves.imports.options import METADATA_FIELDS, ImportOptions
 from planner.curves.imports.problems import Problems, places
 from planner.errors import BadInput
 
+_NO_ENVIRONMENT: Mapping[str, Any] = MappingProxyType({})
 
-@dataclass(frozen=True)
-class Row:
+
+class Row(NamedTuple):
     """One point read from a file, with the metadata that file states for it.
 
     ``variant`` separates rows whose metadata is equal but which belong to different
-    curves, such as two model configurations in one Model Analyzer table.
+    curves, such as two model configurations in one Model Analyzer table. (A named tuple:
+    a 5 MiB file makes 150,000 of them, three times faster than a frozen dataclass.)
     """
 
     point: Point
     metadata: Mapping[str, str | None]
     where: str  # "file.csv line 3"
-    environment: Mapping[str, Any] = field(default_factory=dict)
+    environment: Mapping[str, Any] = _NO_ENVIRONMENT
     variant: str | None = None
 
 
@@ -141,24 +144,31 @@ def rows_to_curves(
     curves: dict[str, Curve] = {}
     for (model, card, precision, resolution, mig, _variant), group in groups.items():
         seen: dict[int, Row] = {}
-        for row in group:
-            earlier = seen.get(row.point.batch)
-            if earlier and earlier.point.latency_ms != row.point.latency_ms:
+        notes: list[str] = []
+        environments: list[Mapping[str, Any]] = []
+        for row in group:  # one pass: a 5 MiB file is 150,000 rows
+            point = row.point
+            earlier = seen.get(point.batch)
+            if earlier is None:
+                seen[point.batch] = row
+            elif earlier.point.latency_ms != point.latency_ms:
                 report(row).append(
-                    f"{row.where}: batch {row.point.batch} was already given as "
+                    f"{row.where}: batch {point.batch} was already given as "
                     f"{earlier.point.latency_ms:g} ms ({earlier.where}) and now as "
-                    f"{row.point.latency_ms:g} ms"
+                    f"{point.latency_ms:g} ms"
                 )
-            seen.setdefault(row.point.batch, row)
+            note = row.metadata.get("notes")
+            if note:
+                notes.append(note)
+            if row.environment:
+                environments.append(row.environment)
         if any(problems.values()):
             continue
         environment: dict[str, Any] = dict(options.environment)
-        notes = [r.metadata.get("notes") for r in group if r.metadata.get("notes")]
         if notes:
-            environment["notes"] = "; ".join(dict.fromkeys(n for n in notes if n))
-        for row in group:
-            if row.environment:
-                environment = merge_environment(environment, row.environment)
+            environment["notes"] = "; ".join(dict.fromkeys(notes))
+        for extra in environments:
+            environment = merge_environment(environment, extra)
         curve = make_curve(
             model=model,
             card=card,
@@ -168,6 +178,7 @@ def rows_to_curves(
             points=[r.point for r in seen.values()],
             source=options.source,
             environment=environment,
+            clean=True,  # the group's key is cleaned above
         )
         # Two variants that measured exactly the same points are one curve (its id is the
         # same); keep one and let its environment name both.
