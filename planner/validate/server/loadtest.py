@@ -38,6 +38,7 @@ from planner.curves.curve import Curve
 from planner.curves.fit import fit_curve
 from planner.errors import BadInput
 from planner.plan.request import Criteria, model_spread, model_table
+from planner.sim.calibration import Calibration
 from planner.sim.scenario import Scenario
 from planner.sim.simulate import simulate
 from planner.units import Milliseconds
@@ -45,6 +46,7 @@ from planner.validate.judge import prediction_request, search_cap
 from planner.validate.measured_vs_predicted import Summary
 from planner.validate.options import LoadTestOptions, default_batches
 from planner.validate.runs import SERVER_SOURCE, Cap, LoadTest, Progress, ProgressFn, Run
+from planner.validate.server.calibration import fit_server
 from planner.validate.server.client import (
     CALL_TIMEOUT_S,
     Connection,
@@ -238,7 +240,7 @@ def run_server_loadtest(
                     caps.append(
                         find_server_cap(
                             runner, connection, options, curves[0], criteria or Criteria(),
-                            find_cap_upto, report,
+                            find_cap_upto, report, runs,
                         )
                     )  # fmt: skip
             except KeyboardInterrupt:
@@ -255,9 +257,12 @@ def run_server_loadtest(
         env["load_average_end"] = list(os.getloadavg())
     env["finished_at"] = _now().isoformat()
     env["sweeps"] = {s.way: {str(b): s.timings[b] for b in s.batches} for s in sweeps}
+    report(Progress(0.99, "fitting a calibration of the curve to the runs"))
+    calibration, why = fit_calibration(runs, curves[0])
     report(Progress(1.0, "done"))
     notes = [f"the curve: {n}" for s in sweeps for n in s.notes]
     test = LoadTest(
+        calibration=calibration,
         curve=curves[0],
         options=options,
         runs=tuple(runs),
@@ -267,9 +272,33 @@ def run_server_loadtest(
         source=SERVER_SOURCE,
         description=f"{model.name} at {model.target.url}",
         warnings=tuple([*dict.fromkeys(notes), *_warnings(env["runs"])]
+                       + ([f"no calibration stored: {why}"] if why else [])
                        + ([f"stopped early: {stopped}"] if stopped else [])),
     )  # fmt: skip
     return ServerLoadTest(test, curves, per_request, stopped)
+
+
+def fit_calibration(runs: Sequence[Run], curve: Curve) -> tuple[Calibration | None, str]:
+    """The calibration of ``curve`` (the single-request curve the runs were predicted on)
+    fitted to every run (``planner.validate.server.calibration.fit_server``), as the
+    reference worker's load test fits one to every run; and why there is none ("" when
+    there is). Only the server's answers as the client saw them go in: a server that
+    withholds its statistics is calibrated all the same."""
+    if not runs:
+        return None, "no run finished"
+    try:
+        found = fit_server(runs, curve.id, curve.per_request_ms)
+    except BadInput as exc:
+        return None, "; ".join(exc.problems)
+    counts = sorted({r.sessions for r in runs})
+    where = f"fitted to the runs at {_counts(counts)} session{'s' if counts != [1] else ''}"
+    return replace(found, created_at=_now().replace(tzinfo=None), note=f"{where}; {found.note}"), ""
+
+
+def _counts(counts: Sequence[int]) -> str:
+    """1, 2 and 4"""
+    text = [str(n) for n in counts]
+    return text[0] if len(text) == 1 else ", ".join(text[:-1]) + " and " + text[-1]
 
 
 def _time_for(link: Link, scenario: Scenario) -> None:
@@ -370,17 +399,26 @@ def find_server_cap(
     criteria: Criteria,
     upto: int,
     report: ProgressFn | None = None,
+    done: Sequence[Run] = (),
 ) -> Cap:
     """The seat cap on the server beside the recommendation's for the same scenarios on
-    the curve (``planner.validate.judge.search_cap``, as the reference worker's)."""
+    the curve (``planner.validate.judge.search_cap``, as the reference worker's). A count
+    whose every seed is among the runs ``done`` already is judged on their records: the
+    same traffic (the same capture times) sent again would only take the time again."""
     table, spread = server_tables(curve, max(64, upto, options.max_batch or 1))
+    kept: dict[tuple[int, int], Any] = {
+        (r.sessions, r.scenario.seed): r.records for r in done if r.records is not None
+    }
 
     def runs_at(n: int) -> list[Any]:
+        seeds = [options.seed + k for k in range(options.seeds)]
+        if all((n, seed) in kept for seed in seeds):
+            return [kept[n, seed] for seed in seeds]
         return [
             runner.run(
-                serve_run(connection, server_scenario(options, table, n, options.seed + k, spread))
+                serve_run(connection, server_scenario(options, table, n, seed, spread))
             ).worker_run()
-            for k in range(options.seeds)
+            for seed in seeds
         ]
 
     request = replace(
