@@ -18,7 +18,7 @@ from planner.store.calibrations import latest_calibration
 from planner.store.repository import Store
 from planner.validate.loadtest_store import load_loadtest, loadtests
 from tests.conftest import PYTRITON_MISSING
-from tests.triton_server import GRPC_PREFIX, MODEL, TOKEN_HEADER
+from tests.triton_server import GRPC_PREFIX, MAX_BATCH, MODEL, QUEUE_DELAY_US, TOKEN_HEADER
 
 pytest.importorskip("pytriton", reason=PYTRITON_MISSING)
 pytestmark = pytest.mark.triton
@@ -83,6 +83,13 @@ def test_restricted_statistics_leave_a_load_test_judged_on_the_client_side(
         assert r.measured.gpu_busy_fraction is None and r.predicted.frames > 0
     single = store.curve(test.environment["curves"]["single"])
     assert single.environment["statistics"]  # the queue time is said to be unavailable
+    # ... and taken as the batcher's delay, which a lone request short of the largest
+    # batch waits in full.
+    assert single.batches == (1, 2) and MAX_BATCH > 2
+    assert single.environment["queue_ms"] == {
+        "1": QUEUE_DELAY_US / 1000,
+        "2": QUEUE_DELAY_US / 1000,
+    }
     assert test.calibration is not None  # no statistics needed to calibrate
 
 

@@ -350,21 +350,28 @@ async def measure_server_run(
     as sent, and what the server's statistics say it ran meanwhile (or why they cannot
     say: ``planner.validate.server.statistics.read_statistics``, ``Statistics.impossible``).
     The measured GPU busy fraction is the server's: the time its executions took over the
-    run's duration (per model instance); None without statistics. ServerFailed when the
-    server stopped answering during the run."""
+    run's duration (per model instance), at most all of it; None without statistics. The
+    second reading follows the last answer, so the executions that drained a queue left
+    at the end count too: they are judged possible against the time between the two
+    readings, and a run that left a queue reads as busy throughout, as it was.
+    ServerFailed when the server stopped answering during the run."""
+    started = time.monotonic()
     before = await read_statistics(connection)
     served = await serve_run(connection, scenario, tick)
     after = await read_statistics(connection)
+    span_ms = max((time.monotonic() - started) * 1000.0, scenario.duration_ms)
     instances = connection.model.instances or 1
     ran: Statistics | str = after if isinstance(after, str) else before
     if isinstance(before, Statistics) and isinstance(after, Statistics):
         ran = after.since(before)
-        problem = ran.impossible(served.count(ANSWERED), scenario.duration_ms, instances)
+        problem = ran.impossible(served.count(ANSWERED), span_ms, instances)
         if problem is not None:
             ran = f"the server's statistics cannot be true ({problem})"
     worker = served.worker_run()
     measured = Summary.of(worker.results(), served.lateness_ms)
-    busy = ran.busy_ms / scenario.duration_ms / instances if isinstance(ran, Statistics) else None
+    busy = None
+    if isinstance(ran, Statistics):
+        busy = min(ran.busy_ms / scenario.duration_ms / instances, 1.0)
     measured = replace(measured, gpu_busy_fraction=busy)
     predicted = simulate(scenario)
     run = Run(
