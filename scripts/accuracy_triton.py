@@ -107,7 +107,12 @@ def run_case(settings: Settings, workdir: Path, quick: bool) -> Case:
         argv = [sys.executable, "-m", "planner", "--db", str(db), "loadtest", "--target",
                 f"grpc://127.0.0.1:{grpc}", "--model", MODEL, *loadtest_args(settings, quick),
                 "--report", str(workdir / "report.md")]  # fmt: skip
-        subprocess.run(argv, check=True, cwd=REPO, stdout=subprocess.DEVNULL)
+        done = subprocess.run(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    if done.returncode != 0 and not db.exists():
+        said = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        failed = f"the load test failed: {said}"
+        return Case(settings, failed, "-", "-", "-", "-", "-", "-", "-", "-")
     store = Store(str(db))
     try:
         test = load_loadtest(store, 1, records=True)

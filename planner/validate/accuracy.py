@@ -115,8 +115,7 @@ class Accuracy:
     # its median), where the runs were predicted with one: what the spread changes.
     without_spread: tuple[ErrorStats, ...] = ()
     caps_without_spread: dict[str, tuple[int, int, int]] = field(default_factory=dict)
-    # A server's loaded runs against the calibration stored with the curve (fitted on
-    # every run, so judged on runs it has seen): what ``recommend`` then predicts.
+    # A server's loaded runs against the stored calibration (``stored_errors``).
     stored: tuple[ErrorStats, ...] = ()
 
     def stats(self, which: str) -> dict[str, ErrorStats]:
@@ -145,8 +144,6 @@ class Accuracy:
             "met": self.met(),
             "held_out_calibration": None if self.held_out is None else self.held_out.as_dict(),
             "held_out_note": self.held_out_note,
-            "fitted_sessions": sorted({r.sessions for r in self.test.runs if r.sessions % 2}),
-            "judged_sessions": sorted({r.sessions for r in self.judged}),
             "stored": [s.as_dict() for s in self.stored],
             "caps": [
                 {
@@ -228,9 +225,8 @@ def accuracy(test: LoadTest, criteria: Criteria | None = None) -> Accuracy:
     without = error_stats(
         [(r.measured, Summary.of(simulate(r.scenario.with_(spread=())))) for r in spread]
     )
-    stored = stored_errors(test, loaded) if test.source == SERVER_SOURCE else ()
     return Accuracy(
-        stored=stored,
+        stored=stored_errors(test, loaded) if test.source == SERVER_SOURCE else (),
         without_spread=tuple(without) if spread else (),
         caps_without_spread=_caps_without_spread(test, criteria) if spread else {},
         test=test,
@@ -258,13 +254,19 @@ def predicted_cap(
 ) -> tuple[int, int, int]:
     """The recommendation's cap (cap, low, high) of ``policy`` for the scenarios ``test``
     served, searched up to ``upto`` sessions, with ``calibration`` where given; a server's
-    as a server that queues every frame, at its curve's per-request cost."""
+    as a server that queues every frame, at its curve's per-request cost. A calibration
+    whose time outside the device alone exceeds the budget holds no session: 0."""
     request = prediction_request(test.options, fit_curve(test.curve.points), policy, criteria,
                                  upto, (test.pre_ms, test.post_ms), calibration)  # fmt: skip
     request = replace(request, spread=False) if not spread else request
     if test.source == SERVER_SOURCE:
         request = replace(request, queue=SERVER_QUEUE, per_request_ms=test.curve.per_request_ms)
-    option = recommend(request).options[0]
+    try:
+        option = recommend(request).options[0]
+    except BadInput:
+        if calibration is None:
+            raise
+        return 0, 0, 0
     return option.cap, option.cap_low, option.cap_high
 
 

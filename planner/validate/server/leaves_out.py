@@ -37,8 +37,15 @@ def mean_batch(histogram: Mapping[Any, int]) -> float | None:
 
 
 def counts_text(counts: Sequence[int]) -> str:
-    """``1, 3 and 5`` (``none`` for no count)."""
-    text = [str(n) for n in sorted(set(counts))]
+    """``1, 3 and 5``; three or more in a row as ``1–12`` (``none`` for no count)."""
+    text: list[str] = []
+    for n in sorted(set(counts)):
+        if text and text[-1].split("–")[-1] == str(n - 1) and "–" in text[-1]:
+            text[-1] = f"{text[-1].split('–')[0]}–{n}"
+        elif len(text) >= 2 and text[-1] == str(n - 1) and text[-2] == str(n - 2):
+            text[-2:] = [f"{n - 2}–{n}"]
+        else:
+            text.append(str(n))
     if not text:
         return "none"
     return text[0] if len(text) == 1 else ", ".join(text[:-1]) + " and " + text[-1]

@@ -63,6 +63,7 @@ from planner.validate.server.curves import (
     per_request_ms,
     sweep,
 )
+from planner.validate.server.leaves_out import counts_text
 from planner.validate.server.statistics import Statistics, read_statistics
 from planner.validate.server.target import Target
 from planner.validate.server.traffic import ANSWERED, ServerRun, drive
@@ -291,14 +292,12 @@ def fit_calibration(runs: Sequence[Run], curve: Curve) -> tuple[Calibration | No
     except BadInput as exc:
         return None, "; ".join(exc.problems)
     counts = sorted({r.sessions for r in runs})
-    where = f"fitted to the runs at {_counts(counts)} session{'s' if counts != [1] else ''}"
-    return replace(found, created_at=_now().replace(tzinfo=None), note=f"{where}; {found.note}"), ""
-
-
-def _counts(counts: Sequence[int]) -> str:
-    """1, 2 and 4"""
-    text = [str(n) for n in counts]
-    return text[0] if len(text) == 1 else ", ".join(text[:-1]) + " and " + text[-1]
+    note = (
+        "fitted to the p50, p99 and slowest-session frame rate of the runs at "
+        f"{counts_text(counts)} session{'s' if counts != [1] else ''} (a server's records "
+        "hold no batches)"
+    )
+    return replace(found, created_at=_now().replace(tzinfo=None), note=note), ""
 
 
 def _time_for(link: Link, scenario: Scenario) -> None:
