@@ -83,6 +83,7 @@ class Case:
     p99_stored: str
     loaded: str
     calibration: str
+    load: str = "-"
 
 
 def _cap(cap: tuple[int, int, int] | None) -> str:
@@ -90,6 +91,18 @@ def _cap(cap: tuple[int, int, int] | None) -> str:
         return "-"
     value, low, high = cap[0], min(cap), max(cap)
     return str(value) if low == high else f"{value} ({low}–{high})"
+
+
+def _load(env: dict[str, object]) -> str:
+    """The machine's 1-minute load average at the start and the end of a load test."""
+    ends = [env.get("load_average_start"), env.get("load_average_end")]
+    if not all(isinstance(e, list) and e for e in ends):
+        return "-"
+    return " → ".join(f"{e[0]:.1f}" for e in ends)  # type: ignore[index]
+
+
+def _runs(count: int) -> str:
+    return f"{count} run{'s' if count != 1 else ''}"
 
 
 def _share(value: float | None) -> str:
@@ -112,7 +125,7 @@ def run_case(settings: Settings, workdir: Path, quick: bool) -> Case:
     if done.returncode != 0 and not db.exists():
         said = (done.stderr.strip().splitlines() or ["no message"])[-1]
         failed = f"the load test failed: {said}"
-        return Case(settings, failed, "-", "-", "-", "-", "-", "-", "-", "-")
+        return Case(settings, failed, "-", "-", "-", "-", "-", "-", "-", "-", _load({}))
     store = Store(str(db))
     try:
         test = load_loadtest(store, 1, records=True)
@@ -138,14 +151,15 @@ def run_case(settings: Settings, workdir: Path, quick: bool) -> Case:
     stored = judged.stats("stored").get("e2e_p99_ms")
     c = test.calibration
     return Case(
+        load=_load(test.environment),
         settings=settings,
         measured=row.measured_text,
         uncalibrated=_cap(row.predicted),
         calibrated=_cap(row.stored),
         held_out=_cap(row.calibrated),
         verdict=verdict,
-        p99_held_out=_share(held.median if held else None) + f" ({len(judged.judged)} runs)",
-        p99_stored=_share(stored.median if stored else None) + f" ({len(judged.loaded)} runs)",
+        p99_held_out=_share(held.median if held else None) + f" ({_runs(len(judged.judged))})",
+        p99_stored=_share(stored.median if stored else None) + f" ({_runs(len(judged.loaded))})",
         loaded=", ".join(str(r.sessions) for r in judged.loaded) or "none",
         calibration="-"
         if c is None
@@ -188,8 +202,8 @@ def section(cases: list[Case], commands: list[str]) -> str:
         "",
         "| batcher | model: batch of b | measured cap | uncalibrated | calibrated | held out "
         "| verdict | p99 error, held out | p99 error, stored | loaded runs (sessions) "
-        "| stored calibration |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| stored calibration | load average |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in cases:
         s = c.settings
@@ -198,7 +212,7 @@ def section(cases: list[Case], commands: list[str]) -> str:
         lines.append(
             f"| {batcher} | {model} | {c.measured} | {c.uncalibrated} | {c.calibrated} | "
             f"{c.held_out} | {c.verdict} | {c.p99_held_out} | {c.p99_stored} | {c.loaded} | "
-            f"{c.calibration} |"
+            f"{c.calibration} | {c.load} |"
         )
     equal = sum(c.verdict == "equal" for c in cases)
     near = sum(c.verdict.startswith("off by one;") for c in cases)
@@ -216,8 +230,11 @@ def section(cases: list[Case], commands: list[str]) -> str:
         "What the calibration cannot represent (the batches the server's own batcher forms, "
         "its busy time and its queue, against the calibrated model's) is in each case's "
         "full report, under 'What the calibration leaves out' (`--report`). On this 2-core "
-        "machine the server, its Python backend and the client share the cores, so a rerun "
-        "gives errors of the same size, not the same figures.",
+        f"machine ({os.cpu_count()} cores seen) the server, its Python backend and the client "
+        "share the cores with whatever else runs: the last column is the machine's 1-minute "
+        "load average at the start and the end of each case. Above the core count, the "
+        "client sends late and the server's times swing with the load, which a calibration "
+        "of fixed costs cannot follow: a rerun on a quiet machine gives other figures.",
     ]
     return "\n".join(lines) + "\n"
 
