@@ -29,12 +29,12 @@ export PLANNER_DB=${ACCURACY_DB:-$(mktemp -d)/accuracy.duckdb}
 { echo; cat scripts/accuracy_notes.md; } >> "$out"
 echo "wrote $out (load test stored in $PLANNER_DB)"
 
-# Then the section "Against a Triton server" (about 5 minutes more; needs PyTriton, which
-# scripts/test.sh installs): a real Triton serving the same reference model.
+# Then the section "Against a real Triton server" (about 10 minutes more; needs PyTriton,
+# which scripts/test.sh installs): the suite's Triton server under two batcher settings.
 python=${PYTHON:-.venv/bin/python}
 if "$python" -c "import pytriton" 2>/dev/null; then
     "$python" scripts/accuracy_triton.py "$out"
 else
-    echo "PyTriton is not installed: the section 'Against a Triton server' is left out" \
+    echo "PyTriton is not installed: the section 'Against a real Triton server' is left out" \
         "(pip install --no-deps -r constraints/triton.txt, then python scripts/accuracy_triton.py)"
 fi

@@ -116,3 +116,19 @@ def triton_server() -> Iterator[tuple[int, int]]:
 
     with serve() as ports:
         yield ports
+
+
+@pytest.fixture(scope="session")
+def restricted_triton() -> Iterator[tuple[int, int, str]]:
+    """The same Triton server with its statistics restricted, as PyTriton and hardened
+    production servers keep them: its (HTTP, gRPC) ports and the access token that opens
+    them. Skipped, saying why, where PyTriton is not installed."""
+    import secrets
+
+    pytest.importorskip("pytriton", reason=PYTRITON_MISSING)
+    pytest.importorskip("tritonclient.grpc.aio", reason=PYTRITON_MISSING)
+    from tests.triton_server import Settings, serve
+
+    token = secrets.token_urlsafe(16)
+    with serve(Settings(token=token)) as (http, grpc):
+        yield http, grpc, token

@@ -1,10 +1,12 @@
 """A real Triton Inference Server for the server load tests, through PyTriton.
 
-Run as a script (``python tests/triton_server.py HTTP GRPC METRICS``), it serves
-``sleeper``: a model whose execution of a batch of b frames sleeps ``2 + 0.5 b`` ms
-(``BATCH_MS``), behind Triton's dynamic batcher (``max_batch_size`` 8,
+Run as a script (``python tests/triton_server.py HTTP GRPC METRICS [SETTINGS]``), it
+serves ``sleeper``: a model whose execution of a batch of b frames sleeps ``2 + 0.5 b``
+ms (``batch_ms``), behind Triton's dynamic batcher (``max_batch_size`` 8,
 ``max_queue_delay_microseconds`` 2000), on the given ports, with the model statistics
-open (PyTriton restricts them by default), until it is stopped. ``serve`` starts it in a
+open (PyTriton restricts them by default), until it is stopped. ``Settings`` change the
+batcher, the model's speed, and whether the statistics are restricted to callers that
+carry an access token, as a production server's are. ``serve`` starts it in a
 subprocess and waits until the model is ready.
 
 A subprocess of its own, because Triton's Python backend stub must load the running
@@ -24,6 +26,7 @@ import sysconfig
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 MODEL = "sleeper"
@@ -34,9 +37,38 @@ START_TIMEOUT_S = 120.0
 """Start to ready is about 5–15 s here; a busy 2-core machine can take much longer."""
 
 
-def batch_ms(frames: int) -> float:
+TOKEN_HEADER = "triton-access-token"
+"""The header a restricted endpoint asks for over HTTP; over gRPC Triton expects it with
+the prefix ``GRPC_PREFIX``."""
+GRPC_PREFIX = "triton-grpc-protocol-"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The server's batcher (``max_batch_size``, ``max_queue_delay_microseconds``), the
+    model's speed (a batch of b frames sleeps ``base_ms + per_frame_ms * b``) and the
+    access token its statistics are restricted to ("": open)."""
+
+    max_batch: int = MAX_BATCH
+    queue_delay_us: int = QUEUE_DELAY_US
+    base_ms: float = 2.0
+    per_frame_ms: float = 0.5
+    token: str = ""
+
+    def args(self) -> list[str]:
+        return [str(v) for v in astuple(self)]
+
+    @classmethod
+    def of(cls, args: list[str]) -> Settings:
+        if not args:
+            return cls()
+        batch, delay, base, per_frame, *token = args
+        return cls(int(batch), int(delay), float(base), float(per_frame), "".join(token))
+
+
+def batch_ms(frames: int, settings: Settings = Settings()) -> float:
     """What the model's execution of ``frames`` frames sleeps (ms)."""
-    return 2.0 + 0.5 * frames
+    return settings.base_ms + settings.per_frame_ms * frames
 
 
 def free_ports(count: int) -> list[int]:
@@ -52,10 +84,10 @@ def free_ports(count: int) -> list[int]:
 
 
 @contextmanager
-def serve() -> Iterator[tuple[int, int]]:
-    """Start the server in a subprocess; yields its (HTTP, gRPC) ports once the model is
-    ready, and stops it afterwards. RuntimeError, with the server's last output, when it
-    does not become ready."""
+def serve(settings: Settings = Settings()) -> Iterator[tuple[int, int]]:
+    """Start the server (with ``settings``) in a subprocess; yields its (HTTP, gRPC) ports
+    once the model is ready, and stops it afterwards. RuntimeError, with the server's
+    last output, when it does not become ready."""
     http, grpc, metrics = free_ports(3)
     env = dict(os.environ)
     libdir = sysconfig.get_config_var("LIBDIR") or ""
@@ -63,7 +95,14 @@ def serve() -> Iterator[tuple[int, int]]:
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"planner-triton-{os.getpid()}-{grpc}.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), str(http), str(grpc), str(metrics)],
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                str(http),
+                str(grpc),
+                str(metrics),
+                *settings.args(),
+            ],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -102,7 +141,7 @@ def _wait_ready(process: subprocess.Popen[bytes], grpc: int, log: Path) -> None:
     raise RuntimeError(f"the Triton server did not get ready:\n{tail}")
 
 
-def main(http: int, grpc: int, metrics: int) -> None:
+def main(http: int, grpc: int, metrics: int, settings: Settings = Settings()) -> None:
     import numpy as np
     import pytriton.models.manager as manager
     from pytriton.decorators import batch
@@ -114,26 +153,29 @@ def main(http: int, grpc: int, metrics: int) -> None:
 
     @batch
     def infer(x: np.ndarray) -> dict[str, np.ndarray]:
-        time.sleep(batch_ms(x.shape[0]) / 1000.0)
+        time.sleep(batch_ms(x.shape[0], settings) / 1000.0)
         return {"y": np.zeros((x.shape[0], 1), np.float32)}
 
-    open_statistics = ["shared-memory", "model-repository", "trace", "logging"]
+    restricted = ["shared-memory", "model-repository", "trace", "logging"]
+    if settings.token:
+        restricted.append("statistics")
+    security = TritonSecurityConfig(
+        access_token=settings.token or None, restricted_endpoints=restricted
+    )
     config = TritonConfig(http_port=http, grpc_port=grpc, metrics_port=metrics)
-    with Triton(
-        config=config, security_config=TritonSecurityConfig(restricted_endpoints=open_statistics)
-    ) as triton:
+    with Triton(config=config, security_config=security) as triton:
         triton.bind(
             model_name=MODEL,
             infer_func=infer,
             inputs=[Tensor(name="x", dtype=np.float32, shape=SHAPE)],
             outputs=[Tensor(name="y", dtype=np.float32, shape=(1,))],
             config=ModelConfig(
-                max_batch_size=MAX_BATCH,
-                batcher=DynamicBatcher(max_queue_delay_microseconds=QUEUE_DELAY_US),
+                max_batch_size=settings.max_batch,
+                batcher=DynamicBatcher(max_queue_delay_microseconds=settings.queue_delay_us),
             ),
         )
         triton.serve()
 
 
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:4]))
+    main(*(int(a) for a in sys.argv[1:4]), Settings.of(sys.argv[4:]))

@@ -37,7 +37,7 @@ from planner.plan.recommend import recommend
 from planner.plan.request import Criteria
 from planner.sim.calibration import Calibration
 from planner.sim.simulate import simulate
-from planner.validate.judge import cap_of, pooled, prediction_request
+from planner.validate.judge import cap_from_runs, prediction_request
 from planner.validate.loadtest import calibrate
 from planner.validate.measured_vs_predicted import (
     ACCURACY_METRICS,
@@ -51,6 +51,13 @@ from planner.validate.measured_vs_predicted import (
 from planner.validate.runs import SERVER_LOADED, SERVER_SOURCE, Cap, LoadTest, Run
 from planner.validate.server.calibration import calibrated as server_calibrated
 from planner.validate.server.calibration import fit_server
+from planner.validate.server.leaves_out import (
+    counts_text,
+    leaves_out,
+    server_intro,
+    server_model,
+    stored_errors,
+)
 from planner.validate.server.loadtest import SERVER_QUEUE
 
 LABELS = {m.name: m.label for m in METRICS}
@@ -68,6 +75,7 @@ class CapRow:
     measured_reason: str
     predicted: tuple[int, int, int]  # cap, low, high
     calibrated: tuple[int, int, int] | None
+    stored: tuple[int, int, int] | None = None  # with the calibration stored with the curve
 
     @staticmethod
     def _inside(value: int, cap: tuple[int, int, int]) -> bool:
@@ -107,6 +115,8 @@ class Accuracy:
     # its median), where the runs were predicted with one: what the spread changes.
     without_spread: tuple[ErrorStats, ...] = ()
     caps_without_spread: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    # A server's loaded runs against the stored calibration (``stored_errors``).
+    stored: tuple[ErrorStats, ...] = ()
 
     def stats(self, which: str) -> dict[str, ErrorStats]:
         return {s.metric: s for s in getattr(self, which)}
@@ -134,6 +144,7 @@ class Accuracy:
             "met": self.met(),
             "held_out_calibration": None if self.held_out is None else self.held_out.as_dict(),
             "held_out_note": self.held_out_note,
+            "stored": [s.as_dict() for s in self.stored],
             "caps": [
                 {
                     "policy": c.policy,
@@ -142,6 +153,7 @@ class Accuracy:
                     "how": c.how,
                     "predicted": list(c.predicted),
                     "calibrated": None if c.calibrated is None else list(c.calibrated),
+                    "stored_calibration": None if c.stored is None else list(c.stored),
                     "agrees": c.agrees,
                     "agrees_calibrated": c.agrees_calibrated,
                 }
@@ -214,6 +226,7 @@ def accuracy(test: LoadTest, criteria: Criteria | None = None) -> Accuracy:
         [(r.measured, Summary.of(simulate(r.scenario.with_(spread=())))) for r in spread]
     )
     return Accuracy(
+        stored=stored_errors(test, loaded) if test.source == SERVER_SOURCE else (),
         without_spread=tuple(without) if spread else (),
         caps_without_spread=_caps_without_spread(test, criteria) if spread else {},
         test=test,
@@ -231,40 +244,54 @@ def accuracy(test: LoadTest, criteria: Criteria | None = None) -> Accuracy:
     )
 
 
+def predicted_cap(
+    test: LoadTest,
+    policy: str,
+    criteria: Criteria,
+    upto: int,
+    calibration: Calibration | None = None,
+    spread: bool = True,
+) -> tuple[int, int, int]:
+    """The recommendation's cap (cap, low, high) of ``policy`` for the scenarios ``test``
+    served, searched up to ``upto`` sessions, with ``calibration`` where given; a server's
+    as a server that queues every frame, at its curve's per-request cost. A calibration
+    whose time outside the device alone exceeds the budget holds no session: 0."""
+    request = prediction_request(test.options, fit_curve(test.curve.points), policy, criteria,
+                                 upto, (test.pre_ms, test.post_ms), calibration)  # fmt: skip
+    request = replace(request, spread=False) if not spread else request
+    if test.source == SERVER_SOURCE:
+        request = replace(request, queue=SERVER_QUEUE, per_request_ms=test.curve.per_request_ms)
+    try:
+        option = recommend(request).options[0]
+    except BadInput:
+        if calibration is None:
+            raise
+        return 0, 0, 0
+    return option.cap, option.cap_low, option.cap_high
+
+
 def _caps(test: LoadTest, criteria: Criteria, held_out: Calibration | None) -> list[CapRow]:
     """Each policy's measured cap (searched, or read off the runs) beside the predicted
-    one, plain and calibrated. A policy whose runs do not start at 1 session and go up
-    one by one gets no row: its cap cannot be read off them."""
-    options = test.options
-    if options.seed != 0:
+    one: plain, with the held-out calibration and with the stored one. A policy whose
+    runs do not start at 1 session and go up one by one gets no row: its cap cannot be
+    read off them."""
+    if test.options.seed != 0:
         return []  # the recommendation draws seeds from 0: no like-for-like prediction
-    fitted = fit_curve(test.curve.points)
-    stage = (test.pre_ms, test.post_ms)
     searched = {c.policy: c for c in test.caps}
+    stored = test.calibration if test.source == SERVER_SOURCE else None
     rows = []
-    for policy in options.policies:
+    for policy in test.options.policies:
         cap: Cap | None = searched.get(policy)
         if cap is not None:
             measured, upto, reason = cap.measured, cap.largest, cap.measured_reason
             how = "searched on the worker"
         else:
-            found = _cap_from_runs(test, policy, criteria)
+            found = cap_from_runs(test, policy, criteria)
             if found is None:
                 continue
             measured, upto, reason = found
             how = "read off the runs"
-
-        def predict(
-            applied: Calibration | None, upto: int = upto, policy: str = policy
-        ) -> tuple[int, int, int]:
-            request = prediction_request(options, fitted, policy, criteria, upto, stage, applied)
-            if test.source == SERVER_SOURCE:  # a server that queues every frame
-                request = replace(
-                    request, queue=SERVER_QUEUE, per_request_ms=test.curve.per_request_ms
-                )
-            option = recommend(request).options[0]
-            return option.cap, option.cap_low, option.cap_high
-
+        predict = partial(predicted_cap, test, policy, criteria, upto)
         rows.append(
             CapRow(
                 policy=policy,
@@ -274,6 +301,7 @@ def _caps(test: LoadTest, criteria: Criteria, held_out: Calibration | None) -> l
                 measured_reason=reason,
                 predicted=predict(None),
                 calibrated=None if held_out is None else predict(held_out),
+                stored=predict(stored) if stored is not None else None,
             )
         )
     return rows
@@ -283,33 +311,8 @@ def _caps_without_spread(test: LoadTest, criteria: Criteria) -> dict[str, tuple[
     """Each policy's predicted cap with every batch at its median (no spread)."""
     if test.options.seed != 0:
         return {}
-    fitted = fit_curve(test.curve.points)
     upto = max(max(test.options.sessions), max((c.largest for c in test.caps), default=0))
-    out = {}
-    for policy in test.options.policies:
-        request = replace(
-            prediction_request(test.options, fitted, policy, criteria, upto,
-                               (test.pre_ms, test.post_ms)),
-            spread=False,
-        )  # fmt: skip
-        if test.source == SERVER_SOURCE:
-            request = replace(request, queue=SERVER_QUEUE, per_request_ms=test.curve.per_request_ms)
-        option = recommend(request).options[0]
-        out[policy] = (option.cap, option.cap_low, option.cap_high)
-    return out
-
-
-def _cap_from_runs(test: LoadTest, policy: str, criteria: Criteria) -> tuple[int, int, str] | None:
-    by_count: dict[int, list[Any]] = {}
-    for run in test.runs:
-        if run.policy == policy and run.records is not None:
-            by_count.setdefault(run.sessions, []).append(run.records)
-    counts = sorted(by_count)
-    if not counts or counts != list(range(1, len(counts) + 1)):
-        return None
-    rows = [pooled(by_count[n], criteria.percentile) for n in counts]
-    cap, reason = cap_of(rows, criteria)
-    return cap, len(counts), reason
+    return {p: predicted_cap(test, p, criteria, upto, spread=False) for p in test.options.policies}
 
 
 # ---------------------------------------------------------------------------------------
@@ -344,14 +347,7 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
     server = test.source == SERVER_SOURCE
     lines = [f"# {title}", ""]
     if server:
-        lines.append(
-            "How far the planner's predictions are from a KServe v2 server serving the same "
-            f"sessions (SPEC §5.2): every frame one request to {env.get('model')!s} at "
-            f"{env.get('server')!s}, sent at its capture time; the simulator predicts the same "
-            "scenarios (the same capture times, bit for bit) under the triton policy with the "
-            "server's batcher settings, on the curve measured first on that server. "
-            "Generated by:"
-        )
+        lines.append(server_intro(env))
     else:
         lines.append(
             "How far the planner's predictions are from a real worker serving the same "
@@ -398,11 +394,7 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
         )  # fmt: skip
     model = options.measure.model.path or f"the reference model at {options.measure.resolution}"
     if server:
-        model = (
-            f"{env.get('model')} at {env.get('server')} (max batch {env.get('max_batch_size')}, "
-            f"queue delay {env.get('max_queue_delay_us')} µs; each request beyond the first "
-            f"costs {display.ms(float(env.get('per_request_ms') or 0.0))})"
-        )
+        model = server_model(env)
     lines.append(
         f"- Model: {model}; curve `{test.curve.id}` ({test.curve.label}), measured "
         "batch latencies: "
@@ -446,16 +438,18 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
     lines.append(
         "Relative error = (predicted − measured) / measured, over the loaded runs ("
         + (
-            f"the server busy at least {display.fraction(SERVER_LOADED)} of the run, as it "
-            "reports: a "
-            "server that queues every frame keeps the frame rate while its queue grows"
+            f"the server busy at least {display.fraction(SERVER_LOADED)} of the run: a server "
+            "that queues every frame keeps the frame rate while its queue grows"
             if test.source == SERVER_SOURCE
             else f"the slowest session measured below {display.fraction(LOADED)} of the source rate"
         )
-        + f"): "
-        f"{len(result.loaded)} of {len(test.runs)} runs. The calibration is fitted on the "
-        f"runs with an odd session count and judged on the loaded runs with an even one "
-        f"({len(result.judged)}), so it is judged on runs it has not seen."
+        + (", as it reports; where it gives no statistics, as predicted" if server else "")
+        + f"): {len(result.loaded)} of {len(test.runs)} runs. The calibration is fitted on "
+        f"the runs with an odd session count (sessions "
+        f"{counts_text([r.sessions for r in test.runs if r.sessions % 2])}) and judged on "
+        f"the loaded runs with an even one ({len(result.judged)}: sessions "
+        f"{counts_text([r.sessions for r in result.judged])}), so it is judged on runs it "
+        "has not seen."
     )
     lines.append("")
     before, after, every = result.stats("before"), result.stats("after"), result.stats("every")
@@ -503,8 +497,9 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
         c = test.calibration
         lines.append(
             f"The calibration fitted on every run and stored with the curve: a = "
-            f"{display.ms(c.a_ms)}, c = {display.ms(c.c_ms)}, d = {display.ms(c.d_ms)}."
-        )
+            f"{display.ms(c.a_ms)}, c = {display.ms(c.c_ms)}, d = {display.ms(c.d_ms)}"
+            + (f" ({c.note})" if server and c.note else "") + "."
+        )  # fmt: skip
     lines += ["", "## Seat caps", ""]
     crit = result.criteria
     lines.append(
@@ -540,8 +535,16 @@ def markdown(result: Accuracy, command: str, title: str = "Accuracy") -> str:
                       f"{len(result.caps)} policies uncalibrated"
                   + (f", {sum(bool(c.agrees_calibrated) for c in result.caps)} calibrated"
                      if any(c.calibrated for c in result.caps) else "") + "."]  # fmt: skip
+        lines += [
+            f"With the calibration stored with the curve (what `recommend` uses): "
+            f"{c.policy} {_cap_text(c.stored)}."
+            for c in result.caps
+            if c.stored
+        ]
     else:
         lines.append("No seat caps: the runs do not go up one session at a time from 1.")
+    if server:
+        lines += ["", *leaves_out(test, result.loaded, result.stored)]
     if result.without_spread:
         lines += ["", "## Batch-time spread", ""]
         lines.append(

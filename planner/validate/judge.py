@@ -20,7 +20,7 @@ from planner.sim.calibration import Calibration
 from planner.sim.sweep import Pooled, pool
 from planner.units import Milliseconds
 from planner.validate.options import LoadTestOptions
-from planner.validate.runs import Cap, Progress, ProgressFn
+from planner.validate.runs import Cap, LoadTest, Progress, ProgressFn
 from planner.validate.worker.backends import Backend
 from planner.validate.worker.frames import WorkerRun
 from planner.validate.worker.serve import serve
@@ -133,11 +133,14 @@ def search_cap(
     recommendation's cap for ``request``, the same scenarios simulated."""
     measured = upto
     reason = f"meets every criterion up to {upto} sessions, the largest tried"
+    edge: list[tuple[int, float | None, float]] = []
     for n in range(1, upto + 1):
         if report is not None:
             what = f"{n} session{'s' if n != 1 else ''}"
             report(Progress(0.99, f"finding the cap of {policy}: {what}"))
-        failed = failures(pooled(runs_at(n), criteria.percentile), criteria)
+        row = pooled(runs_at(n), criteria.percentile)
+        edge = [*edge[-1:], (n, row.e2e_latency_ms, float(row.min_fps))]
+        failed = failures(row, criteria)
         if failed:
             measured = n - 1
             reason = "; ".join(f.sentence for f in failed)
@@ -152,6 +155,7 @@ def search_cap(
         largest=upto,
         measured_reason=reason,
         predicted_reason=option.binding_constraint,
+        boundary=tuple(edge),
     )
 
 
@@ -185,3 +189,19 @@ def prediction_request(
         stages=options.stages_for(pre, post),
         calibration=calibration,
     )
+
+
+def cap_from_runs(test: LoadTest, policy: str, criteria: Criteria) -> tuple[int, int, str] | None:
+    """The seat cap of ``policy`` read off the runs of ``test`` at 1, 2, … sessions (their
+    records pooled per count, stopping at the first failure, as the search does): (cap,
+    the largest count, why it stops); None where the runs do not go up one by one from 1."""
+    by_count: dict[int, list[Any]] = {}
+    for run in test.runs:
+        if run.policy == policy and run.records is not None:
+            by_count.setdefault(run.sessions, []).append(run.records)
+    counts = sorted(by_count)
+    if not counts or counts != list(range(1, len(counts) + 1)):
+        return None
+    rows = [pooled(by_count[n], criteria.percentile) for n in counts]
+    cap, reason = cap_of(rows, criteria)
+    return cap, len(counts), reason

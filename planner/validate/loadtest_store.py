@@ -207,7 +207,7 @@ def load_loadtest(store: Store, number: int, *, records: bool = False) -> LoadTe
         environment=json.loads(env),
         calibration=found[0] if found else None,
         applied=applied[0] if applied else None,
-        caps=tuple(Cap(**{k: v for k, v in c.items() if k != "agrees"}) for c in json.loads(caps)),
+        caps=tuple(Cap.from_dict(c) for c in json.loads(caps)),
         interrupted=stopped,
         id=number,
         source=source,

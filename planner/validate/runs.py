@@ -64,9 +64,18 @@ class Run:
     def loaded(self) -> bool:
         """Whether the run loaded the device: its slowest session below 95% of the
         source rate (``LOADED``), or, on a server that queues every frame (where frame
-        rates hold while the queue grows), the server busy at least half the run."""
-        if self.scenario.queue == "all" and self.measured.gpu_busy_fraction is not None:
-            return self.measured.gpu_busy_fraction >= SERVER_LOADED
+        rates hold while the queue grows), the server busy at least half the run: as its
+        statistics say, or, where it withholds them, as the prediction on the uncalibrated
+        curve says (which does not depend on how far off the prediction is); either way
+        a run whose slowest session lost frames is loaded."""
+        if self.scenario.queue == "all":
+            busy = self.measured.gpu_busy_fraction
+            if busy is None:
+                busy = self.predicted.gpu_busy_fraction
+            if busy is not None and busy >= SERVER_LOADED:
+                return True
+            if self.measured.gpu_busy_fraction is not None:
+                return False
         return loaded(self.measured, self.scenario.session_fps[0])
 
     def figures(self, calibrated: bool = False) -> list[Figure]:
@@ -96,6 +105,27 @@ class Cap:
     largest: int  # the largest session count searched
     measured_reason: str
     predicted_reason: str
+    # The measured figures at the boundary: (sessions, the percentile's end-to-end
+    # latency in ms or None, the slowest session's fps) of the last count that met the
+    # criteria and of the first that failed, where the search ran them.
+    boundary: tuple[tuple[int, float | None, float], ...] = ()
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Cap:
+        """A cap as ``as_dict`` wrote it (one stored before ``boundary`` had none)."""
+        kept = {k: v for k, v in values.items() if k not in ("agrees", "boundary")}
+        edge = tuple((int(n), None if t is None else float(t), float(f))
+                     for n, t, f in values.get("boundary") or ())  # fmt: skip
+        return cls(**kept, boundary=edge)
+
+    def closeness(self, budget_ms: float, min_fps: float) -> float | None:
+        """How near the boundary runs came to a criterion: the smallest relative distance
+        of their latency to ``budget_ms`` or of their slowest fps to ``min_fps`` (None:
+        no boundary figures)."""
+        gaps = [abs(f - min_fps) / min_fps for _, _, f in self.boundary if min_fps > 0]
+        gaps += [abs(t - budget_ms) / budget_ms for _, t, _ in self.boundary
+                 if t is not None and budget_ms > 0]  # fmt: skip
+        return min(gaps) if gaps else None
 
     @property
     def agrees(self) -> bool:
@@ -121,6 +151,7 @@ class Cap:
             "agrees": self.agrees,
             "measured_reason": self.measured_reason,
             "predicted_reason": self.predicted_reason,
+            "boundary": [list(b) for b in self.boundary],
         }
 
 

@@ -160,6 +160,12 @@ def server_lines(test: LoadTest) -> list[str]:
         f"{env.get('max_batch_size')}, queue delay {env.get('max_queue_delay_us')} µs; "
         f"each request beyond the first costs {display.ms(env['per_request_ms'])}"
     ]
+    if test.calibration is not None:
+        out.append(
+            f"plans on curve {test.curve.id} take calibration {test.calibration.id}, its "
+            "newest, from now on (e.g. `planner recommend --curve "
+            f"{test.curve.id} --policies triton --queue all`; `--calibration none` ignores it)"
+        )
     for run in env.get("runs") or []:
         frames = run["frames"]
         what = f"{run['sessions']} session{'s' if run['sessions'] != 1 else ''}"

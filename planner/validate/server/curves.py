@@ -13,8 +13,13 @@ policy models that wait itself, so each point has the mean time the server says 
 requests spent in its queue (its statistics, read around the timed calls) taken out. What
 is left is what one execution of b frames costs as seen from the client. Where the server
 gives no statistics, or gives some that cannot be true of the calls just made (counters
-that fell, or a mean queue time below 0 or above the calls' own median), nothing is
-taken out and the sweep's ``notes`` say why.
+that fell, or a mean queue time below 0 or above the calls' own median), the sweep's
+``notes`` say why. Where the server withholds them (Triton can restrict them), the wait
+is taken as the batcher's own setting (``batcher_wait_ms``): a batch that neither fills
+the model's largest batch nor makes one of its preferred sizes waits the whole delay for
+company that never comes, as every timed call here arrives alone (or, b at once,
+together). Where it gives statistics that cannot be read or cannot be true, nothing is
+taken out: a server that miscounts may not run the batcher it describes either.
 
 The difference between the two is what b - 1 extra requests cost: ``per_request_ms``.
 """
@@ -36,7 +41,7 @@ from planner.errors import BadInput
 from planner.limits import MIN_LATENCY_MS
 from planner.units import Milliseconds
 from planner.validate.server.client import Connection
-from planner.validate.server.statistics import Statistics, read_statistics
+from planner.validate.server.statistics import WITHHELD, Statistics, read_statistics
 
 SINGLE, CONCURRENT = "single", "concurrent"
 WAYS: dict[str, str] = {
@@ -97,8 +102,11 @@ async def sweep(
         found.timings[batch] = timings
         found.queue_ms[batch] = 0.0
         found.ran[batch] = {}
-        ran = _difference(before, after, repetitions * batch, float(np.median(timings)))
+        median = float(np.median(timings))
+        ran = _difference(before, after, repetitions * batch, median)
         if isinstance(ran, str):
+            if any(isinstance(r, str) and r.startswith(WITHHELD) for r in (before, after)):
+                found.queue_ms[batch] = min(batcher_wait_ms(connection, batch), median)
             if ran not in found.notes:
                 found.notes.append(ran)
             continue
@@ -107,13 +115,25 @@ async def sweep(
     return found
 
 
+def batcher_wait_ms(connection: Connection, batch: int) -> Milliseconds:
+    """How long the server's dynamic batcher holds a batch of ``batch`` frames that
+    arrives alone before it runs it (ms): its whole ``max_queue_delay_microseconds``,
+    unless the batch is the model's largest or one of its preferred sizes (then it runs
+    at once); 0 without a batcher."""
+    model = connection.model
+    delay = model.max_queue_delay_us
+    if not delay or batch >= model.largest_batch or batch in model.preferred_batch_sizes:
+        return 0.0
+    return float(delay) / 1000.0
+
+
 def _difference(
     before: Statistics | str, after: Statistics | str, answered: int, median_ms: float
 ) -> Statistics | str:
     """What the server ran over the timed calls, or why it cannot be used."""
     for reading in (before, after):
         if isinstance(reading, str):
-            return f"{reading}; the queue time is unavailable"
+            return f"{reading}; the queue time is unavailable (taken as the batcher's delay)"
     assert isinstance(before, Statistics) and isinstance(after, Statistics)
     ran = after.since(before)
     problem = ran.impossible(answered)

@@ -38,6 +38,7 @@ from planner.curves.curve import Curve
 from planner.curves.fit import fit_curve
 from planner.errors import BadInput
 from planner.plan.request import Criteria, model_spread, model_table
+from planner.sim.calibration import Calibration
 from planner.sim.scenario import Scenario
 from planner.sim.simulate import simulate
 from planner.units import Milliseconds
@@ -45,6 +46,7 @@ from planner.validate.judge import prediction_request, search_cap
 from planner.validate.measured_vs_predicted import Summary
 from planner.validate.options import LoadTestOptions, default_batches
 from planner.validate.runs import SERVER_SOURCE, Cap, LoadTest, Progress, ProgressFn, Run
+from planner.validate.server.calibration import fit_server
 from planner.validate.server.client import (
     CALL_TIMEOUT_S,
     Connection,
@@ -61,6 +63,7 @@ from planner.validate.server.curves import (
     per_request_ms,
     sweep,
 )
+from planner.validate.server.leaves_out import counts_text
 from planner.validate.server.statistics import Statistics, read_statistics
 from planner.validate.server.target import Target
 from planner.validate.server.traffic import ANSWERED, ServerRun, drive
@@ -238,7 +241,7 @@ def run_server_loadtest(
                     caps.append(
                         find_server_cap(
                             runner, connection, options, curves[0], criteria or Criteria(),
-                            find_cap_upto, report,
+                            find_cap_upto, report, runs,
                         )
                     )  # fmt: skip
             except KeyboardInterrupt:
@@ -255,9 +258,12 @@ def run_server_loadtest(
         env["load_average_end"] = list(os.getloadavg())
     env["finished_at"] = _now().isoformat()
     env["sweeps"] = {s.way: {str(b): s.timings[b] for b in s.batches} for s in sweeps}
+    report(Progress(0.99, "fitting a calibration of the curve to the runs"))
+    calibration, why = fit_calibration(runs, curves[0])
     report(Progress(1.0, "done"))
     notes = [f"the curve: {n}" for s in sweeps for n in s.notes]
     test = LoadTest(
+        calibration=calibration,
         curve=curves[0],
         options=options,
         runs=tuple(runs),
@@ -267,9 +273,31 @@ def run_server_loadtest(
         source=SERVER_SOURCE,
         description=f"{model.name} at {model.target.url}",
         warnings=tuple([*dict.fromkeys(notes), *_warnings(env["runs"])]
+                       + ([f"no calibration stored: {why}"] if why else [])
                        + ([f"stopped early: {stopped}"] if stopped else [])),
     )  # fmt: skip
     return ServerLoadTest(test, curves, per_request, stopped)
+
+
+def fit_calibration(runs: Sequence[Run], curve: Curve) -> tuple[Calibration | None, str]:
+    """The calibration of ``curve`` (the single-request curve the runs were predicted on)
+    fitted to every run (``planner.validate.server.calibration.fit_server``), as the
+    reference worker's load test fits one to every run; and why there is none ("" when
+    there is). Only the server's answers as the client saw them go in: a server that
+    withholds its statistics is calibrated all the same."""
+    if not runs:
+        return None, "no run finished"
+    try:
+        found = fit_server(runs, curve.id, curve.per_request_ms)
+    except BadInput as exc:
+        return None, "; ".join(exc.problems)
+    counts = sorted({r.sessions for r in runs})
+    note = (
+        "fitted to the p50, p99 and slowest-session frame rate of the runs at "
+        f"{counts_text(counts)} session{'s' if counts != [1] else ''} (a server's records "
+        "hold no batches)"
+    )
+    return replace(found, created_at=_now().replace(tzinfo=None), note=note), ""
 
 
 def _time_for(link: Link, scenario: Scenario) -> None:
@@ -321,21 +349,28 @@ async def measure_server_run(
     as sent, and what the server's statistics say it ran meanwhile (or why they cannot
     say: ``planner.validate.server.statistics.read_statistics``, ``Statistics.impossible``).
     The measured GPU busy fraction is the server's: the time its executions took over the
-    run's duration (per model instance); None without statistics. ServerFailed when the
-    server stopped answering during the run."""
+    run's duration (per model instance), at most all of it; None without statistics. The
+    second reading follows the last answer, so the executions that drained a queue left
+    at the end count too: they are judged possible against the time between the two
+    readings, and a run that left a queue reads as busy throughout, as it was.
+    ServerFailed when the server stopped answering during the run."""
+    started = time.monotonic()
     before = await read_statistics(connection)
     served = await serve_run(connection, scenario, tick)
     after = await read_statistics(connection)
+    span_ms = max((time.monotonic() - started) * 1000.0, scenario.duration_ms)
     instances = connection.model.instances or 1
     ran: Statistics | str = after if isinstance(after, str) else before
     if isinstance(before, Statistics) and isinstance(after, Statistics):
         ran = after.since(before)
-        problem = ran.impossible(served.count(ANSWERED), scenario.duration_ms, instances)
+        problem = ran.impossible(served.count(ANSWERED), span_ms, instances)
         if problem is not None:
             ran = f"the server's statistics cannot be true ({problem})"
     worker = served.worker_run()
     measured = Summary.of(worker.results(), served.lateness_ms)
-    busy = ran.busy_ms / scenario.duration_ms / instances if isinstance(ran, Statistics) else None
+    busy = None
+    if isinstance(ran, Statistics):
+        busy = min(ran.busy_ms / scenario.duration_ms / instances, 1.0)
     measured = replace(measured, gpu_busy_fraction=busy)
     predicted = simulate(scenario)
     run = Run(
@@ -370,17 +405,26 @@ def find_server_cap(
     criteria: Criteria,
     upto: int,
     report: ProgressFn | None = None,
+    done: Sequence[Run] = (),
 ) -> Cap:
     """The seat cap on the server beside the recommendation's for the same scenarios on
-    the curve (``planner.validate.judge.search_cap``, as the reference worker's)."""
+    the curve (``planner.validate.judge.search_cap``, as the reference worker's). A count
+    whose every seed is among the runs ``done`` already is judged on their records: the
+    same traffic (the same capture times) sent again would only take the time again."""
     table, spread = server_tables(curve, max(64, upto, options.max_batch or 1))
+    kept: dict[tuple[int, int], Any] = {
+        (r.sessions, r.scenario.seed): r.records for r in done if r.records is not None
+    }
 
     def runs_at(n: int) -> list[Any]:
+        seeds = [options.seed + k for k in range(options.seeds)]
+        if all((n, seed) in kept for seed in seeds):
+            return [kept[n, seed] for seed in seeds]
         return [
             runner.run(
-                serve_run(connection, server_scenario(options, table, n, options.seed + k, spread))
+                serve_run(connection, server_scenario(options, table, n, seed, spread))
             ).worker_run()
-            for k in range(options.seeds)
+            for seed in seeds
         ]
 
     request = replace(

@@ -190,6 +190,11 @@ def _add(a: Statistics, b: Statistics) -> Statistics:
     )
 
 
+WITHHELD = "the server does not give its statistics"
+"""How ``read_statistics`` begins its answer when the server refuses them (as opposed
+to giving some that cannot be read)."""
+
+
 async def read_statistics(connection: Connection) -> Statistics | str:
     """One reading of the model's statistics, or why there is none: the server refuses
     them (Triton can restrict them) or gives what cannot be read. ServerFailed when the
@@ -203,7 +208,7 @@ async def read_statistics(connection: Connection) -> Statistics | str:
         if not await connection.live():
             where = connection.model.target.url
             raise ServerFailed(f"the server at {where} stopped answering ({exc.detail})") from None
-        return f"the server does not give its statistics ({exc.detail})"
+        return f"{WITHHELD} ({exc.detail})"
     try:
         return parse_statistics(document, connection.model.name)
     except Unreadable as exc:
