@@ -22,6 +22,10 @@ report's renderers, and the front ends reach the simulator's names through them.
   its metadata and points as tables, the fit's description, leave-one-out sentence,
   table and bars, the batch to measure next, the assumptions and the series a chart
   draws, as the Curves page, ``planner curves show`` and ``planner fit`` show them.
+- ``study``: a stored study's view (``study_view``) over two of its axes: its summary,
+  the grid of one figure with each cell's text, the cheapest cost at each latency budget,
+  the cells table and every cell's Plan link, as the Studies page and ``planner study``
+  show them.
 - ``cards``: a card comparison's view (``card_comparison_view``): each curve's cells,
   as the Compare page's table and as ``planner compare-cards``' table.
 - ``choices``: what a front end offers to choose (policies, phases, sharing modes and
