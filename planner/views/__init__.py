@@ -26,6 +26,11 @@ report's renderers, and the front ends reach the simulator's names through them.
   the grid of one figure with each cell's text, the cheapest cost at each latency budget,
   the cells table and every cell's Plan link, as the Studies page and ``planner study``
   show them.
+- ``loadtest``: a load test's view (``loadtest_view``): its title and facts, the error
+  tables (measured against predicted, and against the calibrated prediction), the
+  accuracy over the loaded runs, the seat caps, the calibration, a server's own counts,
+  the chart series and the ``--json`` document (``summary``), as the Validate page and
+  ``planner loadtest`` (its runs, ``show`` and ``import``) show them.
 - ``cards``: a card comparison's view (``card_comparison_view``): each curve's cells,
   as the Compare page's table and as ``planner compare-cards``' table.
 - ``choices``: what a front end offers to choose (policies, phases, sharing modes and
