@@ -18,7 +18,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from planner.curves.curve import Curve, Point
-from planner.curves.fit import FittedCurve, straight_line
+from planner.curves.fit import FittedCurve
+from planner.views.curve import FitSeries, LooBar, fit_series
 
 BATCH_AXIS = "batch size (frames per call)"
 MODEBAR = {"orientation": "v"}
@@ -179,18 +180,32 @@ def fit_figure(
     title: str | None = None,
     height: int = 380,
 ) -> go.Figure:
-    """The fitted curves for batch 1..``upto``: central line (dotted where extrapolated),
+    """The fitted curves for batch 1..``upto`` (see ``series_figure``)."""
+    series = [fit_series(entry.label, entry.points, entry.fit, upto) for entry in curves]
+    return series_figure(series, view=view, straight=straight, title=title, height=height)
+
+
+def series_figure(
+    curves: Sequence[FitSeries],
+    *,
+    view: View = "latency",
+    straight: bool = False,
+    title: str | None = None,
+    height: int = 380,
+) -> go.Figure:
+    """Fitted curves as their views give them: central line (dotted where extrapolated),
     band shaded between the optimistic and pessimistic edges, measured points as
     markers (reconciled ones as crosses). ``straight`` adds the straight-line method for
     comparison (one curve only). With one curve the extrapolated region is shaded."""
     name, y_title, unit = _VIEWS[view]
     data: list[dict[str, Any]] = []  # one go.Figure(...) at the end: validated once
-    batches = np.arange(1, upto + 1, dtype=np.float64)
+    upto = int(curves[0].batches[-1]) if curves else 1
     for index, entry in enumerate(curves):
         colour = COLOURS[index % len(COLOURS)]
         label = trace_name(entry.label)
         single = len(curves) == 1
-        central, optimistic, pessimistic = entry.fit.band(batches)
+        batches = entry.batches
+        central, optimistic, pessimistic = entry.central, entry.optimistic, entry.pessimistic
         low, high = (
             (_in_view(view, batches, pessimistic), _in_view(view, batches, optimistic))
             if view == "throughput"
@@ -211,7 +226,7 @@ def fit_figure(
                 showlegend=single,
             )
         )
-        outside = entry.fit.extrapolated(batches)
+        outside = entry.extrapolated
         inside_line = np.where(outside, np.nan, middle)
         # Extend the dotted part by one step so the two parts meet.
         touching = outside | np.roll(outside, 1) | np.roll(outside, -1)
@@ -242,10 +257,10 @@ def fit_figure(
                 hovertemplate=hover + "<extra>extrapolated</extra>",
             )
         )
-        measured = np.array([p.batch for p in entry.points], dtype=np.float64)
+        measured = entry.measured
         shown = measured <= upto
-        values = _in_view(view, measured, np.array([p.latency_ms for p in entry.points]))
-        reconciled = np.isin(measured, entry.fit.reconciled)
+        values = _in_view(view, measured, entry.measured_ms)
+        reconciled = entry.reconciled
         data.append(
             dict(
                 type="scatter",
@@ -265,12 +280,11 @@ def fit_figure(
             )
         )
         if straight and len(curves) == 1:
-            line = straight_line(entry.points)(batches)
             data.append(
                 dict(
                     type="scatter",
                     x=batches,
-                    y=_in_view(view, batches, np.maximum(line, 1e-9)),
+                    y=_in_view(view, batches, entry.straight),
                     mode="lines",
                     line={"color": "#57606a", "width": 1.5, "dash": "dash"},
                     name="straight-line method",
@@ -280,8 +294,7 @@ def fit_figure(
     shapes: list[dict[str, Any]] = []
     annotations: list[dict[str, Any]] = []
     if len(curves) == 1:
-        fit = curves[0].fit
-        first, last = fit.points[0].batch, fit.points[-1].batch
+        first, last = curves[0].first, curves[0].last
         for start, end in ((0.5, first - 0.5), (last + 0.5, upto + 0.5)):
             if end > start + 0.5:
                 shapes.append(
@@ -316,24 +329,30 @@ def fit_figure(
 def loo_figure(fit: FittedCurve) -> go.Figure | None:
     """Leave-one-out: each point's error when predicted from the others, by the fit and
     by the straight-line method (None with fewer than three points)."""
-    loo = fit.loo
-    if loo is None:
+    if fit.loo is None:
         return None
-    batches = [str(p.batch) for p in loo.points]
+    return loo_bars_figure(
+        [LooBar(p.batch, p.error, p.straight_line_error, p.inside) for p in fit.loo.points]
+    )
+
+
+def loo_bars_figure(bars: Sequence[LooBar]) -> go.Figure:
+    """Leave-one-out bars as a fit's view gives them (``FitView.loo_bars``)."""
+    batches = [str(p.batch) for p in bars]
     figure = go.Figure()
     figure.add_trace(
         go.Bar(
             x=batches,
-            y=[100 * p.error for p in loo.points],
+            y=[100 * p.error for p in bars],
             name="fit",
-            marker_color=[COLOURS[0] if p.inside else "#d1242f" for p in loo.points],
+            marker_color=[COLOURS[0] if p.inside else "#d1242f" for p in bars],
             hovertemplate="batch %{x}: %{y:,.3~r}% off<extra>fit</extra>",
         )
     )
     figure.add_trace(
         go.Bar(
             x=batches,
-            y=[100 * p.straight_line_error for p in loo.points],
+            y=[100 * p.straight_line_error for p in bars],
             name="straight-line method",
             marker_color="#8c959f",
             hovertemplate="batch %{x}: %{y:,.3~r}% off<extra>straight line</extra>",

@@ -1,5 +1,5 @@
 """Plotly figures of a study: a heatmap of one figure over two axes, and the cheapest
-cost per seat at each latency budget. Pure functions of ``planner.studies.view`` values."""
+cost per seat at each latency budget. Pure functions of a study's view (``planner.views.study``)."""
 
 from __future__ import annotations
 
@@ -8,22 +8,25 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 
 from dashboard.charts import COLOURS, trace_name
-from planner import display
-from planner.studies.store import Member
-from planner.studies.view import METRICS, Grid, axis_words, label
+from planner.studies.view import METRICS, Grid, axis_words
+from planner.views.study import FrontPoint, grid_text
 
 
 def heatmap_figure(
-    view: Grid, metric: str, height: int = 420, names: Mapping[str, str] | None = None
+    view: Grid,
+    metric: str,
+    height: int = 420,
+    names: Mapping[str, str] | None = None,
+    text: Sequence[Sequence[str]] | None = None,
 ) -> go.Figure:
     """``metric`` per cell over the grid's two axes, the value written in each cell; an
     empty cell was not computed (or failed). Axes are titled in words (``axis_words``);
-    ``names`` gives values a name of their own (a curve's model and card for its id)."""
+    ``names`` gives values a name of their own (a curve's model and card for its id);
+    ``text`` is each cell's figure as the study's view writes it (``grid_text``)."""
     names = names or {}
     x_title, y_title = axis_words(view.x_axis), axis_words(view.y_axis)
     money = metric == "cost_per_seat_hour"
-    text = [["" if v is None else (display.money(v) if money else f"{v:g}") for v in row]
-            for row in view.z]  # fmt: skip
+    text = [list(row) for row in (text if text is not None else grid_text(view, metric))]
     figure = go.Figure(
         go.Heatmap(
             x=[trace_name(names.get(x, x), 60) for x in view.x],
@@ -49,28 +52,16 @@ def heatmap_figure(
     return figure
 
 
-def front_figure(
-    points: Sequence[tuple[str, float, Member]],
-    height: int = 380,
-    names: Mapping[str, str] | None = None,
-) -> go.Figure:
+def front_figure(points: Sequence[FrontPoint], height: int = 380) -> go.Figure:
     """The cheapest cost per seat-hour at each latency budget (any card and sharing
-    mode): what a looser budget buys; ``names`` names the curves by model and card."""
-    names = names or {}
-    labels = [
-        f"{names.get(m.curve_id, m.curve_id)}, {label(m.coordinates.get('modes', ['exclusive']))}"
-        for _, _, m in points
-    ]
+    mode), as the study's view gives it: what a looser budget buys."""
     figure = go.Figure(
         go.Scatter(
-            x=[float(b) for b, _, _ in points],
-            y=[cost for _, cost, _ in points],
+            x=[float(p.budget) for p in points],
+            y=[p.cost for p in points],
             mode="lines+markers",
             line={"color": COLOURS[0], "shape": "hv"},
-            customdata=[
-                [display.money(cost), name]
-                for (_, cost, _), name in zip(points, labels, strict=True)
-            ],
+            customdata=[[p.cost_text, trace_name(p.label)] for p in points],
             hovertemplate="budget %{x} ms: %{customdata[0]} per seat-hour (%{customdata[1]})"
             "<extra></extra>",
         )

@@ -7,7 +7,6 @@ conversions are tested on their own.
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import re
@@ -19,7 +18,11 @@ from planner.curves.curve import OPTIONAL_POINT_FIELDS, Curve, Point, make_point
 from planner.curves.fit import FittedCurve
 from planner.curves.labels import config_label, distinct_labels
 from planner.errors import BadInput
+from planner.views.curve import YES, curve_metadata, loo_table
+from planner.views.curve import point_columns as views_point_columns
+from planner.views.curve import point_table as views_point_table
 from planner.views.runs import Results
+from planner.views.table import Table
 
 MISSING = "-"
 LONG_TEXT = 48  # characters; longer metadata values are shown in full below the table
@@ -87,41 +90,17 @@ def preview_labels(curves: Sequence[Curve]) -> dict[str, str]:
 def metadata_rows(curve: Curve, *, longest: int = LONG_TEXT) -> list[dict[str, str]]:
     """The curve's identity and environment as (field, value) text rows, leaving out
     notes and values longer than ``longest`` characters (see ``long_metadata``)."""
-    rows = [
-        ("id", curve.id),
-        ("model", curve.model),
-        ("card", curve.card),
-        ("MIG profile", curve.mig_profile or MISSING),
-        ("precision", curve.precision or MISSING),
-        ("resolution", curve.resolution or MISSING),
-        ("source", curve.source),
-        ("stored", curve.created_at.strftime("%Y-%m-%d %H:%M UTC") if curve.created_at else ""),
-    ]
-    if curve.renamed_from:
-        rows.append(("renamed from", curve.renamed_from))
-    if curve.flag:
-        rows.append(("flag", flag_text(curve)))
-    rows += [(k, v) for k, v in _environment(curve) if len(v) <= longest]
-    return [{"field": k, "value": v} for k, v in rows]
+    return curve_metadata(curve, longest=longest)[0].records
 
 
 def long_metadata(curve: Curve, *, longest: int = LONG_TEXT) -> list[tuple[str, str]]:
     """Notes and other environment values too long for a table cell, to show in full."""
-    return [(k, v) for k, v in _environment(curve) if len(v) > longest]
-
-
-def _environment(curve: Curve) -> list[tuple[str, str]]:
-    items = [(str(k), _text(v)) for k, v in sorted(curve.environment.items())]
-    # Notes first among the long texts: they are what a person wrote about the curve.
-    return sorted(items, key=lambda kv: kv[0] != "notes")
+    return list(curve_metadata(curve, longest=longest)[1])
 
 
 def point_columns(curve: Curve) -> list[str]:
     """Batch and latency, plus each optional column that some point of the curve has."""
-    optional = [
-        c for c in OPTIONAL_POINT_FIELDS if any(getattr(p, c) is not None for p in curve.points)
-    ]
-    return ["batch", "latency_ms", *optional]
+    return views_point_columns(curve)
 
 
 def point_rows(curve: Curve, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -130,34 +109,29 @@ def point_rows(curve: Curve, columns: Sequence[str] | None = None) -> list[dict[
     return [{c: getattr(p, c) for c in wanted} for p in curve.points]
 
 
-POINT_HEADERS = {
-    "batch": "batch",
-    "latency_ms": "latency (ms)",
-    "p10_ms": "p10 (ms)",
-    "p50_ms": "p50 (ms)",
-    "p90_ms": "p90 (ms)",
-    "p99_ms": "p99 (ms)",
-    "std_ms": "std (ms)",
-    "n": "runs",
-    "memory_mb": "memory (MB)",
-}
-"""Column headers of a point table, by point field: a quantity and its unit."""
+WHOLE = ("batch", "runs")
+"""Columns of whole numbers: a page's table shows and sorts them as numbers."""
+YES_OR_NO = ("inside the band",)
+"""Columns of yes-or-no cells: a page's table shows them as ticks."""
+
+
+def typed(table: Table) -> list[dict[str, Any]]:
+    """A view's table as a page's table takes it: the cells of whole-number columns as
+    numbers and of yes-or-no columns as ticks, every other cell as the view wrote it."""
+
+    def cell(column: str, text: str) -> Any:
+        if column in WHOLE and text.isdigit():
+            return int(text)
+        if column in YES_OR_NO:
+            return text == YES
+        return text
+
+    return [{k: cell(k, v) for k, v in row.items()} for row in table.records]
 
 
 def point_table(curve: Curve) -> list[dict[str, Any]]:
-    """The curve's points for reading (not editing): headers with units, times written
-    the one way the planner writes them (``38.5``, ``9.82``)."""
-    rows = []
-    for point in curve.points:
-        row: dict[str, Any] = {}
-        for column in point_columns(curve):
-            value = getattr(point, column)
-            if column == "batch" or column == "n":
-                row[POINT_HEADERS[column]] = value
-            else:
-                row[POINT_HEADERS[column]] = display.number(value)
-        rows.append(row)
-    return rows
+    """The curve's points for reading (not editing), as the curve's view writes them."""
+    return typed(views_point_table(curve))
 
 
 def points_from_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[Point, ...]:
@@ -206,31 +180,10 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _text(value: object) -> str:
-    if isinstance(value, Mapping | list | tuple):
-        return json.dumps(value, default=str, sort_keys=True)
-    return str(value)
-
-
 def loo_rows(fit: FittedCurve) -> list[dict[str, Any]]:
     """Leave-one-out trials: each point predicted from the others, by the fit (with its
     band) and by the straight-line method."""
-    loo = fit.loo
-    if loo is None:
-        return []
-    return [
-        {
-            "batch": p.batch,
-            "measured (ms)": display.ms(p.measured_ms, unit=False),
-            "fit predicts (ms)": display.ms(p.predicted_ms, unit=False),
-            "fit error": display.fraction(p.error),
-            "band (ms)": f"{display.ms(p.low_ms, unit=False)}–{display.ms(p.high_ms, unit=False)}",
-            "inside the band": p.inside,
-            "straight line predicts (ms)": display.ms(p.straight_line_ms, unit=False),
-            "straight-line error": display.fraction(p.straight_line_error),
-        }
-        for p in loo.points
-    ]
+    return typed(loo_table(fit))
 
 
 def session_rows(results: Results) -> list[dict[str, Any]]:

@@ -1,29 +1,33 @@
 """The Validate page's figures and tables: a load test's measured figures against the
-predicted ones, by session count and policy. Pure functions of ``planner.validate.loadtest``
-values (no Streamlit), so they are tested without a server."""
+predicted ones, by session count and policy, drawn from its view
+(``planner.views.loadtest``; no Streamlit), so they are tested without a server."""
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import plotly.graph_objects as go
 
 from dashboard.charts import COLOURS, trace_name
-from planner import display
-from planner.validate.measured_vs_predicted import ErrorStats, error_stats
-from planner.validate.runs import LoadTest, Run
+from planner.validate.measured_vs_predicted import ErrorStats
+from planner.validate.runs import LoadTest
+from planner.views.loadtest import (
+    Chart,
+    accuracy,
+    accuracy_table,
+    calibration_table,
+    loadtest_view,
+)
 from planner.views.runs import Calibration
+
+__all__ = ["accuracy", "accuracy_rows", "calibration_rows", "chart_figure", "error_rows",
+           "figure", "torch_available"]  # fmt: skip
 
 _LAYOUT = {
     "margin": {"l": 70, "r": 20, "t": 50, "b": 55},
     "legend": {"orientation": "h", "y": -0.25, "x": 0},
-}
-FIGURES = {
-    "min_fps": ("Slowest session", "frames per second"),
-    "e2e_p99_ms": ("p99 latency, end to end", "ms"),
-    "e2e_p50_ms": ("p50 latency, end to end", "ms"),
 }
 
 
@@ -32,129 +36,54 @@ def torch_available() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
-def by_policy(test: LoadTest) -> dict[str, list[Run]]:
-    """The runs of each policy by session count (seeds kept apart, in order)."""
-    out: dict[str, list[Run]] = {}
-    for run in test.runs:
-        out.setdefault(run.policy, []).append(run)
-    for runs in out.values():
-        runs.sort(key=lambda r: (r.sessions, r.scenario.seed))
-    return out
-
-
 def figure(test: LoadTest, metric: str, calibrated: bool = False) -> go.Figure:
-    """``metric`` against session count: per policy a solid line measured, a dashed line
-    predicted (the calibrated prediction where asked for and there is one)."""
-    title, unit = FIGURES[metric]
+    """``metric`` of ``test`` against session count (see ``chart_figure``)."""
+    (chart,) = [c for c in loadtest_view(test).charts if c.metric == metric]
+    return chart_figure(chart, calibrated)
+
+
+def chart_figure(chart: Chart, calibrated: bool = False) -> go.Figure:
+    """A load test's chart as its view gives it: per policy a solid line measured, a
+    dashed line predicted (the calibrated prediction where asked for and there is one)."""
     traces: list[dict[str, Any]] = []
-    for i, (policy, runs) in enumerate(by_policy(test).items()):
+    for i, series in enumerate(chart.series):
         colour = COLOURS[i % len(COLOURS)]
-        sessions = [r.sessions for r in runs]
-        measured = [_measured(r, metric) for r in runs]
-        predicted = [
-            getattr(r.calibrated if calibrated and r.calibrated else r.predicted, metric)
-            for r in runs
-        ]
-        name = trace_name(policy)
+        sessions = list(series.sessions)
+        predicted = list(series.calibrated if calibrated else series.predicted)
+        name = trace_name(series.policy)
         traces.append({"type": "scatter", "mode": "lines+markers", "x": sessions,
-                       "y": measured, "name": f"{name}, measured",
+                       "y": list(series.measured), "name": f"{name}, measured",
                        "line": {"color": colour}})  # fmt: skip
         traces.append({"type": "scatter", "mode": "lines+markers", "x": sessions,
                        "y": predicted, "name": f"{name}, predicted",
                        "line": {"color": colour, "dash": "dash"},
                        "marker": {"symbol": "circle-open"}})  # fmt: skip
-    if metric == "min_fps":
-        fps = test.options.fps
-        traces.append({"type": "scatter", "mode": "lines", "x": [min(test.options.sessions),
-                       max(test.options.sessions)], "y": [fps, fps], "name": "source rate",
+    if chart.source_rate is not None:
+        (low, high), fps = chart.source_rate
+        traces.append({"type": "scatter", "mode": "lines", "x": [low, high],
+                       "y": [fps, fps], "name": "source rate",
                        "line": {"color": "#888", "dash": "dot"}})  # fmt: skip
     layout = {
         **_LAYOUT,
-        "title": {"text": f"{title}: measured (solid) and predicted (dashed)"},
+        "title": {"text": f"{chart.title}: measured (solid) and predicted (dashed)"},
         "xaxis": {"title": {"text": "sessions"}, "dtick": 1},
-        "yaxis": {"title": {"text": unit}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": chart.unit}, "rangemode": "tozero"},
     }
     return go.Figure({"data": traces, "layout": layout})
 
 
-def _measured(run: Run, metric: str) -> float | None:
-    """A run's measured figure; an imported range's middle."""
-    ranges = dict(run.ranges)
-    if metric in ranges:
-        low, high = ranges[metric]
-        return (low + high) / 2.0
-    value = getattr(run.measured, metric)
-    return None if value is None else float(value)
-
-
-WRITERS: dict[str, Callable[[float | None], str]] = {
-    "fps": display.fps,
-    "ms": display.ms,
-    "fraction": display.fraction,
-}
-"""How a compared figure of each unit is written in the error table (with its unit: the
-column's label does not name it)."""
-
-
 def error_rows(test: LoadTest, calibrated: bool = False) -> list[dict[str, Any]]:
-    """One row per run: each compared figure as measured, predicted and the verdict."""
-    rows = []
-    for run in test.runs:
-        row: dict[str, Any] = {
-            "sessions": run.sessions,
-            "policy": run.policy,
-            "seed": run.scenario.seed,
-            "loaded": "yes" if run.loaded else "",
-        }
-        for f in run.figures(calibrated):
-            label, write = f.metric.label, WRITERS[f.metric.unit]
-            if f.measured is None:
-                row[f"{label}: measured"] = display.MISSING
-            elif f.is_range:
-                row[f"{label}: measured"] = f"{write(f.measured[0])}–{write(f.measured[1])}"
-            else:
-                row[f"{label}: measured"] = write(f.measured[0])
-            row[f"{label}: predicted"] = write(f.predicted)
-            row[f"{label}: error"] = f.verdict
-        rows.append(row)
-    return rows
+    """One row per run: each compared figure as measured / predicted (verdict), as the
+    load test's view writes them."""
+    view = loadtest_view(test)
+    table = view.calibrated_errors if calibrated and view.calibrated_errors else view.errors
+    return table.records
 
 
 def accuracy_rows(stats: Sequence[ErrorStats]) -> list[dict[str, Any]]:
     """Median and largest |relative error| per figure, over the loaded runs."""
-    return [
-        {
-            "figure": s.metric,
-            "loaded runs": s.runs,
-            "median error": display.fraction(s.median),
-            "largest error": display.fraction(s.largest),
-        }
-        for s in stats
-    ]
-
-
-def accuracy(test: LoadTest, calibrated: bool = False) -> list[ErrorStats]:
-    """``error_stats`` (``planner.validate.measured_vs_predicted``) over the runs that
-    loaded the device."""
-    pairs = [
-        (r.measured, r.calibrated if calibrated and r.calibrated else r.predicted)
-        for r in test.runs
-        if r.loaded
-    ]
-    return error_stats(pairs)
+    return accuracy_table(stats).records
 
 
 def calibration_rows(found: Sequence[Calibration]) -> list[dict[str, Any]]:
-    return [
-        {
-            "calibration": c.id,
-            "load test": c.loadtest,
-            "date": None if c.created_at is None else c.created_at.isoformat(sep=" "),
-            "a (ms per batch)": round(c.a_ms, 3),
-            "c (ms per frame)": round(c.c_ms, 4),
-            "d (ms outside the device)": round(c.d_ms, 3),
-            "batches": c.batches,
-            "note": c.note,
-        }
-        for c in found
-    ]
+    return calibration_table(found).records

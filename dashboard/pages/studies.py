@@ -5,7 +5,6 @@ here."""
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote, urlencode
 
 import streamlit as st
 
@@ -13,25 +12,24 @@ from dashboard import url_state
 from dashboard.state import store
 from dashboard.study_charts import front_figure, heatmap_figure
 from dashboard.ui import flash, show_flash, show_problems, table
-from planner import display
 from planner.errors import BadInput, NotFound, PlannerError
-from planner.links.urls import decode, encode
-from planner.plan.params import PlanParams
-from planner.spans import from_fields
+from planner.links.urls import encode
 from planner.studies.params import StudyParams
 from planner.studies.run import StudyInterrupted, run_study
-from planner.studies.store import Member, load_study, studies
+from planner.studies.store import load_study, studies
 from planner.studies.study import read_study
-from planner.studies.view import (
+from planner.text import md
+from planner.views.study import (
+    HELD_NOTE,
     METRICS,
+    StudyView,
     axes,
     axis_words,
-    coordinates,
-    front,
-    grid,
-    value,
+    curve_names,
+    held,
+    settle,
+    study_view,
 )
-from planner.text import md
 from planner.views.work import OverBudget, Work
 
 PAGE_MAX_CELLS = 200
@@ -53,12 +51,6 @@ policies = ["all", "batch-all", "oldest-first"]
 """
 
 
-def plan_link(member: Member) -> str:
-    """The Plan page of a cell, as a relative link."""
-    params, _ = decode(PlanParams, member.params)
-    return "/?" + urlencode(encode(params), quote_via=quote, safe=",:")
-
-
 def controls(names: list[str], params: StudyParams) -> StudyParams:
     bar = st.sidebar
     bar.markdown("### What to show")
@@ -78,37 +70,36 @@ def controls(names: list[str], params: StudyParams) -> StudyParams:
     return StudyParams(study=chosen, metric=metric)
 
 
-def views(members: list[Member], params: StudyParams, curve_names: dict[str, str]) -> StudyParams:
-    """The two axes shown and the values the others are held at; returns the params."""
-    every = axes(members)
-    names = list(every)
-    if not names:
-        st.info("This study has a single cell: there is no axis to draw.")
+def views(every: dict[str, list[str]], params: StudyParams, names: dict[str, str]) -> StudyParams:
+    """The two axes shown and the values the others are held at, from the settled
+    ``params`` (``planner.views.study.settle``); returns the params chosen."""
+    if not every:
         return params
-    x_default = params.x_axis if params.x_axis in every else names[0]
+    axis_names = list(every)
     left, right = st.columns(2)
     x_axis = left.selectbox(
-        "Across", names, index=names.index(x_default), key="study_x", format_func=axis_words
-    )
-    others = [n for n in names if n != x_axis] or [x_axis]
+        "Across", axis_names, index=axis_names.index(params.x_axis or axis_names[0]),
+        key="study_x", format_func=axis_words,
+    )  # fmt: skip
+    others = [n for n in axis_names if n != x_axis] or [x_axis]
     y_default = params.y_axis if params.y_axis in others else others[0]
     y_axis = right.selectbox(
         "Down", others, index=others.index(y_default), key="study_y", format_func=axis_words
     )
-    held = dict(item.split("=", 1) for item in params.hold if "=" in item)
-    rest = [n for n in names if n not in (x_axis, y_axis)]
+    link = held(params)
+    rest = [n for n in axis_names if n not in (x_axis, y_axis)]
     hold: dict[str, str] = {}
     if rest:
         columns = st.columns(min(len(rest), 4))
         for index, name in enumerate(rest):
             values = every[name]
-            start = held.get(name, values[0])
+            start = link.get(name, values[0])
             hold[name] = columns[index % len(columns)].selectbox(
                 f"{axis_words(name)} held at",
                 values,
                 index=values.index(start) if start in values else 0,
                 key=f"study_hold_{name}",
-                format_func=lambda v: curve_names.get(v, v),
+                format_func=lambda v: names.get(v, v),
             )
     return StudyParams(
         study=params.study,
@@ -119,55 +110,32 @@ def views(members: list[Member], params: StudyParams, curve_names: dict[str, str
     )
 
 
-def cell_rows(
-    members: list[Member], params: StudyParams, curve_names: dict[str, str]
-) -> list[dict[str, Any]]:
-    held = dict(item.split("=", 1) for item in params.hold if "=" in item)
-    rows = []
-    for member in members:
-        where = coordinates(member)
-        if not all(where.get(k) == v for k, v in held.items()):
-            continue
-        result = member.result
-        outputs = result.outputs if result is not None else {}
-        rows.append(
-            {
-                **{
-                    axis_words(k): curve_names.get(v, v)
-                    for k, v in where.items()
-                    if k in (params.x_axis, params.y_axis)
-                },
-                "seats per card": outputs.get("seats"),
-                "with": outputs.get("option"),
-                "cost per seat-hour": display.span(
-                    from_fields(outputs, "cost_per_seat_hour"), display.money
-                ),
-                "GPUs for peak": display.span(from_fields(outputs, "gpus")),
-                "cost per day": display.span(from_fields(outputs, "cost_per_day"), display.money),
-                "status": "not computed" if result is None else result.status,
-                "plan": plan_link(member),
-            }
-        )
-    return rows
+def figures(view: StudyView) -> None:
+    """The grid of the chosen figure as a heatmap, and the front where it has a line."""
+    if view.grid is None:
+        return
+    if view.no_figure is not None:
+        st.info(md(view.no_figure))
+    st.plotly_chart(
+        heatmap_figure(view.grid, view.params.metric, names=view.names, text=view.grid_text),
+        width="stretch",
+        key="study_heatmap",
+    )
+    if len(view.front) > 1:
+        st.plotly_chart(front_figure(view.front), width="stretch", key="study_front")
+    st.caption(HELD_NOTE)
 
 
-def open_cell(members: list[Member], curve_names: dict[str, str]) -> None:
+def open_cell(view: StudyView) -> None:
     """Any cell's Plan, picked by where it sits on the axes."""
     left, right = st.columns([3, 1], vertical_alignment="bottom")
-    labels = {
-        m.key: ", ".join(
-            f"{axis_words(k)} {curve_names.get(v, v)}" for k, v in coordinates(m).items()
-        )
-        for m in members
-    }
     chosen = left.selectbox(
         "Open the Plan of a cell",
-        list(labels),
-        format_func=labels.__getitem__,
+        range(len(view.plans)),
+        format_func=lambda at: view.plans[at].what,
         key="study_open",
     )
-    member = next(m for m in members if m.key == chosen)
-    right.link_button("Open its plan", plan_link(member), icon=":material/open_in_new:")
+    right.link_button("Open its plan", view.plans[chosen].address, icon=":material/open_in_new:")
 
 
 def start_form() -> None:
@@ -239,14 +207,6 @@ def run_here(text: str) -> None:
     st.rerun()
 
 
-def _curve_names(db: Any, ids: set[str]) -> dict[str, str]:
-    """Each curve of the study by its model, card, input and precision (its id added
-    where two read the same, or the id alone for a curve no longer stored)."""
-    found = {c.id: c.label for c in db.curves() if c.id in ids}
-    repeated = {n for n in found.values() if list(found.values()).count(n) > 1}
-    return {i: f"{n} ({i})" if n in repeated else n for i, n in found.items()}
-
-
 # ---------------------------------------------------------------------------------------
 
 show_flash()
@@ -278,51 +238,19 @@ try:
 except NotFound as exc:
     show_problems("This study cannot be shown:", exc.problems)
     st.stop()
-curve_names = _curve_names(db, {m.curve_id for m in members})
-done = [m for m in members if m.result is not None]
-failed = [m for m in done if m.result is not None and m.result.status != "ok"]
-st.caption(
-    f"{md(study.name)}: {len(members)} cells, {len(done)} computed"
-    + (f", {len(failed)} failed" if failed else "")
-    + (f" · {md(study.description)}" if study.description else "")
-)
-params = views(members, params, curve_names)
+labels = curve_names(db.curves(), {m.curve_id for m in members})
+summary = st.empty()
+params = views(axes(members), settle(members, params), labels)
 url_state.publish(params)
-if params.x_axis and params.y_axis:
-    held = dict(item.split("=", 1) for item in params.hold if "=" in item)
-    view = grid(members, params.x_axis, params.y_axis, held, params.metric)
-    if all(value(m, params.metric) is None for m in members):
-        st.info(
-            f"No cell of this study has a figure for {METRICS[params.metric]}"
-            + (
-                ": per-day figures need a demand profile (`profile` among the study's "
-                "fixed values or axes)."
-                if params.metric.startswith(("cost_per_day", "day_"))
-                else "."
-            )
-        )
-    st.plotly_chart(
-        heatmap_figure(view, params.metric, names=curve_names),
-        width="stretch",
-        key="study_heatmap",
-    )
-    cheapest = front(members, held)
-    if len(cheapest) > 1:
-        st.plotly_chart(
-            front_figure(cheapest, names=curve_names), width="stretch", key="study_front"
-        )
-    st.caption(
-        "One cell per combination; the other axes held as chosen above. Open a cell's Plan "
-        "from the table."
-    )
+view = study_view(study, members, params, labels)
+summary.caption(md(view.summary))
+if view.single is not None:
+    st.info(view.single)
+figures(view)
 table(
-    cell_rows(members, params, curve_names),
+    view.cells.records,
     key="study_cells",
-    column_config={
-        "plan": st.column_config.LinkColumn("plan", display_text="open the plan"),
-        "USD per seat-hour": st.column_config.NumberColumn(format="$%.3f"),
-        "USD per day": st.column_config.NumberColumn(format="$%.2f"),
-    },
+    column_config={"plan": st.column_config.LinkColumn("plan", display_text="open the plan")},
 )
-open_cell(members, curve_names)
+open_cell(view)
 start_form()

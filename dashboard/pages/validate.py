@@ -12,24 +12,17 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-import numpy as np
 import streamlit as st
 
 from dashboard import cache, validate_charts
 from dashboard.state import store
 from dashboard.ui import flash, show_flash, show_problems, table
-from dashboard.validate_charts import (
-    accuracy,
-    accuracy_rows,
-    calibration_rows,
-    error_rows,
-    figure,
-)
-from planner import display, limits
+from dashboard.validate_charts import chart_figure
+from planner import limits
 from planner.errors import PlannerError
 from planner.measure.options import MeasureOptions
 from planner.store.calibrations import calibrations
-from planner.text import md
+from planner.text import md, md_list
 from planner.validate.loadtest import run_loadtest
 from planner.validate.loadtest_import import import_scenario, import_upload
 from planner.validate.loadtest_store import load_loadtest, loadtests, save_loadtest
@@ -38,6 +31,7 @@ from planner.validate.runs import LoadTest
 from planner.validate.runs import Progress as LoadTestProgress
 from planner.validate.worker.bundle import FRAMES, MANIFEST
 from planner.views.choices import POLICIES
+from planner.views.loadtest import NO_CALIBRATION, loadtest_view
 
 PAGE_SESSIONS = (1, 2, 3)
 """The session counts a load test started from this page may have."""
@@ -53,58 +47,49 @@ def label(row: dict[str, Any]) -> str:
 
 
 def show(test: LoadTest) -> None:
-    env = test.environment
-    late = test.lateness_ms
-    facts = [f"curve **{md(test.curve.label)}** ({test.curve.id})", f"{len(test.runs)} runs"]
-    if test.options.duration_s:
-        facts.append(
-            f"{test.options.duration_s:g} s each at {display.fps(test.options.fps)} per session"
-        )
-    if test.pre_ms or test.post_ms:
-        facts.append(
-            f"CPU work {display.ms(test.pre_ms)} before and {display.ms(test.post_ms)} "
-            "after the GPU"
-        )
-    if late.size:
-        p50, p99 = np.percentile(late, [50, 99])
-        facts.append(
-            f"arrivals handled {display.ms(p50)} late at the median, {display.ms(p99)} at p99"
-        )
-    if "load_average_start" in env:
-        facts.append(f"load average {display.number(env['load_average_start'][0])} at the start")
+    view = loadtest_view(test, calibrations(store(), test.curve.id))
+    facts = [f"curve **{md(test.curve.label)}** ({test.curve.id})"]
+    facts += [f"{f.label}: {f.value}" for f in view.facts]
     st.caption(" · ".join(facts))
-    if test.interrupted:
-        st.warning("This load test was interrupted; it holds the runs finished before that.")
-    calibrated = any(r.calibrated for r in test.runs) and st.toggle(
+    if view.interrupted is not None:
+        st.warning(view.interrupted)
+    calibrated = view.calibrated_errors is not None and st.toggle(
         "Show the calibrated prediction", key="validate_calibrated"
     )
+    charts = {c.metric: c for c in view.charts}
     left, right = st.columns(2)
-    left.plotly_chart(figure(test, "min_fps", calibrated), key="validate_fps", width="stretch")
-    right.plotly_chart(figure(test, "e2e_p99_ms", calibrated), key="validate_p99", width="stretch")
+    left.plotly_chart(
+        chart_figure(charts["min_fps"], calibrated), key="validate_fps", width="stretch"
+    )
+    right.plotly_chart(
+        chart_figure(charts["e2e_p99_ms"], calibrated), key="validate_p99", width="stretch"
+    )
     st.subheader("Measured against predicted")
     st.caption(
-        "Each figure: measured, predicted, and the relative error (predicted − measured) / "
-        "measured; for a range an imported summary gave, whether the prediction falls "
-        "inside it. A run is *loaded* when its slowest session got under 95% of the source "
-        "rate."
+        f"Each figure: {view.error_titles[int(calibrated)]}; the relative error is "
+        "(predicted − measured) / measured. A run is *loaded* when its slowest session got "
+        "under 95% of the source rate."
     )
-    table(error_rows(test, calibrated), key="validate_errors")
-    stats = accuracy(test, calibrated)
-    if any(s.runs for s in stats):
+    errors = view.calibrated_errors if calibrated and view.calibrated_errors else view.errors
+    table(errors.records, key="validate_errors")
+    stats = view.calibrated_accuracy if calibrated else view.accuracy
+    if stats.rows:
         st.markdown("**Accuracy over the loaded runs**")
-        table(accuracy_rows(stats), key="validate_accuracy")
-    if test.caps:
+        table(stats.records, key="validate_accuracy")
+    if view.caps.rows:
         st.markdown("**Seat caps measured on the worker against predicted**")
-        table([c.as_dict() for c in test.caps], key="validate_caps")
+        table(view.caps.records, key="validate_caps")
+    if view.server:
+        st.markdown("**The server's own count**")
+        st.markdown(md_list(view.server))
     st.subheader("Calibration")
-    if test.calibration is not None:
-        st.markdown(md(test.calibration.description))
+    if view.calibration is not None:
+        st.markdown(md(view.calibration))
     else:
-        st.caption("This load test has no calibration (a summary import holds no batches).")
-    found = calibrations(store(), test.curve.id)
-    if found:
+        st.caption(NO_CALIBRATION)
+    if view.calibrations.rows:
         st.caption("Every calibration of this curve, newest first (plans pin one by its id):")
-        table(calibration_rows(found), key="validate_calibrations")
+        table(view.calibrations.records, key="validate_calibrations")
 
 
 def run_here() -> None:

@@ -7,7 +7,6 @@ import json
 import sys
 from pathlib import Path
 
-from planner import display
 from planner.cli.output import csv_list, note, open_store, print_json, table
 from planner.curves.curve import Curve, clean_batch
 from planner.curves.imports import (
@@ -22,6 +21,7 @@ from planner.curves.imports.base import read_limited
 from planner.curves.imports.native import to_csv
 from planner.curves.labels import distinct_labels, points_text
 from planner.errors import BadInput
+from planner.views.curve import CurveView, curve_view
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -160,21 +160,19 @@ def show_curve(args: argparse.Namespace) -> int:
 
 
 def _describe(curve: Curve) -> None:
-    print(f"{curve.id}  {curve.label}  [{curve.source}]")
-    if curve.flag:
-        print(f"  flagged: {curve.flag}")
-    if curve.renamed_from:
-        print(f"  renamed from: {curve.renamed_from}")
-    for key, value in sorted(curve.environment.items()):
-        print(f"  {key}: {value}")
-    fields = ("batch", "latency_ms", "p10_ms", "p50_ms", "p90_ms", "p99_ms", "std_ms", "n")
-    present = [f for f in fields if any(getattr(p, f) is not None for p in curve.points)]
-    rows = [
-        [display.ms(getattr(p, f), unit=False) if f.endswith("_ms") else getattr(p, f)
-         for f in present]
-        for p in curve.points
-    ]  # fmt: skip
-    print(table(rows, present))
+    print("\n".join(curve_text(curve_view(curve))))
+
+
+def curve_text(view: CurveView) -> list[str]:
+    """The lines ``planner curves show`` prints of a curve's view: its title, each field
+    of its metadata (long ones in full), its flag and its points."""
+    lines = [f"{view.id}  {view.title}  [{view.source}]"]
+    fields = [row for row in view.metadata.rows if row[0] not in ("id", "source")]
+    lines.extend(f"  {field}: {value}" for field, value in (*fields, *view.long_metadata))
+    if view.flag is not None:
+        lines.append(f"  {view.flag.label.lower()}: {view.flag.value}. {view.flag.help}")
+    lines.append(table(view.points.rows, view.points.header))
+    return lines
 
 
 def import_curves(args: argparse.Namespace) -> int:

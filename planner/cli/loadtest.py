@@ -29,9 +29,9 @@ from planner.cli.loadtest_options import (
     options_from_args,
     server_options_from_args,
 )
+from planner.cli.loadtest_output import report, stored, write_files
 from planner.cli.output import Bar, note, number, open_store, print_json, table
 from planner.errors import BadInput
-from planner.validate import view
 from planner.validate.options import shown_command
 from planner.validate.runs import LoadTest
 from planner.validate.server.client import CALL_TIMEOUT_S
@@ -277,7 +277,7 @@ def _keep(args: argparse.Namespace, test: LoadTest, curves: Any, what: str) -> L
     with open_store(args) as store:
         store.add_curves(list(curves))
         test = save_loadtest(store, test)
-    _stored(args, test, f"stored load test {test.id} ({what})")
+    stored(args, test, f"stored load test {test.id} ({what})")
     return test
 
 
@@ -320,7 +320,7 @@ def _import(args: argparse.Namespace) -> int:
         test = import_file(Path(args.target), scenario, curve, seeds, args.format)
         store.add_curves([test.curve])
         test = save_loadtest(store, test)
-    _stored(args, test, f"stored load test {test.id} ({test.source}, curve {test.curve.id})")
+    stored(args, test, f"stored load test {test.id} ({test.source}, curve {test.curve.id})")
     return 0
 
 
@@ -351,43 +351,6 @@ def _show(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         wanted = args.out is not None or args.report is not None
         test = load_loadtest(store, ident, records=wanted)
-    _write_files(args, test)
-    _report(args, test)
+    write_files(args, test)
+    report(args, test)
     return 0
-
-
-# ---------------------------------------------------------------------------------------
-# Output
-
-
-def _write_files(args: argparse.Namespace, test: LoadTest) -> None:
-    from planner.validate import files
-
-    if args.out is not None:
-        note(files.write_frames_csv(args.out, test))
-    if args.report is not None:
-        command = shown_command(getattr(args, "argv", ["loadtest"]))
-        note(files.write_report(args.report, test, check_files(args), command))
-
-
-def _stored(args: argparse.Namespace, test: LoadTest, message: str) -> None:
-    """Say what was stored, write the files asked for, and print the comparison."""
-    note(message)
-    if test.calibration is not None:
-        note(f"stored calibration {test.calibration.id}: {test.calibration.description}")
-    _write_files(args, test)
-    _report(args, test)
-
-
-def _report(args: argparse.Namespace, test: LoadTest) -> None:
-    if args.json:
-        print_json(view.summary(test))
-        return
-    print("\n".join(view.head(test)))
-    for title, rows in view.tables(test):
-        print(title)
-        print(table(rows, view.HEADER))
-    for line in view.tail(test):
-        print(line)
-    for warning in test.warnings:
-        note(f"warning: {warning}")

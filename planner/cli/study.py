@@ -7,9 +7,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from planner.cli.output import StatusLine, note, open_store, print_json
+from planner.cli.output import StatusLine, note, open_store, print_json, table
+from planner.studies.params import StudyParams
 from planner.studies.run import ENGINES, Progress, StudyInterrupted, default_workers, run_study
+from planner.studies.store import load_study
 from planner.studies.study import MAX_CELLS, read_study
+from planner.views.study import METRICS, StudyView, curve_names, settle, study_view
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -78,7 +81,38 @@ def run(args: argparse.Namespace) -> int:
         + (f", {rate:.1f} cells/s" if rate else "")
         + f" on {summary.workers} {summary.engine} workers"
     )
+    with open_store(args) as store:
+        stored, members = load_study(store, summary.study)
+        names = curve_names(store.curves(), {m.curve_id for m in members})
+    params = StudyParams(study=summary.study)
+    print("\n".join(study_text(study_view(stored, members, settle(members, params), names))))
     return 0
+
+
+def study_text(view: StudyView) -> list[str]:
+    """The lines ``planner study`` prints of a study's view: its summary, the grid of
+    seats per card over its first two axes, the front, the cells and their plans."""
+    lines = ["", view.summary]
+    if view.single is not None:
+        lines.append(view.single)
+    if view.params.hold:
+        lines.append("other axes held at: " + ", ".join(view.params.hold))
+    if view.heatmap is not None:
+        lines += [
+            "",
+            f"{METRICS[view.params.metric]}:",
+            table(view.heatmap.rows, view.heatmap.header),
+        ]
+    if view.no_figure is not None:
+        lines.append(view.no_figure)
+    if len(view.front) > 1:
+        lines += ["", "cheapest cost per seat-hour at each latency budget:"]
+        lines += [f"  {p.budget} ms: {p.cost_text} ({p.label})" for p in view.front]
+    shown = [h for h in view.cells.header if h != "plan"]
+    lines += ["", table([[r[h] for h in shown] for r in view.cells.records], shown)]
+    lines += ["", "each cell's plan (open on the dashboard):"]
+    lines += [f"  {link.what}: {link.address}" for link in view.plans]
+    return lines
 
 
 class _Bar(StatusLine):

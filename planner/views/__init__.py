@@ -18,6 +18,19 @@ report's renderers, and the front ends reach the simulator's names through them.
 - ``simulation``: a simulation's view (``simulation_view``): its headline figures, the
   notes of a run far past the card's capacity and the summary ``planner simulate``
   prints; and ``simulation_scenario``, the one way its parameters become a ``Scenario``.
+- ``curve``: a curve's view (``curve_view``, with ``fit_view`` for a fit to points):
+  its metadata and points as tables, the fit's description, leave-one-out sentence,
+  table and bars, the batch to measure next, the assumptions and the series a chart
+  draws, as the Curves page, ``planner curves show`` and ``planner fit`` show them.
+- ``study``: a stored study's view (``study_view``) over two of its axes: its summary,
+  the grid of one figure with each cell's text, the cheapest cost at each latency budget,
+  the cells table and every cell's Plan link, as the Studies page and ``planner study``
+  show them.
+- ``loadtest``: a load test's view (``loadtest_view``): its title and facts, the error
+  tables (measured against predicted, and against the calibrated prediction), the
+  accuracy over the loaded runs, the seat caps, the calibration, a server's own counts,
+  the chart series and the ``--json`` document (``summary``), as the Validate page and
+  ``planner loadtest`` (its runs, ``show`` and ``import``) show them.
 - ``cards``: a card comparison's view (``card_comparison_view``): each curve's cells,
   as the Compare page's table and as ``planner compare-cards``' table.
 - ``choices``: what a front end offers to choose (policies, phases, sharing modes and
