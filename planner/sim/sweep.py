@@ -134,10 +134,13 @@ def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
     first = outcomes[0].scenario
     latencies = np.concatenate([o.latency_ms for o in outcomes])
     if latencies.size:
-        p, p50, p90, p99 = (
-            float(v) for v in np.percentile(latencies, [percentile, 50.0, 90.0, 99.0])
-        )
         worst: float | None = float(latencies.max())
+        # The concatenation is this function's own copy, so the percentiles may reorder it
+        # in place (the same figures, without copying millions of latencies once more).
+        p, p50, p90, p99 = (
+            float(v)
+            for v in np.percentile(latencies, [percentile, 50.0, 90.0, 99.0], overwrite_input=True)
+        )
     else:
         p = p50 = p90 = p99 = worst = None  # type: ignore[assignment]
     e2e = None
@@ -146,7 +149,13 @@ def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
         # Without stages the time at the worker is the GPU-side latency, to the last bit.
         staged = first.stages.takes_time
         at_worker = (
-            float(np.percentile(np.concatenate([o.worker_ms for o in outcomes]), percentile))
+            float(
+                np.percentile(
+                    np.concatenate([o.worker_ms for o in outcomes]),
+                    percentile,
+                    overwrite_input=True,
+                )
+            )
             if staged
             else p
         )
