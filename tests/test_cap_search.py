@@ -231,3 +231,46 @@ def test_the_bracketed_search_gives_the_exhaustive_caps(
             for o in result.options
         }
     assert answers["bracketed"] == answers["exhaustive"]
+
+
+# -- random curves ---------------------------------------------------------------------------
+
+
+@given(
+    first_ms=st.floats(0.3, 4.0),
+    growth=st.floats(0.15, 1.0),
+    noise=st.lists(st.floats(0.9, 1.1), min_size=2, max_size=6),
+    budget=st.sampled_from([20.0, 50.0, 100.0]),
+    floor=st.sampled_from([0.0, 15.0, 28.5, 29.9]),
+    stages=st.sampled_from([WorkerStages(), PIPELINE]),
+)
+@settings(max_examples=12, deadline=None)
+def test_on_random_curves_the_bracketed_caps_are_the_exhaustive_ones(
+    first_ms: float,
+    growth: float,
+    noise: list[float],
+    budget: float,
+    floor: float,
+    stages: WorkerStages,
+) -> None:
+    # A random curve (batch 1, 2, 4, ...: latency growing as batch ** growth, each point
+    # moved by up to 10% but never below the one before) and random criteria, with caps
+    # from 0 to the 60 sessions considered, so that the bracketed search's probes, rungs
+    # and gaps (beyond 16 sessions) decide many of them. Both searches see the same runs.
+    points, latency = [], 0.0
+    for k, factor in enumerate(noise):
+        latency = max(latency, first_ms * (2**k) ** growth * factor)
+        points.append(Point(2**k, latency))
+    fitted = fit_curve(points)
+    criteria = Criteria(budget_ms=budget, min_fps=floor)
+    answers = {}
+    for search in ("exhaustive", "bracketed"):
+        request = Request(
+            curve=fitted, criteria=criteria, stages=stages, seeds=2, duration_s=3.0,
+            max_sessions=60, search=search,
+        )  # fmt: skip
+        answers[search] = {
+            (o.policy, o.mode): (o.cap, o.cap_low, o.cap_high, o.binding_constraint)
+            for o in recommend(request).options
+        }
+    assert answers["bracketed"] == answers["exhaustive"]
