@@ -21,6 +21,7 @@ from planner.errors import BadInput
 from planner.sim.ensemble import Outcome, run_many, threads
 from planner.sim.pipeline import CpuPool, Stages, cpu_pool, stages
 from planner.sim.policies import POLICIES
+from planner.sim.quantiles import percentiles
 from planner.sim.scenario import Scenario
 from planner.sim.work import Work, chunks, frames_of
 from planner.units import FramesPerSecond, Milliseconds
@@ -135,12 +136,8 @@ def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
     latencies = np.concatenate([o.latency_ms for o in outcomes])
     if latencies.size:
         worst: float | None = float(latencies.max())
-        # The concatenation is this function's own copy, so the percentiles may reorder it
-        # in place (the same figures, without copying millions of latencies once more).
-        p, p50, p90, p99 = (
-            float(v)
-            for v in np.percentile(latencies, [percentile, 50.0, 90.0, 99.0], overwrite_input=True)
-        )
+        # (The concatenation is this function's own copy, which the percentiles reorder.)
+        p, p50, p90, p99 = percentiles(latencies, [percentile, 50.0, 90.0, 99.0])
     else:
         p = p50 = p90 = p99 = worst = None  # type: ignore[assignment]
     e2e = None
@@ -149,13 +146,7 @@ def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
         # Without stages the time at the worker is the GPU-side latency, to the last bit.
         staged = first.stages.takes_time
         at_worker = (
-            float(
-                np.percentile(
-                    np.concatenate([o.worker_ms for o in outcomes]),
-                    percentile,
-                    overwrite_input=True,
-                )
-            )
+            percentiles(np.concatenate([o.worker_ms for o in outcomes]), [percentile])[0]
             if staged
             else p
         )
