@@ -28,6 +28,7 @@ from planner.plan.search import (
     PROBE,
     PROBE_ROOM,
     Found,
+    Hint,
     Search,
     bracketed,
     exhaustive,
@@ -150,6 +151,47 @@ def test_the_stated_case_a_narrow_dip_in_a_wide_margin_can_go_unseen() -> None:
     assert slow.cap == bad - 1
     assert fast.cap == 600
     assert all(n != bad for n, _ in asked)
+
+
+@given(cap=st.integers(0, 2000), limit=st.integers(1, 4096), hint=st.integers(0, 5000))
+@settings(max_examples=60, deadline=None)
+def test_from_another_searchs_boundary_the_same_cap_is_found(
+    cap: int, limit: int, hint: int
+) -> None:
+    # A band edge starts from where the fitted curve's probes found the boundary: near
+    # it, far from it or beyond the limit, the cap is the exhaustive search's.
+    runs = rising(max(cap, 1)) if cap else lambda n, f: row(n, 60.0)
+    slow, _ = drive(exhaustive(limit, CRITERIA, FPS), runs)
+    told = Hint(count=hint, known=True)
+    fast, _ = drive(bracketed(limit, CRITERIA, FPS, probe_is_full=False, follow=told), runs)
+    assert fast.cap == slow.cap == min(cap, limit)
+    assert all(fast.rows[n] == slow.rows[n] for n in fast.rows if n <= fast.cap + 1)
+
+
+def test_a_hint_saves_probes_and_a_search_tells_where_its_probes_found_the_boundary() -> None:
+    runs = rising(600)
+    told = Hint()
+    central, _ = drive(bracketed(4096, CRITERIA, FPS, probe_is_full=False, tell=told), runs)
+    assert told.known and told.count is not None and abs(told.count - 600) <= 1
+    # An edge whose boundary lies 4% lower, from the hint and without it.
+    edge = rising(576)
+    hinted, asked = drive(bracketed(4096, CRITERIA, FPS, probe_is_full=False, follow=told), edge)
+    alone, asked_alone = drive(bracketed(4096, CRITERIA, FPS, probe_is_full=False), edge)
+    assert hinted.cap == alone.cap == 576 == central.cap - 24
+    probes = [n for n, f in asked if f == PROBE]
+    assert len(probes) < len([n for n, f in asked_alone if f == PROBE])
+
+
+def test_a_search_waits_for_the_hint_it_follows() -> None:
+    told = Hint()
+    steps = bracketed(4096, CRITERIA, FPS, probe_is_full=False, follow=told)
+    runs = rising(600)
+    wanted = next(steps)
+    while wanted:  # the full runs up to 16 sessions
+        wanted = steps.send({(n, f): runs(n, f) for n, f in wanted})
+    assert steps.send({}) == []  # still waiting
+    told.count, told.known = 590, True
+    assert steps.send({}) == [(590, PROBE)]
 
 
 def test_rungs_near_the_cap_then_doubling() -> None:
