@@ -85,3 +85,23 @@ def test_bench_study_compares_one_process_the_pool_and_ray(cli) -> None:
     for key in ("one_steady_cells_per_s", "pool_steady_cells_per_s", "pool_speedup",
                 "ray_steady_cells_per_s", "ray_over_pool"):  # fmt: skip
         assert study[key] > 0, key
+
+
+def test_the_big_plans_are_the_command_lines_and_are_timed_with_the_load_beside() -> None:
+    # The bench times the A100 plan exactly as ``planner recommend --points ... --card
+    # a100-80gb`` asks it, and reports each plan's time with its target and the load.
+    from dataclasses import replace
+
+    from planner.bench.sim import A100_PLAN_TARGET_S, a100_request, timed_plan
+    from planner.cli import build_parser
+    from planner.cli.planning import plan_params
+    from planner.plan.resolve import plan_inputs
+
+    points = "1:0.76,2:0.81,4:0.93,8:1.14,16:1.54,32:2.45,64:4.27,128:7.81,256:14.74"
+    args = build_parser().parse_args(["recommend", "--points", points, "--card", "a100-80gb"])
+    assert plan_inputs(plan_params(args), None).request == a100_request()
+    small = replace(a100_request(), max_sessions=3, seeds=1, duration_s=1.0)
+    figures = timed_plan(small)
+    assert figures["wall_s"] > 0 and figures["cpu_s"] >= 0 and figures["frames"] > 0
+    assert figures["load_before"] >= 0 and figures["load_after"] >= 0
+    assert figures["seats"] == "3" and A100_PLAN_TARGET_S == 5.0

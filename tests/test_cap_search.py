@@ -28,6 +28,7 @@ from planner.plan.search import (
     PROBE,
     PROBE_ROOM,
     Found,
+    Hint,
     Search,
     bracketed,
     exhaustive,
@@ -152,6 +153,47 @@ def test_the_stated_case_a_narrow_dip_in_a_wide_margin_can_go_unseen() -> None:
     assert all(n != bad for n, _ in asked)
 
 
+@given(cap=st.integers(0, 2000), limit=st.integers(1, 4096), hint=st.integers(0, 5000))
+@settings(max_examples=60, deadline=None)
+def test_from_another_searchs_boundary_the_same_cap_is_found(
+    cap: int, limit: int, hint: int
+) -> None:
+    # A band edge starts from where the fitted curve's probes found the boundary: near
+    # it, far from it or beyond the limit, the cap is the exhaustive search's.
+    runs = rising(max(cap, 1)) if cap else lambda n, f: row(n, 60.0)
+    slow, _ = drive(exhaustive(limit, CRITERIA, FPS), runs)
+    told = Hint(count=hint, known=True)
+    fast, _ = drive(bracketed(limit, CRITERIA, FPS, probe_is_full=False, follow=told), runs)
+    assert fast.cap == slow.cap == min(cap, limit)
+    assert all(fast.rows[n] == slow.rows[n] for n in fast.rows if n <= fast.cap + 1)
+
+
+def test_a_hint_saves_probes_and_a_search_tells_where_its_probes_found_the_boundary() -> None:
+    runs = rising(600)
+    told = Hint()
+    central, _ = drive(bracketed(4096, CRITERIA, FPS, probe_is_full=False, tell=told), runs)
+    assert told.known and told.count is not None and abs(told.count - 600) <= 1
+    # An edge whose boundary lies 4% lower, from the hint and without it.
+    edge = rising(576)
+    hinted, asked = drive(bracketed(4096, CRITERIA, FPS, probe_is_full=False, follow=told), edge)
+    alone, asked_alone = drive(bracketed(4096, CRITERIA, FPS, probe_is_full=False), edge)
+    assert hinted.cap == alone.cap == 576 == central.cap - 24
+    probes = [n for n, f in asked if f == PROBE]
+    assert len(probes) < len([n for n, f in asked_alone if f == PROBE])
+
+
+def test_a_search_waits_for_the_hint_it_follows() -> None:
+    told = Hint()
+    steps = bracketed(4096, CRITERIA, FPS, probe_is_full=False, follow=told)
+    runs = rising(600)
+    wanted = next(steps)
+    while wanted:  # the full runs up to 16 sessions
+        wanted = steps.send({(n, f): runs(n, f) for n, f in wanted})
+    assert steps.send({}) == []  # still waiting
+    told.count, told.known = 590, True
+    assert steps.send({}) == [(590, PROBE)]
+
+
 def test_rungs_near_the_cap_then_doubling() -> None:
     assert rungs(100, 16) == [99, 98, 97, 96, 92, 84, 68, 36]
     assert rungs(18, 16) == [17]
@@ -229,5 +271,48 @@ def test_the_bracketed_search_gives_the_exhaustive_caps(
         answers[search] = {
             (o.policy, o.mode): (o.cap, o.cap_low, o.cap_high, o.binding_constraint)
             for o in result.options
+        }
+    assert answers["bracketed"] == answers["exhaustive"]
+
+
+# -- random curves ---------------------------------------------------------------------------
+
+
+@given(
+    first_ms=st.floats(0.3, 4.0),
+    growth=st.floats(0.15, 1.0),
+    noise=st.lists(st.floats(0.9, 1.1), min_size=2, max_size=6),
+    budget=st.sampled_from([20.0, 50.0, 100.0]),
+    floor=st.sampled_from([0.0, 15.0, 28.5, 29.9]),
+    stages=st.sampled_from([WorkerStages(), PIPELINE]),
+)
+@settings(max_examples=12, deadline=None)
+def test_on_random_curves_the_bracketed_caps_are_the_exhaustive_ones(
+    first_ms: float,
+    growth: float,
+    noise: list[float],
+    budget: float,
+    floor: float,
+    stages: WorkerStages,
+) -> None:
+    # A random curve (batch 1, 2, 4, ...: latency growing as batch ** growth, each point
+    # moved by up to 10% but never below the one before) and random criteria, with caps
+    # from 0 to the 60 sessions considered, so that the bracketed search's probes, rungs
+    # and gaps (beyond 16 sessions) decide many of them. Both searches see the same runs.
+    points, latency = [], 0.0
+    for k, factor in enumerate(noise):
+        latency = max(latency, first_ms * (2**k) ** growth * factor)
+        points.append(Point(2**k, latency))
+    fitted = fit_curve(points)
+    criteria = Criteria(budget_ms=budget, min_fps=floor)
+    answers = {}
+    for search in ("exhaustive", "bracketed"):
+        request = Request(
+            curve=fitted, criteria=criteria, stages=stages, seeds=2, duration_s=3.0,
+            max_sessions=60, search=search,
+        )  # fmt: skip
+        answers[search] = {
+            (o.policy, o.mode): (o.cap, o.cap_low, o.cap_high, o.binding_constraint)
+            for o in recommend(request).options
         }
     assert answers["bracketed"] == answers["exhaustive"]

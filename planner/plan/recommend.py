@@ -46,7 +46,7 @@ from planner.plan.outcomes import (
     sized_fleet,
 )
 from planner.plan.request import Request
-from planner.plan.search import FULL, PROBE, Found, Run, probe_duration, search
+from planner.plan.search import FULL, PROBE, Found, Hint, Run, probe_duration, search
 from planner.plan.stability import service_at, stable_upto
 from planner.sim.memory import MemoryLimit
 from planner.sim.policies import POLICIES
@@ -148,8 +148,19 @@ def _search(
     stability condition (``stable``), all in lockstep: each round runs what every search
     still needs in one batch of parallel runs. Also returns the number of runs
     simulated."""
+    # The band's edges bracket their boundary from where the fitted curve's probes found
+    # it (``planner.plan.search.Hint``): the edges' caps lie near the fitted one's.
+    hints = {option: Hint() for option, edge in keys if edge == "central"}
     searches = {
-        key: search(request.search, stable[key], request.criteria, request.fps, seeds=request.seeds)
+        key: search(
+            request.search,
+            stable[key],
+            request.criteria,
+            request.fps,
+            seeds=request.seeds,
+            tell=hints.get(key[0]) if key[1] == "central" else None,
+            follow=hints.get(key[0]) if key[1] in ("pessimistic", "optimistic") else None,
+        )
         for key in keys
     }
     found: dict[Key, Found] = {}

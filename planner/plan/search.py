@@ -160,8 +160,48 @@ def exhaustive(limit: int, criteria: Criteria, fps: float) -> Search:
     return Found(limit, judge.full)
 
 
-def bracketed(limit: int, criteria: Criteria, fps: float, *, probe_is_full: bool) -> Search:
-    """The bracketed search (see the module docstring and ``docs/design.md``)."""
+@dataclass
+class Hint:
+    """Where the probes of one search found the boundary, for another search of the same
+    option to start from (the band's edges start from the fitted curve's): ``known`` once
+    that search has got past its bracket, with ``count`` None when it found none."""
+
+    count: int | None = None
+    known: bool = False
+
+
+HINT_STEP = 32
+"""A search that starts from a hint steps away from it by 1/32 of the count, doubling."""
+
+
+def bracketed(
+    limit: int,
+    criteria: Criteria,
+    fps: float,
+    *,
+    probe_is_full: bool,
+    tell: Hint | None = None,
+    follow: Hint | None = None,
+) -> Search:
+    """The bracketed search (see the module docstring and ``docs/design.md``). With
+    ``tell`` it says where its probes found the boundary; with ``follow`` it brackets the
+    boundary from where another search's probes found it (waiting for it, if need be)
+    rather than doubling from the start."""
+    try:
+        return (yield from _bracketed(limit, criteria, fps, probe_is_full, tell, follow))
+    finally:
+        if tell is not None:
+            tell.known = True
+
+
+def _bracketed(
+    limit: int,
+    criteria: Criteria,
+    fps: float,
+    probe_is_full: bool,
+    tell: Hint | None,
+    follow: Hint | None,
+) -> Search:
     judge = _Judge(criteria, fps, probe_is_full)
     small = min(EXHAUSTIVE_UPTO, limit)
     for n in range(1, small + 1):
@@ -170,15 +210,21 @@ def bracketed(limit: int, criteria: Criteria, fps: float, *, probe_is_full: bool
             return Found(n - 1, judge.full)
     if limit == small:
         return Found(limit, judge.full)
-    # Bracket the first failing probe by doubling, then bisect it.
-    low, high, n = small, None, 2 * small
-    while high is None and low < limit:
-        n = min(n, limit)
-        yield from judge.ask([(n, PROBE)])
-        if judge.fails(judge.probed(n)):
-            high = n
-        else:
-            low, n = n, 2 * n
+    while follow is not None and not follow.known:
+        yield []  # the other search's probes are still bracketing
+    if follow is not None and follow.count is not None and follow.count > small:
+        low, high = yield from _from_hint(judge, min(follow.count, limit), small, limit)
+    else:
+        # Bracket the first failing probe by doubling.
+        low, high, n = small, None, 2 * small
+        while high is None and low < limit:
+            n = min(n, limit)
+            yield from judge.ask([(n, PROBE)])
+            if judge.fails(judge.probed(n)):
+                high = n
+            else:
+                low, n = n, 2 * n
+    # Then bisect it.
     while high is not None and high - low > 1:
         middle = (low + high) // 2
         yield from judge.ask([(middle, PROBE)])
@@ -186,12 +232,44 @@ def bracketed(limit: int, criteria: Criteria, fps: float, *, probe_is_full: bool
             high = middle
         else:
             low = middle
+    if tell is not None:
+        tell.count, tell.known = low, True
     cap = yield from _settle(judge, low, limit, small)
     while True:
         failing = yield from _verify(judge, cap, small)
         if failing is None:
             return Found(cap, judge.full, len(judge.probe))
         cap = yield from _below(judge, failing, small)
+
+
+_Bracket = Generator[list[Run], dict[Run, Pooled], tuple[int, int | None]]
+
+
+def _from_hint(judge: _Judge, start: int, small: int, limit: int) -> _Bracket:
+    """A passing probe and the first failing one above it (None: none up to ``limit``),
+    found by probing ``start`` and stepping away from it: up while probes pass, down while
+    they fail (``small``, established in full, passes), by 1/``HINT_STEP`` of ``start``
+    and doubling."""
+    step = max(1, start // HINT_STEP)
+    yield from judge.ask([(start, PROBE)])
+    if judge.fails(judge.probed(start)):
+        high = start
+        while True:
+            n = max(high - step, small)
+            if n == small:
+                return small, high
+            yield from judge.ask([(n, PROBE)])
+            if not judge.fails(judge.probed(n)):
+                return n, high
+            high, step = n, 2 * step
+    low = start
+    while low < limit:
+        n = min(low + step, limit)
+        yield from judge.ask([(n, PROBE)])
+        if judge.fails(judge.probed(n)):
+            return low, n
+        low, step = n, 2 * step
+    return low, None
 
 
 def _settle(judge: _Judge, candidate: int, limit: int, small: int) -> _Count:
@@ -280,9 +358,20 @@ def _check(judge: _Judge, counts: list[int]) -> _MaybeCount:
     return min(failing) if failing else None
 
 
-def search(name: str, limit: int, criteria: Criteria, fps: float, *, seeds: int) -> Search:
-    """The named search (``SEARCHES``: bracketed, exhaustive) of one option on one curve."""
+def search(
+    name: str,
+    limit: int,
+    criteria: Criteria,
+    fps: float,
+    *,
+    seeds: int,
+    tell: Hint | None = None,
+    follow: Hint | None = None,
+) -> Search:
+    """The named search (``SEARCHES``: bracketed, exhaustive) of one option on one curve;
+    ``tell`` and ``follow`` share where the boundary lies between the bracketed searches
+    of one option (``bracketed``)."""
     assert name in SEARCHES, name
     if name == "exhaustive":
         return exhaustive(limit, criteria, fps)
-    return bracketed(limit, criteria, fps, probe_is_full=seeds == 1)
+    return bracketed(limit, criteria, fps, probe_is_full=seeds == 1, tell=tell, follow=follow)

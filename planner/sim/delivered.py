@@ -42,9 +42,11 @@ def delivered_fps(
     times and its delivered and pending counts."""
     since = scenario.duration_ms - in_flight_window_ms(scenario)
     sent = np.diff(capture.start)
-    # Frames captured within the window, per session, counted in one pass over all frames.
-    within = np.concatenate(([0], np.cumsum(capture.times >= since, dtype=np.int64)))
-    late = within[capture.start[1:]] - within[capture.start[:-1]]
+    # Frames captured within the window, per session: the few of them found in one pass
+    # over all frames, then counted by the session each belongs to.
+    late_frames = np.flatnonzero(capture.times >= since)
+    owners = np.searchsorted(capture.start, late_frames, side="right") - 1
+    late = np.bincount(owners, minlength=sent.size).astype(np.int64)
     due = sent - np.minimum(np.asarray(pending, dtype=np.int64), late)
     source = np.asarray(scenario.session_fps, dtype=np.float64)
     share = np.divide(

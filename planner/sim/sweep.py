@@ -21,6 +21,7 @@ from planner.errors import BadInput
 from planner.sim.ensemble import Outcome, run_many, threads
 from planner.sim.pipeline import CpuPool, Stages, cpu_pool, stages
 from planner.sim.policies import POLICIES
+from planner.sim.quantiles import percentiles
 from planner.sim.scenario import Scenario
 from planner.sim.work import Work, chunks, frames_of
 from planner.units import FramesPerSecond, Milliseconds
@@ -134,10 +135,9 @@ def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
     first = outcomes[0].scenario
     latencies = np.concatenate([o.latency_ms for o in outcomes])
     if latencies.size:
-        p, p50, p90, p99 = (
-            float(v) for v in np.percentile(latencies, [percentile, 50.0, 90.0, 99.0])
-        )
         worst: float | None = float(latencies.max())
+        # (The concatenation is this function's own copy, which the percentiles reorder.)
+        p, p50, p90, p99 = percentiles(latencies, [percentile, 50.0, 90.0, 99.0])
     else:
         p = p50 = p90 = p99 = worst = None  # type: ignore[assignment]
     e2e = None
@@ -146,7 +146,7 @@ def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
         # Without stages the time at the worker is the GPU-side latency, to the last bit.
         staged = first.stages.takes_time
         at_worker = (
-            float(np.percentile(np.concatenate([o.worker_ms for o in outcomes]), percentile))
+            percentiles(np.concatenate([o.worker_ms for o in outcomes]), [percentile])[0]
             if staged
             else p
         )
