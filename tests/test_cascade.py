@@ -1,0 +1,157 @@
+"""A synchronous cascade of models per frame (SPEC §6.3): a chain with fixed crops plans as
+the one curve it adds up to, drawn crops give the expected batch time, and crop laws read
+and write as one token."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from planner.curves.curve import Point
+from planner.curves.fit import FittedCurve, fit_curve
+from planner.curves.shape import BAND, BandRules
+from planner.errors import BadInput
+from planner.plan.cascade import CascadeStep
+from planner.plan.recommend import recommend
+from planner.plan.request import Criteria, Request
+from planner.sim.cascade import CascadeModel
+from planner.sim.crops import Crops, chain_items, parse_crops, parse_shares
+from planner.sim.engine_fast import run_fast
+from planner.sim.engine_reference import run_reference
+from planner.sim.scenario import Scenario, Sharing
+
+DETECTOR = fit_curve([Point(1, 6.0), Point(2, 8.5), Point(4, 13.0), Point(8, 22.0), Point(16, 40.0)])
+CLASSIFIER = fit_curve([Point(1, 1.2), Point(4, 2.0), Point(16, 4.5), Point(64, 14.0)])
+
+
+@dataclass(frozen=True)
+class _Summed:
+    """The shape of the curve whose every edge is L_A(b) + L_B(k b)."""
+
+    a: FittedCurve
+    b: FittedCurve
+    k: int
+    rules: BandRules = BAND
+
+    def evaluate(self, batch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        first = self.a.band(batch)
+        then = self.b.band(self.k * np.asarray(batch, dtype=np.float64))
+        return first[0] + then[0], first[1] + then[1], first[2] + then[2]
+
+
+def summed(a: FittedCurve, b: FittedCurve, k: int) -> FittedCurve:
+    shape = _Summed(a, b, k)
+    points = tuple(
+        Point(p.batch, float(shape.evaluate(np.array([float(p.batch)]))[0][0])) for p in a.points
+    )
+    return FittedCurve(points, "summed", (), (), _shape=shape)  # type: ignore[arg-type]
+
+
+def test_a_chain_with_fixed_crops_plans_as_the_curve_it_adds_up_to() -> None:
+    one = summed(DETECTOR, CLASSIFIER, 3)
+    common = dict(
+        criteria=Criteria(budget_ms=120.0, min_fps=25.0),
+        policies=("oldest-first", "batch-all", "deadline"),
+        sharings=(Sharing(), Sharing.of("time-slicing", cotenants=(0.5,))),
+        seeds=2,
+        duration_s=3.0,
+        max_sessions=40,
+    )
+    chain = Request(
+        curve=DETECTOR, cascade=(CascadeStep(CLASSIFIER, Crops(k=3), largest=4096),), **common
+    )
+    single = Request(curve=one, **common)
+    got, want = recommend(chain), recommend(single)
+    assert len(got.options) == len(want.options) > 0
+    for a, b in zip(got.options, want.options, strict=True):
+        assert (a.policy, a.sharing) == (b.policy, b.sharing)
+        assert (a.cap, a.cap_low, a.cap_high) == (b.cap, b.cap_low, b.cap_high)
+        assert (a.at_cap is None) == (b.at_cap is None)
+        if a.at_cap is not None and b.at_cap is not None:
+            assert a.at_cap.p99_ms == b.at_cap.p99_ms
+    assert any(o.cap > 1 for o in got.options)  # the comparison reached real caps
+
+
+@pytest.mark.parametrize("engine", [run_fast, run_reference])
+@pytest.mark.parametrize("policy", ["oldest-first", "batch-all", "deadline", "triton"])
+def test_each_engine_runs_a_fixed_chain_as_the_summed_table(engine, policy) -> None:  # type: ignore[no-untyped-def]
+    first = tuple(float(v) for v in DETECTOR.table(64))
+    then = tuple(float(v) for v in CLASSIFIER.table(192))
+    summed_table = tuple(a + then[3 * b - 1] for b, a in enumerate(first, start=1))
+    base = Scenario(latency_ms=first, sessions=12, policy=policy, duration_s=2.0, seed=5,
+                    sharing=Sharing.of("time-slicing", cotenants=(0.3,)))  # fmt: skip
+    chain = engine(base.with_(cascade=(CascadeModel(then, Crops(k=3)),)))
+    alone = engine(base.with_(latency_ms=summed_table))
+    assert chain.same_as(alone, tolerance_ms=0.0) == []
+    assert chain.batch_size.size > 10
+
+
+def _expected_ms(first: tuple[float, ...], then: tuple[float, ...], b: int, mean: float) -> float:
+    """L1(b) + E[L2(K)], K ~ Poisson(mean * b), a call per ``len(then)`` inputs."""
+    lam, largest = mean * b, len(then)
+    row = (0.0, *then)
+    total, top = 0.0, int(lam + 15 * math.sqrt(lam) + 30)
+    for k in range(top + 1):
+        calls, rest = divmod(k, largest)
+        t = row[k] if k <= largest else calls * row[largest] + row[rest]
+        total += math.exp(k * math.log(lam) - lam - math.lgamma(k + 1)) * t
+    return first[b - 1] + total
+
+
+def test_drawn_crops_give_the_expected_batch_time_within_sampling_error() -> None:
+    first = tuple(float(v) for v in DETECTOR.table(64))
+    then = tuple(float(v) for v in CLASSIFIER.table(16))  # large inputs split into calls
+    scenario = Scenario(latency_ms=first, sessions=24, policy="batch-all", duration_s=20.0,
+                        cascade=(CascadeModel(then, Crops("poisson", mean=2.5)),))  # fmt: skip
+    r = run_fast(scenario)
+    took = r.batch_end - r.batch_start
+    checked = 0
+    for b in np.unique(r.batch_size):
+        these = took[r.batch_size == b]
+        if these.size < 200:
+            continue
+        expected = _expected_ms(first, then, int(b), 2.5)
+        error = these.std(ddof=1) / math.sqrt(these.size)
+        assert abs(these.mean() - expected) < 4.0 * error + 1e-9
+        assert these.std() > 0  # drawn, not fixed: batches of one size differ
+        checked += 1
+    assert checked >= 1
+
+
+def test_crops_are_drawn_per_frame_from_their_own_stream() -> None:
+    laws = (Crops("poisson", mean=2.0), Crops("hist", shares=((0, 1.0), (2, 3.0))))
+    longer, shorter = chain_items(laws, 7, 5000), chain_items(laws, 7, 300)
+    assert np.array_equal(longer[:, :300], shorter)  # one array serves every run of a seed
+    assert not np.array_equal(chain_items(laws, 8, 300), shorter)
+    assert abs(longer[0].mean() - 2.0) < 0.15
+    # The second model's inputs are the first's crops; each crop gives 0 or 2 (3 in 4: 2).
+    assert np.all(longer[1] % 2 == 0) and np.all(longer[1] <= 2 * longer[0])
+    assert abs(longer[1].sum() / longer[0].sum() - 1.5) < 0.1
+    # A later model's law does not change an earlier one's counts.
+    other = chain_items((laws[0], Crops(k=4)), 7, 5000)
+    assert np.array_equal(other[0], longer[0]) and np.array_equal(other[1], 4 * longer[0])
+
+
+@pytest.mark.parametrize("text", ["3", "0", "poisson=2.5", "hist=0:0.2,1:0.5,4:0.3"])
+def test_a_crop_law_reads_back_as_written(text: str) -> None:
+    law = parse_crops(text)
+    assert parse_crops(law.text) == law
+    assert law.text == text
+
+
+def test_a_histogram_file_is_count_share_lines_and_its_shares_are_weights() -> None:
+    shares = parse_shares("# count,share\n0,2\n1,1\n\n3,1\n")
+    law = Crops("hist", shares=shares)
+    assert law.shares == ((0, 0.5), (1, 0.25), (3, 0.25))
+    assert law.expected == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "text", ["-1", "poisson=0", "poisson=x", "hist=", "hist=1:0", "hist=a:1", "three"]
+)
+def test_a_bad_crop_law_is_refused_with_a_reason(text: str) -> None:
+    with pytest.raises(BadInput):
+        parse_crops(text)
