@@ -20,10 +20,12 @@ from planner.cli.output import (
     print_json,
     read_curve_source,
 )
-from planner.cli.planning import add_worker_options, flag_spelling, spread_on
+from planner.cli.planning import add_worker_options, cascade_option, flag_spelling, spread_on
 from planner.curves.fit import EDGES, FittedCurve, fit_curve
 from planner.errors import BadInput, NotFound
+from planner.plan.cascade import CascadeStep, models
 from planner.plan.params import queue_conflicts
+from planner.plan.resolve import cascade_steps
 from planner.views.choices import (
     MODES,
     PHASES,
@@ -106,6 +108,7 @@ def scenario_from(
     fitted: FittedCurve,
     curve: Any = None,
     calibration: Calibration | None = None,
+    cascade: tuple[CascadeStep, ...] = (),
 ) -> Scenario:
     """A validated scenario from parsed options (every problem reported at once), on
     ``args.edge`` of ``fitted`` (the curve of ``points``), with the calibration's figures
@@ -160,7 +163,7 @@ def scenario_from(
             f"--fps gives {len(fps)} frame rates for {int(sessions)} sessions; give one for "
             "all or one per session"
         )
-    memory = memory_of(points, sharing, lambda: _card_memory_gb(args, curve))
+    memory = memory_of(points, sharing, lambda: _card_memory_gb(args, curve), cascade)
     # The table and the spread a plan's runs take (``planner.plan.request``).
     return simulation_scenario(
         fitted,
@@ -179,6 +182,7 @@ def scenario_from(
         seed=int(seed),
         jitter_ms=jitter,
         stages=WorkerStages(**stage_values, cpu_workers=int(workers)),
+        cascade=models(cascade, args.edge),
         **params,
         **(queue or {}),
     )
@@ -247,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
     points, curve = read_curve_source(args)
     fitted = fit_curve(points)
     calibration = _calibration(args, curve)
-    scenario = scenario_from(args, points, fitted, curve, calibration)
+    scenario = scenario_from(args, points, fitted, curve, calibration, _cascade(args))
     results = simulate(scenario)
     if args.frames:
         _write_frames(args.frames, results.frame_table())
@@ -259,6 +263,15 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     sys.stdout.flush()
     return 0
+
+
+def _cascade(args: argparse.Namespace) -> tuple[CascadeStep, ...]:
+    """The models ``--cascade`` runs after the curve's, read from the store."""
+    entries = cascade_option(getattr(args, "cascade", None))
+    if not entries:
+        return ()
+    with open_store(args) as store:
+        return cascade_steps(entries, store)
 
 
 def _calibration(args: argparse.Namespace, curve: Any) -> Any:

@@ -18,6 +18,7 @@ from planner.demand.profiles import LEAD_TIME_MIN, PROFILE_NAME
 from planner.errors import BadInput
 from planner.links.codecs import (
     CURVE_ID,
+    Cascade,
     MIG_PROFILE,
     Bool,
     Choice,
@@ -159,6 +160,13 @@ PARAMETERS: dict[str, Parameter] = {
         WorkerStages.cpu_workers,
         Int.of(limits.CPU_WORKERS),
         "CPU threads for that work (0 = unlimited)",
+    ),
+    # A cascade (SPEC §6.3): the models the worker runs after the curve's on each batch.
+    "cascade": Parameter(
+        (),
+        Cascade(),
+        "models run after the curve's on each batch, in order: ID:CROPS[:max=B] separated "
+        "by ';', CROPS crops per input (K, poisson=MEAN or hist=COUNT:SHARE,...)",
     ),
     # What the server keeps of a session's frames (``Scenario.queue``), and Triton's
     # default_queue_policy for a server that queues every frame.

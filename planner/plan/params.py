@@ -202,6 +202,7 @@ class PlanParams(ParameterSet):
     flagged: bool = param("flagged")
     calibration: str | None = param("calibration")
     spread: bool = param("spread")
+    cascade: tuple[str, ...] = param("cascade")
 
     @property
     def stages(self) -> WorkerStages:
@@ -262,6 +263,7 @@ class SimulateParams(ParameterSet):
     min_fps: FramesPerSecond = param("min_fps")
     calibration: str | None = param("calibration")
     spread: bool = param("spread")
+    cascade: tuple[str, ...] = param("cascade")
 
     @property
     def stages(self) -> WorkerStages:

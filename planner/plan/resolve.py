@@ -12,7 +12,8 @@ from planner.curves.cards import Card
 from planner.curves.curve import Curve
 from planner.curves.fit import FittedCurve, fit_curve
 from planner.errors import BadInput, NotFound
-from planner.links.codecs import number_text
+from planner.links.codecs import cascade_entry, number_text
+from planner.plan.cascade import CascadeStep, memory_note, models, with_cascade_memory
 from planner.links.urls import encode, linked_curve
 from planner.plan.options import Option
 from planner.plan.params import CompareParams, PlanParams, SimulateParams, stage_params
@@ -124,6 +125,7 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         curve = plan_curve(params, store)
         card = card_of(curve, store)
         calibration, latest = calibration_of(params, curve, store)
+        cascade = cascade_steps(params.cascade, store)
         for mode in modes_of(params):
             for each in _each_profile(mode, params, card):
                 try:
@@ -172,6 +174,8 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         timeout_action=params.timeout_action,
         per_request_ms=curve.per_request_ms,
         spread=params.spread,
+        cascade=cascade,
+        model_name=curve.model,
     )
     return PlanInputs(
         curve=curve,
@@ -181,6 +185,27 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         calibration=calibration,
         latest=latest,
     )
+
+
+def cascade_steps(entries: tuple[str, ...], store: Store | None) -> tuple[CascadeStep, ...]:
+    """The later models of a cascade from their link entries (``ID:CROPS[:max=B]``), each
+    a stored curve fitted (BadInput naming every id the store does not hold)."""
+    if not entries:
+        return ()
+    if store is None:
+        raise BadInput("a cascade of stored curves needs the store")
+    steps, problems = [], []
+    for text in entries:
+        entry = cascade_entry(text)
+        try:
+            curve = store.curve(entry.curve)
+        except NotFound:
+            problems.append(f"cascade: no stored curve has the id {entry.curve}")
+            continue
+        steps.append(CascadeStep(fit_curve(curve.points), entry.crops, entry.largest, curve.model))
+    if problems:
+        raise BadInput(problems)
+    return tuple(steps)
 
 
 def snapshot(store: Store | None) -> AbstractContextManager[None]:
@@ -260,13 +285,18 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
         card = card_of(curve, store)
         calibration, latest = calibration_of(params, curve, store)
         sharing, measured = _sharing(params.mode, params, card, curve, store)
+        cascade = cascade_steps(params.cascade, store)
     fitted = fit_curve(curve.points)
     source = fitted if measured is None else fit_curve(measured.points)
     queued = (params.max_batch or 8) if params.queue == "all" else 1
-    memory = memory_limit(
-        memory_model(source.points),
-        available(sharing, card.memory_gb if card is not None else None),
-        max(params.sessions, queued),
+    model, note = with_cascade_memory(memory_model(source.points), cascade)
+    memory = memory_note(
+        memory_limit(
+            model,
+            available(sharing, card.memory_gb if card is not None else None),
+            max(params.sessions, queued),
+        ),
+        note,
     )
     if not memory.fits_one:
         raise BadInput(f"{memory.needs(1)}: no batch fits, so no session can be served")
@@ -298,6 +328,7 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
             max_queue_size=params.max_queue_size,
             queue_timeout_us=params.queue_timeout_us,
             timeout_action=params.timeout_action,
+            cascade=models(cascade, "central"),
         )
 
     scenario = run(params.policy)
@@ -360,6 +391,7 @@ def plan_simulation(
         queue_timeout_us=request.queue_timeout_us,
         timeout_action=request.timeout_action,
         spread=params.spread,
+        cascade=params.cascade,
     )
 
 

@@ -20,6 +20,7 @@ from planner.curves.curve import Point
 from planner.curves.fit import Edge, FittedCurve
 from planner.errors import BadInput
 from planner.plan.overload import overload_notes
+from planner.plan.cascade import CascadeStep, memory_note, with_cascade_memory
 from planner.plan.request import run_scenario
 from planner.sim.calibration import Calibration
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
@@ -43,17 +44,20 @@ NOT_CALIBRATED = "not calibrated: the model's figures (planner loadtest calibrat
 
 
 def memory_of(
-    points: Sequence[Point], sharing: Sharing, card_memory_gb: Callable[[], float | None]
+    points: Sequence[Point],
+    sharing: Sharing,
+    card_memory_gb: Callable[[], float | None],
+    cascade: tuple[CascadeStep, ...] = (),
 ) -> MemoryLimit:
     """The largest batch that fits in the memory ``sharing`` leaves (SPEC §5.1), from the
-    points' memory figures; ``card_memory_gb`` is asked for the card's memory only where
-    the mode's memory depends on it (not MIG's, nor an MPS limit). BadInput when not even
-    one frame fits."""
-    model = memory_model(points)
+    points' memory figures, a cascade's later models added (``planner.plan.cascade``);
+    ``card_memory_gb`` is asked for the card's memory only where the mode's memory
+    depends on it (not MIG's, nor an MPS limit). BadInput when not even one frame fits."""
+    model, note = with_cascade_memory(memory_model(points), cascade)
     memory_gb = None
     if model is not None and available(sharing, None).mb is None:
         memory_gb = card_memory_gb()
-    memory = memory_limit(model, available(sharing, memory_gb))
+    memory = memory_note(memory_limit(model, available(sharing, memory_gb)), note)
     if not memory.fits_one:
         raise BadInput(f"{memory.needs(1)}: no batch fits, so no session can be served")
     return memory
