@@ -23,7 +23,9 @@ from planner.sim.engine_fast import run_fast
 from planner.sim.engine_reference import run_reference
 from planner.sim.scenario import Scenario, Sharing
 
-DETECTOR = fit_curve([Point(1, 6.0), Point(2, 8.5), Point(4, 13.0), Point(8, 22.0), Point(16, 40.0)])
+DETECTOR = fit_curve(
+    [Point(1, 6.0), Point(2, 8.5), Point(4, 13.0), Point(8, 22.0), Point(16, 40.0)]
+)
 CLASSIFIER = fit_curve([Point(1, 1.2), Point(4, 2.0), Point(16, 4.5), Point(64, 14.0)])
 
 

@@ -352,7 +352,9 @@ def cascade_option(given: list[str] | None) -> tuple[str, ...]:
             try:
                 found = Path(name).read_text(encoding="utf-8")
             except OSError as exc:
-                raise BadInput(f"--cascade: cannot read the crop histogram {name}: {exc.strerror}") from None
+                raise BadInput(
+                    f"--cascade: cannot read the crop histogram {name}: {exc.strerror}"
+                ) from None
             try:
                 shares = parse_shares(found)
             except BadInput as exc:

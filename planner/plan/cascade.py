@@ -66,7 +66,9 @@ def _model(step: CascadeStep, edge: Edge) -> CascadeModel:
     return CascadeModel(table, step.crops, step.name)
 
 
-def with_cascade_memory(limit_of: MemoryModel | None, steps: tuple[CascadeStep, ...]) -> tuple[MemoryModel | None, str | None]:
+def with_cascade_memory(
+    limit_of: MemoryModel | None, steps: tuple[CascadeStep, ...]
+) -> tuple[MemoryModel | None, str | None]:
     """The first model's memory model with every later model's memory at its largest
     batch added to its fixed part, and a sentence saying so (None, None without a
     cascade). A later model without memory figures is not counted, and the sentence
@@ -119,7 +121,9 @@ def stage_times(steps: tuple[CascadeStep, ...], first: FittedCurve, batch: int) 
     return times
 
 
-def binding_stage(steps: tuple[CascadeStep, ...], first: FittedCurve, first_name: str, batch: int) -> str:
+def binding_stage(
+    steps: tuple[CascadeStep, ...], first: FittedCurve, first_name: str, batch: int
+) -> str:
     """Which model of the chain takes most of a batch of ``batch`` frames, in a clause:
     'the chain binds: at batch 8, yolo 20 ms + resnet on 3 crops per input 31 ms; resnet
     takes most'."""

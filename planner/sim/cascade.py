@@ -109,7 +109,9 @@ def prepared(scenario: Any, latency: np.ndarray, frames: int) -> tuple[np.ndarra
     return view(scenario.cascade, latency, tables), chain
 
 
-def reach_table(scenario: Any, table: np.ndarray, batch: int, stretch: float) -> tuple[np.ndarray, int, float]:
+def reach_table(
+    scenario: Any, table: np.ndarray, batch: int, stretch: float
+) -> tuple[np.ndarray, int, float]:
     """``(table, batch, stretch)`` for ``sharing.horizon``: as given without a cascade;
     with one, the longest a batch of up to ``batch`` frames can take (the first model
     stretched, each later one at the most inputs its crops can give)."""
@@ -152,7 +154,9 @@ def chain_of(
     return Chain(first, rows, sizes, items)
 
 
-def view(cascade: tuple[CascadeModel, ...], first: np.ndarray, tables: list[np.ndarray]) -> np.ndarray:
+def view(
+    cascade: tuple[CascadeModel, ...], first: np.ndarray, tables: list[np.ndarray]
+) -> np.ndarray:
     """The table the policies see (index = batch): the first model's time plus each later
     model's at its expected input (rounded up), exact when every count is fixed."""
     if not cascade:

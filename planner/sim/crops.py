@@ -3,7 +3,7 @@
 A cascade's next model runs on the objects the previous one found. The count per input is
 ``Crops``: fixed (``k``), or drawn for each input from a Poisson law with a mean, or from
 an empirical histogram of ``count,share`` pairs (the shares need not add up to one: they
-are weights). ``text`` writes a value as one token and ``parse_crops`` reads it back, so
+are weights, kept as fractions to six significant digits). ``text`` writes a value as one token and ``parse_crops`` reads it back, so
 the command line, links and saved plans carry the same words: ``3``, ``poisson=2.5``,
 ``hist=0:0.2,1:0.5,4:0.3``.
 
@@ -49,9 +49,15 @@ class Crops:
             merged: dict[int, float] = {}
             for count, share in self.shares:
                 merged[int(count)] = merged.get(int(count), 0.0) + float(share)
+            # Shares kept to six significant digits, as written: a histogram read back
+            # from its text is the same value (one already adding up to one within the
+            # rounding is not divided again).
             total = sum(merged.values())
+            scale = 1.0 if abs(total - 1.0) < 1e-4 else total
             object.__setattr__(
-                self, "shares", tuple((c, merged[c] / total) for c in sorted(merged))
+                self,
+                "shares",
+                tuple((c, float(f"{merged[c] / scale:.6g}")) for c in sorted(merged)),
             )
         if self.kind != "fixed":
             object.__setattr__(self, "k", 1)
@@ -71,7 +77,9 @@ class Crops:
             return [f"the mean crops per frame must be {limits.CROPS_MEAN.words()}"]
         if self.kind == "hist":
             if not limits.CROPS_HISTOGRAM.holds(len(self.shares)):
-                return [f"a crop histogram needs {limits.CROPS_HISTOGRAM.words()} count,share pairs"]
+                return [
+                    f"a crop histogram needs {limits.CROPS_HISTOGRAM.words()} count,share pairs"
+                ]
             for pair in self.shares:
                 if len(pair) != 2 or not limits.CROPS.holds(pair[0]):
                     return [f"each crop count of a histogram must be {limits.CROPS.words()}"]
