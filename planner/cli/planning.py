@@ -299,6 +299,18 @@ def add_worker_options(parser: argparse.ArgumentParser) -> None:
         help="time-slicing: GPU memory each co-tenant uses, MB (one for all or one per co-tenant)",
     )
     parser.add_argument("--mps-memory-mb", help="MPS: our client's GPU memory limit, MB")
+    for flag, what in (
+        ("--cotenant-curve", "a co-tenant given by what it runs: its stored curve id"),
+        ("--cotenant-batch", "that co-tenant's batch"),
+        ("--cotenant-rps", "that co-tenant's request rate, frames per second"),
+    ):
+        parser.add_argument(
+            flag,
+            action="append",
+            help=f"time-slicing: {what} (repeat --cotenant-curve, --cotenant-batch and "
+            "--cotenant-rps together, once per co-tenant; the answer shows the busy "
+            "fraction r / b x L(b) and busy period L(b) they give)",
+        )
     parser.add_argument(
         "--cascade",
         action="append",
@@ -367,6 +379,24 @@ def cascade_option(given: list[str] | None) -> tuple[str, ...]:
         raise BadInput([f"--cascade: {p}" for p in exc.problems]) from None
 
 
+def workload_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--cotenant-curve``, ``--cotenant-batch`` and ``--cotenant-rps`` as link
+    parameters (read by their codecs; BadInput naming the flag otherwise)."""
+    out: dict[str, Any] = {}
+    problems: list[str] = []
+    for name in ("cotenant_curve", "cotenant_batch", "cotenant_rps"):
+        given = getattr(args, name, None)
+        if not given:
+            continue
+        try:
+            out[name] = PARAMETERS[name].codec.check(",".join(given))
+        except BadInput as exc:
+            problems.extend(option_name(f"{name}: {p}") for p in exc.problems)
+    if problems:
+        raise BadInput(problems)
+    return out
+
+
 def flag_spelling(name: str, value: object = None) -> str:
     """A parameter, or a parameter and its value, as the command line writes it:
     ``--queue all`` (``planner.plan.params.link_spelling`` in a link)."""
@@ -381,6 +411,7 @@ def plan_params(args: argparse.Namespace) -> PlanParams:
     values = link_values(args, names)
     values["other_jobs"] = bool(args.other_jobs)
     values["cascade"] = cascade_option(getattr(args, "cascade", None))
+    values.update(workload_options(args))
     if args.points is not None:
         values["points"] = parse_points_option(args.points)
         if args.card:

@@ -20,10 +20,17 @@ from planner.cli.output import (
     print_json,
     read_curve_source,
 )
-from planner.cli.planning import add_worker_options, cascade_option, flag_spelling, spread_on
+from planner.cli.planning import (
+    add_worker_options,
+    cascade_option,
+    flag_spelling,
+    spread_on,
+    workload_options,
+)
 from planner.curves.fit import EDGES, FittedCurve, fit_curve
 from planner.errors import BadInput, NotFound
 from planner.plan.cascade import CascadeStep, models
+from planner.plan.cotenants import workload_conflicts, workloads_of
 from planner.plan.params import queue_conflicts
 from planner.plan.resolve import cascade_steps
 from planner.views.choices import (
@@ -192,7 +199,10 @@ QUEUE_OPTIONS = ("queue", "max_queue_size", "queue_timeout_us", "timeout_action"
 """The server's queue (``Scenario.queue``) and, under ``all``, its policy's settings."""
 
 
-MODE_FLAGS = ("mig_profile", "cotenants", "mps_share", "cotenant_memory_mb", "mps_memory_mb")
+MODE_FLAGS = (
+    "mig_profile", "cotenants", "mps_share", "cotenant_memory_mb", "mps_memory_mb",
+    "cotenant_curve",
+)  # fmt: skip
 """The options that belong to one sharing mode (``SharingMode.parameters``) and have no
 default, so giving one under another mode is a mistake."""
 
@@ -229,7 +239,21 @@ def sharing_from(args: argparse.Namespace, curve: Any = None) -> Any:
         mps_memory_mb=None
         if args.mps_memory_mb is None
         else number(args.mps_memory_mb, "--mps-memory-mb", MPS_MEMORY_MB),
+        cotenant_workloads=_workloads(args),
     )
+
+
+def _workloads(args: argparse.Namespace) -> Any:
+    """The co-tenants ``--cotenant-curve``, ``--cotenant-batch`` and ``--cotenant-rps``
+    give, their curves read from the store."""
+    values = workload_options(args)
+    if not values:
+        return ()
+    problems = [m for _, m in workload_conflicts(values)]
+    if problems:
+        raise BadInput(problems)
+    with open_store(args) as store:
+        return workloads_of(argparse.Namespace(**values), store)
 
 
 MPS_MEMORY_MB = limits.Bound(1e-3, limits.MEMORY_MB.high)

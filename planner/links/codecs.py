@@ -496,3 +496,30 @@ class Cascade(Codec[tuple[str, ...]]):
 
     def describe(self) -> str:
         return "models after the first, ID:CROPS separated by ';' (CROPS: K, poisson=MEAN or hist=COUNT:SHARE,...)"
+
+
+@dataclass(frozen=True)
+class CurveIds(Codec[tuple[str, ...]]):
+    """Stored curve ids, comma-separated, in order; a repeat is another entry."""
+
+    max_len: int
+
+    def check(self, value: object) -> tuple[str, ...]:
+        items = _items(value)
+        if items is None:
+            raise BadInput("not a list of curve ids")
+        if len(items) > self.max_len:
+            raise BadInput(f"has {len(items)} curve ids; at most {self.max_len}")
+        out = []
+        for item in items:
+            text = str(item).strip().lower()
+            if not CURVE_ID.match(text):
+                raise BadInput(f"{quoted(text)} is not a 12-character curve id")
+            out.append(text)
+        return tuple(out)
+
+    def format(self, value: tuple[str, ...]) -> str:
+        return ",".join(value)
+
+    def describe(self) -> str:
+        return f"comma-separated list of up to {self.max_len} curve ids"

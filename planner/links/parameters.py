@@ -19,6 +19,7 @@ from planner.errors import BadInput
 from planner.links.codecs import (
     CURVE_ID,
     Cascade,
+    CurveIds,
     MIG_PROFILE,
     Bool,
     Choice,
@@ -121,6 +122,22 @@ PARAMETERS: dict[str, Parameter] = {
         (),
         Numbers(Float.of(limits.DUTY), 0, int(limits.COTENANTS.high)),
         "duty cycles of co-tenant jobs, 0-1",
+    ),
+    # Co-tenants by workload (SPEC §6.3): a stored curve, a batch and a rate each.
+    "cotenant_curve": Parameter(
+        (),
+        CurveIds(int(limits.COTENANTS.high)),
+        "time-slicing: co-tenants given by what they run, their stored curves",
+    ),
+    "cotenant_batch": Parameter(
+        (),
+        Numbers(Float.of(limits.MAX_BATCH), 0, int(limits.COTENANTS.high)),
+        "time-slicing: each co-tenant by workload's batch",
+    ),
+    "cotenant_rps": Parameter(
+        (),
+        Numbers(Float(0, 1_000_000, above_low=True), 0, int(limits.COTENANTS.high)),
+        "time-slicing: each co-tenant by workload's request rate, frames per second",
     ),
     "busy_period_ms": Parameter(
         limits.DEFAULT_BUSY_PERIOD_MS,

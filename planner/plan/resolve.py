@@ -15,6 +15,7 @@ from planner.errors import BadInput, NotFound
 from planner.links.codecs import cascade_entry, number_text
 from planner.plan.cascade import CascadeStep, memory_note, models, with_cascade_memory
 from planner.links.urls import encode, linked_curve
+from planner.plan.cotenants import WORKLOAD_FIELDS, workloads_of
 from planner.plan.options import Option
 from planner.plan.params import CompareParams, PlanParams, SimulateParams, stage_params
 from planner.plan.request import Criteria, Request, run_scenario
@@ -23,6 +24,7 @@ from planner.sim.memory import MemoryLimit, available, memory_limit, memory_mode
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
 from planner.sim.sharing import Choice, default_modes, sharing_mode
+from planner.sim.sharing.time_slicing import CotenantWorkload
 from planner.store.repository import Store
 
 
@@ -126,10 +128,11 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         card = card_of(curve, store)
         calibration, latest = calibration_of(params, curve, store)
         cascade = cascade_steps(params.cascade, store)
+        workloads = workloads_of(params, store)
         for mode in modes_of(params):
             for each in _each_profile(mode, params, card):
                 try:
-                    sharing, measured = _sharing(mode, each, card, curve, store)
+                    sharing, measured = _sharing(mode, each, card, curve, store, workloads)
                 except BadInput as exc:
                     problems.extend(exc.problems)
                     continue
@@ -208,6 +211,14 @@ def cascade_steps(entries: tuple[str, ...], store: Store | None) -> tuple[Cascad
     return tuple(steps)
 
 
+def workload_params(params: PlanParams, sharing: Sharing) -> dict[str, object]:
+    """The co-tenants by workload a replay of an option under ``sharing`` carries: the
+    plan's, where the option's mode took them."""
+    if not sharing.kind.derivations(sharing):
+        return {}
+    return {name: getattr(params, name) for name in WORKLOAD_FIELDS}
+
+
 def snapshot(store: Store | None) -> AbstractContextManager[None]:
     """The store's ``snapshot`` (one short read transaction), or nothing without a store."""
     return nullcontext() if store is None else store.snapshot()
@@ -227,16 +238,20 @@ def _sharing(
     card: Card | None,
     curve: Curve,
     store: Store | None,
+    workloads: tuple[CotenantWorkload, ...] = (),
 ) -> tuple[Sharing, Curve | None]:
-    """The settings of ``mode`` from the parameters, and the stored curve measured on the
-    profile it asks for (MIG), if there is one; BadInput says what the mode lacks."""
+    """The settings of ``mode`` from the parameters (with the co-tenants given by
+    workload, ``planner.plan.cotenants``), and the stored curve measured on the profile it
+    asks for (MIG), if there is one; BadInput says what the mode lacks."""
     kind = sharing_mode(mode)
     choice = Choice.of(vars(params), card=card)
     profile = kind.profile_wanted(choice)
     measured = None
     if profile and store is not None:
         measured = _profile_curve(store, curve, profile)
-    choice = replace(choice, measured_on_profile=measured is not None)
+    choice = replace(
+        choice, measured_on_profile=measured is not None, cotenant_workloads=workloads
+    )
     return kind.sharing(choice), measured
 
 
@@ -284,7 +299,8 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
         curve = plan_curve(params, store)
         card = card_of(curve, store)
         calibration, latest = calibration_of(params, curve, store)
-        sharing, measured = _sharing(params.mode, params, card, curve, store)
+        workloads = workloads_of(params, store)
+        sharing, measured = _sharing(params.mode, params, card, curve, store, workloads)
         cascade = cascade_steps(params.cascade, store)
     fitted = fit_curve(curve.points)
     source = fitted if measured is None else fit_curve(measured.points)
@@ -392,6 +408,7 @@ def plan_simulation(
         timeout_action=request.timeout_action,
         spread=params.spread,
         cascade=params.cascade,
+        **workload_params(params, option.sharing),
     )
 
 

@@ -140,19 +140,25 @@ class Choice:
     mig_profile: str | None = None
     cotenant_memory_mb: tuple[Megabytes, ...] = ()
     mps_memory_mb: Megabytes | None = None
+    cotenant_curve: tuple[str, ...] = ()
     card: Card | None = None
     measured_on_profile: bool = False
+    cotenant_workloads: tuple[Any, ...] = ()
 
     @classmethod
     def of(cls, values: Mapping[str, Any], **extra: Any) -> Choice:
         """The choice among plan parameters by name (an absent or None value: the
-        default); ``extra`` gives the card and whether the profile's curve is measured."""
+        default); ``extra`` gives the card, whether the profile's curve is measured, and
+        the co-tenants given by curve as workloads (``cotenant_workloads``: read from the
+        store, ``planner.plan.cotenants``)."""
         given = {n: values[n] for n in CHOICE_PARAMETERS if values.get(n) is not None}
         return cls(**{**given, **extra})
 
 
 CHOICE_PARAMETERS: tuple[str, ...] = tuple(
-    f.name for f in fields(Choice) if f.name not in ("card", "measured_on_profile")
+    f.name
+    for f in fields(Choice)
+    if f.name not in ("card", "measured_on_profile", "cotenant_workloads")
 )
 """The plan parameters that belong to sharing modes (each mode names its own)."""
 
@@ -186,6 +192,11 @@ class SharingMode(Generic[S]):
     needs_card: ClassVar[bool] = False
     worker_unit: ClassVar[str] = "card"
     instance_name: ClassVar[str] = "instance"
+
+    def derivations(self, sharing: Sharing) -> tuple[str, ...]:
+        """How settings the user gave in other terms became the model's figures (time-
+        slicing: co-tenants given by their workload); none by default."""
+        return ()
 
     def settings_of(self, sharing: Sharing) -> S:
         """This mode's settings in ``sharing`` (a sharing of this mode)."""
