@@ -22,6 +22,7 @@ from planner.sim.crops import Crops, chain_items, parse_crops, parse_shares
 from planner.sim.engine_fast import run_fast
 from planner.sim.engine_reference import run_reference
 from planner.sim.scenario import Scenario, Sharing
+from planner.sim.sharing.time_slicing import CotenantWorkload
 
 DETECTOR = fit_curve(
     [Point(1, 6.0), Point(2, 8.5), Point(4, 13.0), Point(8, 22.0), Point(16, 40.0)]
@@ -157,3 +158,45 @@ def test_a_histogram_file_is_count_share_lines_and_its_shares_are_weights() -> N
 def test_a_bad_crop_law_is_refused_with_a_reason(text: str) -> None:
     with pytest.raises(BadInput):
         parse_crops(text)
+
+
+def test_a_cotenant_by_workload_plans_as_the_duty_cycle_and_busy_period_it_implies() -> None:
+    workload = CotenantWorkload("tts", batch=4, rps=60.0, batch_ms=22.0, memory_mb=2048.0)
+    assert workload.duty == pytest.approx(60.0 / 4 * 22.0 / 1000.0)
+    by_workload = Sharing.of("time-slicing", cotenants=(0.3,), workloads=(workload,))
+    by_duty = Sharing.of(
+        "time-slicing",
+        cotenants=(0.3, workload.duty),
+        busy_period_ms=50.0,
+        cotenant_memory_mb=(0.0, 2048.0),
+    )
+    own = by_workload.kind.settings_of(by_workload)
+    assert own.duties == (0.3, workload.duty) and own.busy_periods == (50.0, 22.0)
+    alone = Sharing.of("time-slicing", workloads=(workload,))
+    implied = Sharing.of("time-slicing", cotenants=(workload.duty,), busy_period_ms=22.0,
+                         cotenant_memory_mb=(2048.0,))  # fmt: skip
+    common = dict(
+        criteria=Criteria(budget_ms=80.0, min_fps=25.0),
+        policies=("oldest-first", "batch-all"),
+        seeds=2,
+        duration_s=3.0,
+        max_sessions=30,
+        card_memory_gb=24.0,
+    )
+    got = recommend(Request(curve=DETECTOR, sharings=(alone,), **common))
+    want = recommend(Request(curve=DETECTOR, sharings=(implied,), **common))
+    for a, b in zip(got.options, want.options, strict=True):
+        assert (a.cap, a.cap_low, a.cap_high) == (b.cap, b.cap_low, b.cap_high)
+        assert a.at_cap is not None and b.at_cap is not None
+        assert a.at_cap.p99_ms == b.at_cap.p99_ms
+    assert any(o.cap > 1 for o in got.options)
+    # The answer shows the derivation.
+    assert any("busy 60 / 4 x 22 ms" in note for note in got.assumptions)
+    # The memory the co-tenant holds is taken from the card, as a declared figure is.
+    assert alone.kind.available(alone, 24.0 * 1024).mb == implied.kind.available(implied, 24.0 * 1024).mb
+    assert by_duty.kind.available(by_duty, 1024.0).mb == by_workload.kind.available(by_workload, 1024.0).mb
+
+
+def test_a_cotenant_that_cannot_keep_up_is_refused_with_its_figures() -> None:
+    with pytest.raises(BadInput, match="busy 120% of the time"):
+        CotenantWorkload("tts", batch=2, rps=100.0, batch_ms=24.0)

@@ -18,6 +18,7 @@ from planner.links.codecs import (
     CURVE_ID,
     Cascade,
     CascadeEntry,
+    CurveIds,
     Bool,
     Choice,
     Float,
@@ -95,6 +96,8 @@ def values(codec: Any) -> st.SearchStrategy[Any]:
             max_size=12,
         )
         return pairs.map(lambda d: tuple(Point(b, v) for b, v in sorted(d.items())))
+    if isinstance(codec, CurveIds):
+        return st.lists(st.from_regex(CURVE_ID, fullmatch=True), max_size=3).map(tuple)
     if isinstance(codec, Cascade):
         return st.lists(cascade_entries(), max_size=3).map(codec.check)
     raise AssertionError(f"no strategy for {codec!r}")
@@ -379,10 +382,12 @@ def test_every_parameter_has_a_valid_default_and_a_description() -> None:
 def _query_of(cls: type[ParameterSet]) -> st.SearchStrategy[dict[str, str]]:
     """Query strings as a person or a program might write them: valid values, numbers out
     of any range, and junk, for any subset of the parameters (the curve left to the
-    server's default, and no calibration: both name what a store holds)."""
+    server's default, and no calibration, cascade or co-tenant curve: they name what a
+    store holds)."""
     out: dict[str, st.SearchStrategy[str]] = {}
+    stored = ("calibration", "cascade", "cotenant_curve")
     for name, parameter in schema(cls).items():
-        if name in ("curve", "points", "model", "card", "precision", "resolution", "calibration"):
+        if name in ("curve", "points", "model", "card", "precision", "resolution", *stored):
             continue
         codec = parameter.codec
         inner = codec.inner if isinstance(codec, Maybe) else codec

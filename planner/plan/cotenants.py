@@ -25,7 +25,7 @@ def workload_conflicts(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...],
         return []
     return [
         (
-            WORKLOAD_FIELDS,
+            tuple(name for name in WORKLOAD_FIELDS if values.get(name)),
             "give every co-tenant by workload a curve, a batch and a request rate "
             f"({counts[0]} curves, {counts[1]} batches, {counts[2]} rates)",
         )
