@@ -63,9 +63,8 @@ def test_a_chain_with_fixed_crops_plans_as_the_curve_it_adds_up_to() -> None:
         duration_s=3.0,
         max_sessions=40,
     )
-    chain = Request(
-        curve=DETECTOR, cascade=(CascadeStep(CLASSIFIER, Crops(k=3), largest=4096),), **common
-    )
+    step = CascadeStep(CLASSIFIER, Crops(k=3), largest=4096, name="classifier")
+    chain = Request(curve=DETECTOR, cascade=(step,), model_name="detector", **common)
     single = Request(curve=one, **common)
     got, want = recommend(chain), recommend(single)
     assert len(got.options) == len(want.options) > 0
@@ -76,6 +75,12 @@ def test_a_chain_with_fixed_crops_plans_as_the_curve_it_adds_up_to() -> None:
         if a.at_cap is not None and b.at_cap is not None:
             assert a.at_cap.p99_ms == b.at_cap.p99_ms
     assert any(o.cap > 1 for o in got.options)  # the comparison reached real caps
+    # The reason names the chain, with each model's time at the failing count's batch.
+    failing = [o for o in got.options if o.failures]
+    assert failing
+    for o in failing:
+        assert "the chain of models binds" in o.binding_constraint
+        assert "detector" in o.binding_constraint and "classifier" in o.binding_constraint
 
 
 @pytest.mark.parametrize("engine", [run_fast, run_reference])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -139,3 +140,11 @@ def memory_note(memory: MemoryLimit, note: str | None) -> MemoryLimit:
     if note is None:
         return memory
     return replace(memory, assumptions=(*memory.assumptions, note))
+
+
+def chain_clause(request: Any, sharing: Any, batch_sizes: tuple[int, ...]) -> str:
+    """Which model of the request's chain takes most of the GPU's time at the failing
+    count (``binding_stage`` at the batch size that carried the most frames there)."""
+    frames = np.asarray(batch_sizes, dtype=np.float64) * np.arange(len(batch_sizes))
+    batch = int(np.argmax(frames)) if frames.size and frames.max() > 0 else 1
+    return binding_stage(request.cascade, request.curve_for(sharing), request.model_name, batch)

@@ -35,6 +35,7 @@ from planner.curves import measure_next
 from planner.curves.fit import EDGES, Edge
 from planner.curves.measure_next import Advice
 from planner.errors import BadInput
+from planner.plan.cascade import chain_clause
 from planner.plan.options import (
     Failure,
     Option,
@@ -324,6 +325,8 @@ def _option(
         fails = (*stops, *fails)
     else:
         binding = binding_text(fails) if fails else limit_reached(request)
+    if request.cascade and fails and cap + 1 in rows:
+        binding += "; " + chain_clause(request, sharing, rows[cap + 1].batch_sizes)
     edges: list[tuple[Edge, str]] = []
     for edge in ("pessimistic", "optimistic"):
         edge_cap, edge_rows = caps[(option, edge)], history[(option, edge)]
