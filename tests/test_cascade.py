@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+from planner import display
 from planner.curves.curve import Point
 from planner.curves.fit import FittedCurve, fit_curve
 from planner.curves.shape import BAND, BandRules
@@ -23,6 +24,8 @@ from planner.sim.engine_fast import run_fast
 from planner.sim.engine_reference import run_reference
 from planner.sim.scenario import Scenario, Sharing
 from planner.sim.sharing.time_slicing import CotenantWorkload
+from planner.sim.simulate import simulate
+from planner.views.simulation import simulation_view
 
 DETECTOR = fit_curve(
     [Point(1, 6.0), Point(2, 8.5), Point(4, 13.0), Point(8, 22.0), Point(16, 40.0)]
@@ -205,3 +208,16 @@ def test_a_cotenant_by_workload_plans_as_the_duty_cycle_and_busy_period_it_impli
 def test_a_cotenant_that_cannot_keep_up_is_refused_with_its_figures() -> None:
     with pytest.raises(BadInput, match="busy 120% of the time"):
         CotenantWorkload("tts", batch=2, rps=100.0, batch_ms=24.0)
+
+
+def test_a_simulation_of_a_chain_reports_its_batch_times_mean_and_tail() -> None:
+    first = tuple(float(v) for v in DETECTOR.table(64))
+    then = tuple(float(v) for v in CLASSIFIER.table(64))
+    scenario = Scenario(latency_ms=first, sessions=6, policy="batch-all", duration_s=3.0,
+                        cascade=(CascadeModel(then, Crops("poisson", mean=2.0), "classifier"),))  # fmt: skip
+    results = simulate(scenario)
+    took = results.records.batch_end - results.records.batch_start
+    line = next(x for x in simulation_view(results, DETECTOR).text if "chain" in x)
+    assert "classifier" in line
+    assert f"p99 {display.ms(float(np.percentile(took, 99)))}" in line
+    assert f"mean {display.ms(float(took.mean()))}" in line

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from planner import display
 from planner.curves.curve import Point
 from planner.curves.fit import Edge, FittedCurve
@@ -169,6 +171,16 @@ def _cpu_figures(results: Results) -> tuple[Metric, ...]:
     return tuple(figures)
 
 
+def chain_line(s: Scenario, took: np.ndarray) -> str:
+    """A cascade's batch times in one line: the chain, their mean and their tail."""
+    chain = ", then ".join(m.name or f"a model on {m.crops.words}" for m in s.cascade)
+    return (
+        f"batches run the chain (first model, then {chain}): mean "
+        f"{display.ms(float(took.mean()))}, p99 {display.ms(float(np.percentile(took, 99)))}, "
+        f"max {display.ms(float(took.max()))} per batch"
+    )
+
+
 def _summary(results: Results) -> list[str]:
     """The lines ``planner simulate`` prints of a run before its notes."""
     s = results.scenario
@@ -195,6 +207,8 @@ def _summary(results: Results) -> list[str]:
     )
     hist = ", ".join(f"{k}x{v}" for k, v in doc["batch_histogram"].items())
     lines.append(f"batches (size x count): {hist or 'none ran'}")
+    if s.cascade and results.records.batch_size.size:
+        lines.append(chain_line(s, results.records.batch_end - results.records.batch_start))
     if doc["starved_sessions"]:
         lines.append(f"starved sessions (below half the mean fps): {doc['starved_sessions']}")
     if s.memory_batch_limit is not None:
