@@ -201,8 +201,14 @@ def test_a_cotenant_by_workload_plans_as_the_duty_cycle_and_busy_period_it_impli
     # The answer shows the derivation.
     assert any("busy 60 / 4 x 22 ms" in note for note in got.assumptions)
     # The memory the co-tenant holds is taken from the card, as a declared figure is.
-    assert alone.kind.available(alone, 24.0 * 1024).mb == implied.kind.available(implied, 24.0 * 1024).mb
-    assert by_duty.kind.available(by_duty, 1024.0).mb == by_workload.kind.available(by_workload, 1024.0).mb
+    assert (
+        alone.kind.available(alone, 24.0 * 1024).mb
+        == implied.kind.available(implied, 24.0 * 1024).mb
+    )
+    assert (
+        by_duty.kind.available(by_duty, 1024.0).mb
+        == by_workload.kind.available(by_workload, 1024.0).mb
+    )
 
 
 def test_a_cotenant_that_cannot_keep_up_is_refused_with_its_figures() -> None:
@@ -213,8 +219,10 @@ def test_a_cotenant_that_cannot_keep_up_is_refused_with_its_figures() -> None:
 def test_a_simulation_of_a_chain_reports_its_batch_times_mean_and_tail() -> None:
     first = tuple(float(v) for v in DETECTOR.table(64))
     then = tuple(float(v) for v in CLASSIFIER.table(64))
-    scenario = Scenario(latency_ms=first, sessions=6, policy="batch-all", duration_s=3.0,
-                        cascade=(CascadeModel(then, Crops("poisson", mean=2.0), "classifier"),))  # fmt: skip
+    model = CascadeModel(then, Crops("poisson", mean=2.0), "classifier")
+    scenario = Scenario(
+        latency_ms=first, sessions=6, policy="batch-all", duration_s=3.0, cascade=(model,)
+    )
     results = simulate(scenario)
     took = results.records.batch_end - results.records.batch_start
     line = next(x for x in simulation_view(results, DETECTOR).text if "chain" in x)

@@ -16,11 +16,11 @@ from planner.curves.curve import MAX_BATCH, PRECISIONS, Point
 from planner.errors import BadInput, NotFound
 from planner.links.codecs import (
     CURVE_ID,
+    Bool,
     Cascade,
     CascadeEntry,
-    CurveIds,
-    Bool,
     Choice,
+    CurveIds,
     Float,
     Int,
     Maybe,
@@ -44,8 +44,8 @@ from planner.links.urls import (
     url,
 )
 from planner.plan.params import CompareParams, PlanParams, SimulateParams
-from planner.sim.crops import Crops
 from planner.plan.resolve import plan_inputs, simulation_inputs
+from planner.sim.crops import Crops
 from planner.store.repository import Store
 from planner.studies.params import StudyParams
 

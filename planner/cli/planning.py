@@ -21,6 +21,7 @@ from planner.demand.profiles import DemandProfile, read_profile_csv
 from planner.errors import BadInput
 from planner.links.codecs import number_text
 from planner.links.parameters import PARAMETERS
+from planner.plan.cascade import parse_shares
 from planner.plan.compare_plans import saved_plan
 from planner.plan.fleet import plan_profile as named_profile
 from planner.plan.fleet import rule_text
@@ -29,7 +30,6 @@ from planner.plan.params import PlanParams, queue_conflicts
 from planner.plan.recommend import recommend
 from planner.plan.request import Request
 from planner.plan.resolve import PlanInputs, plan_curve
-from planner.sim.crops import parse_shares
 from planner.store.repository import Store
 from planner.views.choices import ALL_PROFILES, MODES, POLICIES
 from planner.views.work import Work
@@ -374,7 +374,7 @@ def cascade_option(given: list[str] | None) -> tuple[str, ...]:
             crops = "hist=" + ",".join(f"{c}:{number_text(s)}" for c, s in shares)
         entries.append(f"{head}{sep}{crops}{tail}")
     try:
-        return PARAMETERS["cascade"].codec.check(entries)  # type: ignore[no-any-return]
+        return PARAMETERS["cascade"].codec.check(entries)
     except BadInput as exc:
         raise BadInput([f"--cascade: {p}" for p in exc.problems]) from None
 

@@ -495,7 +495,10 @@ class Cascade(Codec[tuple[str, ...]]):
         return ";".join(value)
 
     def describe(self) -> str:
-        return "models after the first, ID:CROPS separated by ';' (CROPS: K, poisson=MEAN or hist=COUNT:SHARE,...)"
+        return (
+            "models after the first, ID:CROPS separated by ';' "
+            "(CROPS: K, poisson=MEAN or hist=COUNT:SHARE,...)"
+        )
 
 
 @dataclass(frozen=True)

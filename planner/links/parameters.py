@@ -18,12 +18,12 @@ from planner.demand.profiles import LEAD_TIME_MIN, PROFILE_NAME
 from planner.errors import BadInput
 from planner.links.codecs import (
     CURVE_ID,
-    Cascade,
-    CurveIds,
     MIG_PROFILE,
     Bool,
+    Cascade,
     Choice,
     Codec,
+    CurveIds,
     Float,
     Int,
     Maybe,

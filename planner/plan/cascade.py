@@ -24,9 +24,11 @@ from planner import limits
 from planner.curves.fit import Edge, FittedCurve
 from planner.errors import BadInput
 from planner.sim.cascade import CascadeModel
-from planner.sim.crops import Crops
+from planner.sim.crops import ONE_CROP, Crops, parse_shares
 from planner.sim.memory import MemoryLimit, MemoryModel, gb, memory_model
 from planner.sim.sharing.mps import peak_range
+
+__all__ = ["CascadeStep", "binding_stage", "chain_clause", "models", "parse_shares"]
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,7 @@ class CascadeStep:
     ``largest`` batch (None: ``default_largest``), ``name`` as the answer says it."""
 
     curve: FittedCurve
-    crops: Crops = Crops()
+    crops: Crops = ONE_CROP
     largest: int | None = None
     name: str = "the next model"
 

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
+from typing import Any
 
 from planner.curves.cards import Card
 from planner.curves.curve import Curve
 from planner.curves.fit import FittedCurve, fit_curve
 from planner.errors import BadInput, NotFound
 from planner.links.codecs import cascade_entry, number_text
-from planner.plan.cascade import CascadeStep, memory_note, models, with_cascade_memory
 from planner.links.urls import encode, linked_curve
+from planner.plan.cascade import CascadeStep, memory_note, models, with_cascade_memory
 from planner.plan.cotenants import WORKLOAD_FIELDS, workloads_of
 from planner.plan.options import Option
 from planner.plan.params import CompareParams, PlanParams, SimulateParams, stage_params
@@ -211,7 +212,7 @@ def cascade_steps(entries: tuple[str, ...], store: Store | None) -> tuple[Cascad
     return tuple(steps)
 
 
-def workload_params(params: PlanParams, sharing: Sharing) -> dict[str, object]:
+def workload_params(params: PlanParams, sharing: Sharing) -> dict[str, Any]:
     """The co-tenants by workload a replay of an option under ``sharing`` carries: the
     plan's, where the option's mode took them."""
     if not sharing.kind.derivations(sharing):
@@ -249,9 +250,7 @@ def _sharing(
     measured = None
     if profile and store is not None:
         measured = _profile_curve(store, curve, profile)
-    choice = replace(
-        choice, measured_on_profile=measured is not None, cotenant_workloads=workloads
-    )
+    choice = replace(choice, measured_on_profile=measured is not None, cotenant_workloads=workloads)
     return kind.sharing(choice), measured
 
 

@@ -23,7 +23,6 @@ predicts batch times (``deadline``) reads it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -32,7 +31,7 @@ import numpy as np
 from planner import limits
 from planner.errors import BadInput
 from planner.sim.batch_time import batch_ms
-from planner.sim.crops import Crops, chain_items
+from planner.sim.crops import ONE_CROP, Crops, chain_items
 from planner.sim.jit import jit
 from planner.sim.sharing import Sharing, effective_table
 
@@ -44,7 +43,7 @@ class CascadeModel:
     input of the model before gives it; ``name`` says which model it is (not simulated)."""
 
     latency_ms: tuple[float, ...]
-    crops: Crops = Crops()
+    crops: Crops = ONE_CROP
     name: str = ""
 
     def __post_init__(self) -> None:

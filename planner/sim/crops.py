@@ -3,7 +3,8 @@
 A cascade's next model runs on the objects the previous one found. The count per input is
 ``Crops``: fixed (``k``), or drawn for each input from a Poisson law with a mean, or from
 an empirical histogram of ``count,share`` pairs (the shares need not add up to one: they
-are weights, kept as fractions to six significant digits). ``text`` writes a value as one token and ``parse_crops`` reads it back, so
+are weights, kept as fractions to six significant digits). ``text`` writes a value as one
+token and ``parse_crops`` reads it back, so
 the command line, links and saved plans carry the same words: ``3``, ``poisson=2.5``,
 ``hist=0:0.2,1:0.5,4:0.3``.
 
@@ -138,6 +139,10 @@ class Crops:
         return values[index]
 
 
+ONE_CROP = Crops()
+"""One input per input of the model before (the default)."""
+
+
 def parse_crops(text: str) -> Crops:
     """``3``, ``poisson=2.5`` or ``hist=0:0.2,1:0.5`` (a histogram's pairs given inline)."""
     token = text.strip()
@@ -233,4 +238,4 @@ def _inverse(crops: Crops) -> tuple[np.ndarray, np.ndarray]:
 
 def _poisson_top(mean: float) -> int:
     """A count the Poisson law exceeds with a probability below 1e-15 (its tail is cut)."""
-    return int(math.ceil(mean + 12.0 * math.sqrt(mean) + 20.0))
+    return math.ceil(mean + 12.0 * math.sqrt(mean) + 20.0)

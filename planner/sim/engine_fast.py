@@ -65,8 +65,9 @@ def run_fast(scenario: Scenario) -> Records:
     arrival = arrivals(scenario)
     sharing = scenario.sharing
     table = effective_table(np.asarray(scenario.latency_ms), sharing, scenario.peak_upto)
-    reach = horizon(sharing, scenario.duration_ms, *reach_table(
-        scenario, table, scenario.largest_batch(memory=False), stretch(scenario.spread)))  # fmt: skip
+    largest = scenario.largest_batch(memory=False)
+    reach = horizon(sharing, scenario.duration_ms,
+                    *reach_table(scenario, table, largest, stretch(scenario.spread)))  # fmt: skip
     timeline = cotenant_timeline(sharing, scenario.seed, reach)
     sigma, z = spread_arrays(scenario.spread, scenario.seed, arrival.times.size)
     latency, chain = prepared(scenario, np.r_[0.0, table], arrival.times.size)
@@ -119,7 +120,8 @@ def run_prepared(
         stages = NO_STAGES
     order = arrival_order(times, start, stages)
     out = fast_loop()(times, start, duration_ms, latency, pid, params, slicing, edges, speed,
-                      work, stages, order[0], order[1], order[2], True, sigma, z, chain)  # fmt: skip
+                      work, stages, order[0], order[1], order[2], True, sigma, z,
+                      chain)  # fmt: skip
     return records_of(out)
 
 
@@ -162,12 +164,12 @@ def _decision_loop(times, start, duration, latency, pid, params, slicing, edges,
     """The simulation proper. ``times`` are capture times; ``stages`` is ``[network_ms,
     pre_ms, post_ms, cpu_workers]``; ``sigma`` and ``z`` the batch-time spread
     (``planner.sim.batch_time.batch_ms``; empty: every batch takes ``latency[b]``);
-    ``chain`` the cascade (``planner.sim.cascade.work_ms``). Returns (frames, batches, the frame records: session, index, batch, arrival, ready,
-    latency, done; the batch records: start, end, size; the per-session counters
-    arrived, delivered, overwritten, expired, pending as rows; then jobs and the job
-    records: kind, ready, start, kept only when ``keep_jobs``; and ``sums``: thread-ms
-    inside the run on pre and on post jobs, their total waits in the queue, and their
-    counts)."""
+    ``chain`` the cascade (``planner.sim.cascade.work_ms``). Returns (frames, batches,
+    the frame records: session, index, batch, arrival, ready, latency, done; the batch
+    records: start, end, size; the per-session counters arrived, delivered, overwritten,
+    expired, pending as rows; then jobs and the job records: kind, ready, start, kept only
+    when ``keep_jobs``; and ``sums``: thread-ms inside the run on pre and on post jobs,
+    their total waits in the queue, and their counts)."""
     n = start.size - 1
     total = times.size  # no run delivers more frames, or runs more batches, than arrive
     network = stages[0]

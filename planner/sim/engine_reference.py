@@ -248,8 +248,9 @@ def run_reference_queue_all(scenario: Scenario) -> Records:
     stages = scenario.stages
     network, pre, post = stages.network_ms, stages.pre_ms, stages.post_ms
     table = effective_table(np.asarray(scenario.latency_ms), scenario.sharing, scenario.peak_upto)
-    reach = horizon(scenario.sharing, duration, *reach_table(
-        scenario, table, scenario.largest_batch(memory=False), stretch(scenario.spread)))  # fmt: skip
+    largest = scenario.largest_batch(memory=False)
+    reach = horizon(scenario.sharing, duration,
+                    *reach_table(scenario, table, largest, stretch(scenario.spread)))  # fmt: skip
     timeline = cotenant_timeline(scenario.sharing, scenario.seed, reach)
     sigma, z = spread_arrays(scenario.spread, scenario.seed, capture.times.size)
     latency, chain = prepared(scenario, np.r_[0.0, table], capture.times.size)

@@ -149,8 +149,9 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
             table_sets[key] = np.r_[0.0, table]
         tkey = s.sharing.kind.timeline_key(s.sharing, s.seed)
         if tkey is not None:
-            reach = horizon(s.sharing, s.duration_ms, *reach_table(
-                s, table_sets[key][1:], s.largest_batch(memory=False), stretch(s.spread)))  # fmt: skip
+            largest = s.largest_batch(memory=False)
+            bound = reach_table(s, table_sets[key][1:], largest, stretch(s.spread))
+            reach = horizon(s.sharing, s.duration_ms, *bound)
             horizons[tkey] = max(horizons.get(tkey, 0.0), reach)
     # Arrivals and their order are drawn once per set of runs that share them, in parallel
     # (sorting them is as much work as a run of the loop at many sessions).

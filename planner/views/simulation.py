@@ -21,8 +21,8 @@ from planner import display
 from planner.curves.curve import Point
 from planner.curves.fit import Edge, FittedCurve
 from planner.errors import BadInput
-from planner.plan.overload import overload_notes
 from planner.plan.cascade import CascadeStep, memory_note, with_cascade_memory
+from planner.plan.overload import overload_notes
 from planner.plan.request import run_scenario
 from planner.sim.calibration import Calibration
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model

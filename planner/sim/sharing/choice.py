@@ -8,10 +8,9 @@ curve (and says so).
 
 from __future__ import annotations
 
-from typing import Any
-
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from planner import limits
 from planner.curves.cards import Card

@@ -295,7 +295,9 @@ def cotenant_problem(
 ) -> str | None:
     """Why co-tenants this busy for this long would switch too often to draw, or None
     (``busy_period_ms``: every co-tenant's, or one per co-tenant)."""
-    periods = busy_period_ms if isinstance(busy_period_ms, tuple) else (busy_period_ms,) * len(duties)
+    periods = (
+        busy_period_ms if isinstance(busy_period_ms, tuple) else (busy_period_ms,) * len(duties)
+    )
     # Each co-tenant switches twice per busy-and-idle cycle of busy / duty ms.
     changes = sum(
         2.0 * duration_s * 1000.0 * duty / busy for duty, busy in zip(duties, periods, strict=True)

@@ -67,10 +67,10 @@ def _timeline(
     children = np.random.SeedSequence(int(stream.integers(2**63))).spawn(len(cotenants))
     periods = busy_ms if isinstance(busy_ms, tuple) else (busy_ms,) * len(cotenants)
     times_list, deltas_list = [], []
-    for duty, busy, child in zip(cotenants, periods, children, strict=True):
+    for duty, period, child in zip(cotenants, periods, children, strict=True):
         if duty <= 0:
             continue
-        times, deltas = _busy_changes(np.random.default_rng(child), duty, busy, horizon_ms)
+        times, deltas = _busy_changes(np.random.default_rng(child), duty, period, horizon_ms)
         times_list.append(times)
         deltas_list.append(deltas)
     times = np.concatenate(times_list)
