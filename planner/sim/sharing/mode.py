@@ -14,7 +14,7 @@ name that is not registered is an error wherever it appears, never another mode.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
 from typing import Any, ClassVar, Generic, TypeVar, cast, overload
 
 import numpy as np
@@ -103,13 +103,29 @@ class Sharing:
 
     def as_dict(self) -> dict[str, Any]:
         """The mode's name and its settings by name (``Sharing.of`` reads it back equal)."""
-        settings = {f.name: getattr(self.settings, f.name) for f in fields(self.settings)}
+        settings = {
+            f.name: _plain(getattr(self.settings, f.name))
+            for f in fields(self.settings)
+            # A setting added later is left out at its default, so what older planners
+            # wrote and what this one writes for the same sharing are the same.
+            if not (
+                f.metadata.get("omitted_at_default") and getattr(self.settings, f.name) == f.default
+            )
+        }
         return {"mode": self.mode, **settings}
 
     def parameters(self) -> dict[str, Any]:
         """The plan parameters of these settings by name (``SharingMode.parameters``):
         what a link to the same run gives."""
         return {n: v for n, v in self.as_dict().items() if n in self.kind.parameters}
+
+
+def _plain(value: object) -> object:
+    """A setting as plain values: a tuple of dataclass values (co-tenants by workload)
+    as a tuple of dicts."""
+    if isinstance(value, tuple) and value and all(is_dataclass(v) for v in value):
+        return tuple(asdict(v) for v in value)  # type: ignore[call-overload]
+    return value
 
 
 def _elsewhere(kind: SharingMode[Any], name: str, value: object) -> str:

@@ -101,7 +101,7 @@ class TimeSlicingSettings(Settings):
         default=(), metadata={"words": "co-tenant memory"}
     )
     workloads: tuple[CotenantWorkload, ...] = field(
-        default=(), metadata={"words": "co-tenants by workload"}
+        default=(), metadata={"words": "co-tenants by workload", "omitted_at_default": True}
     )
 
     @property
@@ -127,7 +127,16 @@ class TimeSlicingSettings(Settings):
 
     def __post_init__(self) -> None:
         problems = []
-        if not all(isinstance(w, CotenantWorkload) for w in self.workloads):
+        # Read back from plain values (``Sharing.as_dict``): each workload as a dict.
+        if isinstance(self.workloads, list | tuple) and all(
+            isinstance(w, dict) for w in self.workloads
+        ):
+            object.__setattr__(
+                self, "workloads", tuple(CotenantWorkload(**w) for w in self.workloads)
+            )
+        if not isinstance(self.workloads, tuple) or not all(
+            isinstance(w, CotenantWorkload) for w in self.workloads
+        ):
             problems.append("co-tenants by workload must be CotenantWorkload values")
         elif not limits.COTENANTS.holds(len(self.cotenants) + len(self.workloads)):
             problems.append(f"at most {limits.COTENANTS.high:g} co-tenants")
