@@ -124,7 +124,7 @@ def _plain(value: object) -> object:
     """A setting as plain values: a tuple of dataclass values (co-tenants by workload)
     as a tuple of dicts."""
     if isinstance(value, tuple) and value and all(is_dataclass(v) for v in value):
-        return tuple(asdict(v) for v in value)  # type: ignore[call-overload]
+        return tuple(asdict(v) for v in value)
     return value
 
 

@@ -128,12 +128,9 @@ class TimeSlicingSettings(Settings):
     def __post_init__(self) -> None:
         problems = []
         # Read back from plain values (``Sharing.as_dict``): each workload as a dict.
-        if isinstance(self.workloads, list | tuple) and all(
-            isinstance(w, dict) for w in self.workloads
-        ):
-            object.__setattr__(
-                self, "workloads", tuple(CotenantWorkload(**w) for w in self.workloads)
-            )
+        given: Any = self.workloads
+        if isinstance(given, list | tuple) and all(isinstance(w, dict) for w in given):
+            object.__setattr__(self, "workloads", tuple(CotenantWorkload(**w) for w in given))
         if not isinstance(self.workloads, tuple) or not all(
             isinstance(w, CotenantWorkload) for w in self.workloads
         ):
