@@ -56,9 +56,11 @@ def summed(a: FittedCurve, b: FittedCurve, k: int) -> FittedCurve:
     return FittedCurve(points, "summed", (), (), _shape=shape)  # type: ignore[arg-type]
 
 
-def test_a_chain_with_fixed_crops_plans_as_the_curve_it_adds_up_to() -> None:
+@pytest.mark.parametrize("queue", ["newest", "all"])
+def test_a_chain_with_fixed_crops_plans_as_the_curve_it_adds_up_to(queue: str) -> None:
     one = summed(DETECTOR, CLASSIFIER, 3)
     common = dict(
+        queue=queue,
         criteria=Criteria(budget_ms=120.0, min_fps=25.0),
         policies=("oldest-first", "batch-all", "deadline"),
         sharings=(Sharing(), Sharing.of("time-slicing", cotenants=(0.5,))),
@@ -229,3 +231,49 @@ def test_a_simulation_of_a_chain_reports_its_batch_times_mean_and_tail() -> None
     assert "classifier" in line
     assert f"p99 {display.ms(float(np.percentile(took, 99)))}" in line
     assert f"mean {display.ms(float(took.mean()))}" in line
+
+
+def _stored_ids(db_path) -> list[str]:  # type: ignore[no-untyped-def]
+    from planner.store.repository import Store
+
+    store = Store(db_path)
+    try:
+        return [c.id for c in store.curves()]
+    finally:
+        store.close()
+
+
+def test_the_command_line_links_a_cascade_and_its_histogram_inline(cli, db_path, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from urllib.parse import parse_qs, urlsplit
+
+    from planner.links.urls import decode
+    from planner.plan.params import PlanParams
+
+    first, second = _stored_ids(db_path)[:2]
+    crops = tmp_path / "crops.csv"
+    crops.write_text("count,share\n0,1\n2,3\n")  # a header line is not a pair
+    run = cli("link", "--curve", first, "--cascade", f"{second}:hist={crops}",
+              "--cascade", f"{second}:poisson=1.5:max=16")  # fmt: skip
+    assert run.status == 2 and "count,share" in run.err  # the header is refused by line
+    crops.write_text("# count,share\n0,1\n2,3\n")
+    run = cli("link", "--curve", first, "--cascade", f"{second}:hist={crops}",
+              "--cascade", f"{second}:poisson=1.5:max=16")  # fmt: skip
+    assert run.status == 0, run.err
+    params, ignored = decode(PlanParams, parse_qs(urlsplit(run.out.strip()).query))
+    assert ignored == []
+    assert params.cascade == (f"{second}:hist=0:0.25,2:0.75", f"{second}:poisson=1.5:max=16")
+    # An old link, without a cascade, reads as one model per frame.
+    assert decode(PlanParams, {"curve": [first]})[0].cascade == ()
+
+
+def test_the_command_line_refuses_a_cascade_or_cotenant_it_cannot_read(cli, db_path) -> None:  # type: ignore[no-untyped-def]
+    first = _stored_ids(db_path)[0]
+    run = cli("recommend", "--curve", first, "--cascade", "abcdefghijkl:3")
+    assert run.status == 2 and "no stored curve has the id abcdefghijkl" in run.err
+    run = cli("recommend", "--curve", first, "--cascade", f"{first}:poisson=-1")
+    assert run.status == 2 and "--cascade" in run.err
+    run = cli("recommend", "--curve", first, "--cotenant-curve", first, "--cotenant-batch", "4")
+    assert run.status == 2 and "a curve, a batch and a request rate" in run.err
+    run = cli("simulate", "--curve", first, "--sessions", "2", "--cotenant-curve", first,
+              "--cotenant-batch", "1", "--cotenant-rps", "100000")  # fmt: skip
+    assert run.status == 2 and "--mode time-slicing" in run.err

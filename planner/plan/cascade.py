@@ -144,9 +144,10 @@ def memory_note(memory: MemoryLimit, note: str | None) -> MemoryLimit:
     return replace(memory, assumptions=(*memory.assumptions, note))
 
 
-def chain_clause(request: Any, sharing: Any, batch_sizes: tuple[int, ...]) -> str:
+def chain_clause(request: Any, sharing: Any, batch_sizes: tuple[int, ...], sessions: int) -> str:
     """Which model of the request's chain takes most of the GPU's time at the failing
-    count (``binding_stage`` at the batch size that carried the most frames there)."""
+    count (``binding_stage`` at the batch size that carried the most frames there; at a
+    batch of ``sessions`` where no run was made, as when the queue would grow)."""
     frames = np.asarray(batch_sizes, dtype=np.float64) * np.arange(len(batch_sizes))
-    batch = int(np.argmax(frames)) if frames.size and frames.max() > 0 else 1
+    batch = int(np.argmax(frames)) if frames.size and frames.max() > 0 else sessions
     return binding_stage(request.cascade, request.curve_for(sharing), request.model_name, batch)
