@@ -326,8 +326,8 @@ def _option(
     else:
         binding = binding_text(fails) if fails else limit_reached(request)
     if request.cascade and fails:
-        sizes = rows[cap + 1].batch_sizes if cap + 1 in rows else ()
-        binding += "; " + chain_clause(request, sharing, sizes, cap + 1)
+        seen = rows[cap + 1].batch_sizes if cap + 1 in rows else ()
+        binding += "; " + chain_clause(request, sharing, seen, cap + 1)
     edges: list[tuple[Edge, str]] = []
     for edge in ("pessimistic", "optimistic"):
         edge_cap, edge_rows = caps[(option, edge)], history[(option, edge)]
