@@ -277,3 +277,22 @@ def test_the_command_line_refuses_a_cascade_or_cotenant_it_cannot_read(cli, db_p
     run = cli("simulate", "--curve", first, "--sessions", "2", "--cotenant-curve", first,
               "--cotenant-batch", "1", "--cotenant-rps", "100000")  # fmt: skip
     assert run.status == 2 and "--mode time-slicing" in run.err
+
+
+def test_the_command_a_plan_shows_runs_its_cascade_and_cotenants(db_path) -> None:  # type: ignore[no-untyped-def]
+    from planner.cli import build_parser
+    from planner.cli.planning import plan_params
+    from planner.plan.params import PlanParams
+    from planner.plan.resolve import command_line
+
+    first, second = _stored_ids(db_path)[:2]
+    params = PlanParams(
+        curve=first,
+        cascade=(f"{second}:3", f"{second}:hist=0:0.25,2:0.75"),
+        cotenant_curve=(second, second),
+        cotenant_batch=(4.0, 8.0),
+        cotenant_rps=(30.0, 60.0),
+    )
+    argv = command_line("recommend", params)
+    args = build_parser().parse_args(argv[1:])
+    assert plan_params(args) == params

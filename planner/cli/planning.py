@@ -355,7 +355,8 @@ def cascade_option(given: list[str] | None) -> tuple[str, ...]:
     """``--cascade`` entries as the plan's link parameter carries them: a histogram file
     read into its inline pairs (BadInput naming the flag otherwise)."""
     entries = []
-    for text in given or ():
+    # (A link's value is its entries joined by ';', which the command line takes too.)
+    for text in [t for g in given or () for t in g.split(";") if t.strip()]:
         head, sep, crops = text.partition(":")
         tail = ""
         if crops.startswith("hist=") and ":" not in crops[5:].split(":max=")[0]:
