@@ -76,6 +76,10 @@ STAGE_MS = Bound(0, 60_000)  # a network delay, a CPU stage (SPEC §5.1)
 CPU_WORKERS = Bound(0, 1024, whole=True)  # 0: unlimited, the stages are delays
 DEFAULT_STAGE_MS = 0.0  # no network delay, no CPU work: the first wave's worker
 DEFAULT_CPU_WORKERS = 0
+CROPS = Bound(0, 1000, whole=True)  # crops per frame (or per input) of a cascade's model
+CROPS_MEAN = Bound(0, 1000, above_low=True)  # the mean of a Poisson crop count
+CROPS_HISTOGRAM = Bound(1, 64, whole=True)  # ``count,share`` pairs in a crop histogram
+CASCADE_MODELS = Bound(0, 8, whole=True)  # models after the first in a cascade
 MEMORY_MB = Bound(0, 16_777_216)  # 16 TiB in MB of 2**20 bytes: catches a figure in bytes
 
 # -- sharing the card (each mode's settings, ``planner.sim.sharing``) -------------------------

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
+from planner.sim.cascade import CascadeModel
+from planner.sim.crops import Crops
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
 from planner.sim.stages import WorkerStages
@@ -66,10 +68,12 @@ def scenarios(
     min_sessions: int = 1,
     durations_s: tuple[float, ...] = (0.2, 0.5, 1.0, 2.0),
     spread: bool = False,
+    cascade: bool = False,
 ) -> Scenario:
     """Random scenarios across every policy, phase model, sharing mode and frame-rate mix
     (frame rates per session repeat a drawn pattern of up to 8); with ``spread``, batch
-    times spread by a drawn sigma per batch size (``planner.sim.batch_time``)."""
+    times spread by a drawn sigma per batch size (``planner.sim.batch_time``); with
+    ``cascade``, one to three models after the first (``planner.sim.cascade``)."""
     sessions = draw(st.integers(min_sessions, max_sessions))
     policy = draw(st.sampled_from(list(POLICIES)))
     if draw(st.booleans()):
@@ -95,8 +99,33 @@ def scenarios(
         slo_ms=draw(st.one_of(st.none(), st.floats(5.0, 200.0))),
         sharing=draw(sharings()),
         spread=draw(spreads(table_length)) if spread else (),
+        cascade=draw(cascades()) if cascade else (),
         **draw(worker_stages(table[0])),
     )
+
+
+@st.composite
+def crop_laws(draw: st.DrawFn) -> Crops:
+    """Crops per input: fixed (0 included: no call), Poisson or a histogram."""
+    kind = draw(st.sampled_from(["fixed", "poisson", "hist"]))
+    if kind == "fixed":
+        return Crops("fixed", k=draw(st.integers(0, 4)))
+    if kind == "poisson":
+        return Crops("poisson", mean=draw(st.sampled_from([0.3, 1.0, 2.5, 6.0])))
+    counts = draw(st.lists(st.integers(0, 6), min_size=1, max_size=4, unique=True))
+    shares = draw(st.lists(st.floats(0.05, 1.0), min_size=len(counts), max_size=len(counts)))
+    return Crops("hist", shares=tuple(zip(counts, shares, strict=True)))
+
+
+@st.composite
+def cascades(draw: st.DrawFn) -> tuple[CascadeModel, ...]:
+    """One to three later models, each with a short table (so that large inputs split
+    into several calls) and its crops."""
+    models = []
+    for _ in range(draw(st.integers(1, 3))):
+        largest = draw(st.sampled_from([1, 4, 16, 64]))
+        models.append(CascadeModel(draw(monotone_tables(largest)), draw(crop_laws())))
+    return tuple(models)
 
 
 @st.composite

@@ -20,6 +20,8 @@ def test_bench_json_has_every_figure(cli) -> None:
     assert simulator["sweep_queue_all_ratio"] > 0 and simulator["single_queue_all_ratio"] > 0
     assert simulator["sweep_cpu_stage"] == "pre 3 ms and post 1 ms per frame on 4 CPU threads"
     assert "35 runs" in simulator["sweep_reference_sample"]
+    assert simulator["cascade_ns_per_frame"] > 0 and simulator["single_model_ns_per_frame"] > 0
+    assert simulator["cascade_ratio"] > 0
     recommend = doc["recommend"]
     assert recommend["wall_s"] > 0 and recommend["simulations"] > 0
     assert recommend["options"] == 28  # 7 policies x 4 sharing modes

@@ -15,8 +15,12 @@ from hypothesis import strategies as st
 from planner.curves.curve import MAX_BATCH, PRECISIONS, Point
 from planner.errors import BadInput, NotFound
 from planner.links.codecs import (
+    CURVE_ID,
     Bool,
+    Cascade,
+    CascadeEntry,
     Choice,
+    CurveIds,
     Float,
     Int,
     Maybe,
@@ -41,6 +45,7 @@ from planner.links.urls import (
 )
 from planner.plan.params import CompareParams, PlanParams, SimulateParams
 from planner.plan.resolve import plan_inputs, simulation_inputs
+from planner.sim.crops import Crops
 from planner.store.repository import Store
 from planner.studies.params import StudyParams
 
@@ -91,7 +96,29 @@ def values(codec: Any) -> st.SearchStrategy[Any]:
             max_size=12,
         )
         return pairs.map(lambda d: tuple(Point(b, v) for b, v in sorted(d.items())))
+    if isinstance(codec, CurveIds):
+        return st.lists(st.from_regex(CURVE_ID, fullmatch=True), max_size=3).map(tuple)
+    if isinstance(codec, Cascade):
+        return st.lists(cascade_entries(), max_size=3).map(codec.check)
     raise AssertionError(f"no strategy for {codec!r}")
+
+
+def cascade_entries() -> st.SearchStrategy[str]:
+    """A later model of a cascade as a link carries it: fixed, Poisson or histogram crops,
+    with or without its largest batch."""
+    crops = st.one_of(
+        st.integers(0, 1000).map(lambda k: Crops("fixed", k=k)),
+        st.floats(0.01, 1000).map(lambda m: Crops("poisson", mean=round(m, 3))),
+        st.dictionaries(st.integers(0, 1000), st.floats(0.01, 1), min_size=1, max_size=5).map(
+            lambda d: Crops("hist", shares=tuple(d.items()))
+        ),
+    )
+    return st.builds(
+        lambda curve, law, largest: CascadeEntry(curve, law, largest).text,
+        st.from_regex(CURVE_ID, fullmatch=True),
+        crops,
+        st.none() | st.integers(1, MAX_BATCH),
+    )
 
 
 def _valid(codec: Any, text: str) -> bool:
@@ -355,10 +382,12 @@ def test_every_parameter_has_a_valid_default_and_a_description() -> None:
 def _query_of(cls: type[ParameterSet]) -> st.SearchStrategy[dict[str, str]]:
     """Query strings as a person or a program might write them: valid values, numbers out
     of any range, and junk, for any subset of the parameters (the curve left to the
-    server's default, and no calibration: both name what a store holds)."""
+    server's default, and no calibration, cascade or co-tenant curve: they name what a
+    store holds)."""
     out: dict[str, st.SearchStrategy[str]] = {}
+    stored = ("calibration", "cascade", "cotenant_curve")
     for name, parameter in schema(cls).items():
-        if name in ("curve", "points", "model", "card", "precision", "resolution", "calibration"):
+        if name in ("curve", "points", "model", "card", "precision", "resolution", *stored):
             continue
         codec = parameter.codec
         inner = codec.inner if isinstance(codec, Maybe) else codec

@@ -25,6 +25,19 @@ def test_fast_engine_matches_reference_engine_exactly(scenario: Scenario) -> Non
     assert fast.same_as(reference, tolerance_ms=1e-9) == []
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(cascade=True, spread=True), st.booleans())
+def test_fast_engine_matches_reference_engine_exactly_with_a_cascade(
+    scenario: Scenario, queue_all: bool
+) -> None:
+    # A chain of models per frame, fixed or drawn crops, under both queue semantics.
+    if queue_all and not scenario.cpu_pool:
+        scenario = scenario.with_(queue="all")
+    fast = run_fast(scenario)
+    reference = run_reference(scenario)
+    assert fast.same_as(reference, tolerance_ms=1e-9) == []
+
+
 # A fast card at 1,024 sessions: lightly loaded, so nearly every frame is a decision.
 FAST_CARD = tuple(0.01 + 0.002 * b for b in range(1024))
 

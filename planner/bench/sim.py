@@ -19,6 +19,8 @@ from planner.bench.fit_eval import BENCH_POINTS
 from planner.bench.registry import Figures, best_of, section
 from planner.curves.curve import Point
 from planner.curves.fit import fit_curve
+from planner.sim.cascade import CascadeModel
+from planner.sim.crops import Crops
 from planner.sim.engine_reference import run_reference
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
@@ -41,6 +43,10 @@ SPREAD_SIGMA = 0.3
 
 # The reference server card's only two points (SPEC 2.3).
 SERVER_POINTS = (Point(batch=1, latency_ms=8.0), Point(batch=3, latency_ms=20.0))
+
+
+CLASSIFIER_TABLE = tuple(1.0 + 0.25 * b for b in range(1, 65))
+"""A small classifier's latency at batch 1..64: 1.25 ms, and a quarter of a ms per crop."""
 
 
 def _laptop_table() -> tuple[float, ...]:
@@ -109,6 +115,17 @@ def bench_simulator(progress: Callable[[str], None]) -> Figures:
     single_queued = single_spread.with_(queue="all")
     single_all = best_of(lambda: run_fast(single_queued), 20)
 
+    # A cascade (``planner.sim.cascade``): a classifier on the detector's crops, a
+    # Poisson number of them per frame, against the detector alone on the same run.
+    progress("bench: simulator: one run with a cascade of two models, Poisson crops ...")
+    chained = single.with_(cascade=(CascadeModel(CLASSIFIER_TABLE, Crops("poisson", mean=3.0)),))
+    run_fast(chained)  # its crops drawn and cached, as every later run of the seed finds them
+    frames = sum(single.session_fps) * single.duration_s
+    alone_ns, chain_ns = float("inf"), float("inf")
+    for _ in range(3):
+        alone_ns = min(alone_ns, best_of(lambda: run_fast(single), 10) / frames * 1e9)
+        chain_ns = min(chain_ns, best_of(lambda: run_fast(chained), 10) / frames * 1e9)
+
     sample = [
         template.with_(policy=p, sessions=n) for p in POLICIES for n in REFERENCE_SAMPLE_SESSIONS
     ]
@@ -141,6 +158,10 @@ def bench_simulator(progress: Callable[[str], None]) -> Figures:
         "single_queue_all_ratio": single_all / single_off,
         "sweep_queue_all_s": timed["all"],
         "sweep_queue_all_ratio": timed["all"] / timed["off"],
+        "single_model_ns_per_frame": alone_ns,
+        "cascade_ns_per_frame": chain_ns,
+        "cascade_ratio": chain_ns / alone_ns,
+        "cascade": "two models, the second on Poisson(3) crops per frame",
         "sweep_reference_s": sample_reference,
         "sweep_reference_sample": (
             f"{len(sample)} runs: every policy at {len(REFERENCE_SAMPLE_SESSIONS)} session "

@@ -19,7 +19,9 @@ from planner.curves.imports.base import read_limited
 from planner.demand.fleet import DemandFleet
 from planner.demand.profiles import DemandProfile, read_profile_csv
 from planner.errors import BadInput
+from planner.links.codecs import number_text
 from planner.links.parameters import PARAMETERS
+from planner.plan.cascade import parse_shares
 from planner.plan.compare_plans import saved_plan
 from planner.plan.fleet import plan_profile as named_profile
 from planner.plan.fleet import rule_text
@@ -312,6 +314,28 @@ def add_worker_options(parser: argparse.ArgumentParser) -> None:
         help="time-slicing: GPU memory each co-tenant uses, MB (one for all or one per co-tenant)",
     )
     parser.add_argument("--mps-memory-mb", help="MPS: our client's GPU memory limit, MB")
+    for flag, what in (
+        ("--cotenant-curve", "a co-tenant given by what it runs: its stored curve id"),
+        ("--cotenant-batch", "that co-tenant's batch"),
+        ("--cotenant-rps", "that co-tenant's request rate, frames per second"),
+    ):
+        parser.add_argument(
+            flag,
+            action="append",
+            help=f"time-slicing: {what} (repeat --cotenant-curve, --cotenant-batch and "
+            "--cotenant-rps together, once per co-tenant; the answer shows the busy "
+            "fraction r / b x L(b) and busy period L(b) they give)",
+        )
+    parser.add_argument(
+        "--cascade",
+        action="append",
+        metavar="ID[:K|:poisson=MEAN|:hist=FILE][:max=B]",
+        help="a model run after the curve's on each batch, on the crops the model before "
+        "found: a stored curve id and its crops per input, fixed (K, default 1), Poisson "
+        "with a mean, or a histogram (a file of count,share lines, or COUNT:SHARE,... "
+        "inline); max=B its largest batch (default: max(64, its largest measured)). "
+        "Repeat for a longer chain, in order",
+    )
     add_queue_options(parser)
     parser.add_argument(
         "--calibration",
@@ -342,6 +366,53 @@ def add_queue_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def cascade_option(given: list[str] | None) -> tuple[str, ...]:
+    """``--cascade`` entries as the plan's link parameter carries them: a histogram file
+    read into its inline pairs (BadInput naming the flag otherwise)."""
+    entries = []
+    # (A link's value is its entries joined by ';', which the command line takes too.)
+    for text in [t for g in given or () for t in g.split(";") if t.strip()]:
+        head, sep, crops = text.partition(":")
+        tail = ""
+        if crops.startswith("hist=") and ":" not in crops[5:].split(":max=")[0]:
+            name, mark, largest = crops[5:].partition(":max=")
+            tail = f":max={largest}" if mark else ""
+            try:
+                found = Path(name).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise BadInput(
+                    f"--cascade: cannot read the crop histogram {name}: {exc.strerror}"
+                ) from None
+            try:
+                shares = parse_shares(found)
+            except BadInput as exc:
+                raise BadInput([f"--cascade: {name}: {p}" for p in exc.problems]) from None
+            crops = "hist=" + ",".join(f"{c}:{number_text(s)}" for c, s in shares)
+        entries.append(f"{head}{sep}{crops}{tail}")
+    try:
+        return PARAMETERS["cascade"].codec.check(entries)
+    except BadInput as exc:
+        raise BadInput([f"--cascade: {p}" for p in exc.problems]) from None
+
+
+def workload_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--cotenant-curve``, ``--cotenant-batch`` and ``--cotenant-rps`` as link
+    parameters (read by their codecs; BadInput naming the flag otherwise)."""
+    out: dict[str, Any] = {}
+    problems: list[str] = []
+    for name in ("cotenant_curve", "cotenant_batch", "cotenant_rps"):
+        given = getattr(args, name, None)
+        if not given:
+            continue
+        try:
+            out[name] = PARAMETERS[name].codec.check(",".join(given))
+        except BadInput as exc:
+            problems.extend(option_name(f"{name}: {p}") for p in exc.problems)
+    if problems:
+        raise BadInput(problems)
+    return out
+
+
 def flag_spelling(name: str, value: object = None) -> str:
     """A parameter, or a parameter and its value, as the command line writes it:
     ``--queue all`` (``planner.plan.params.link_spelling`` in a link)."""
@@ -355,6 +426,8 @@ def plan_params(args: argparse.Namespace) -> PlanParams:
     names = [n for n in PLAN_OPTIONS if n != "profile" or profile_file(args) is None]
     values = link_values(args, names)
     values["other_jobs"] = bool(args.other_jobs)
+    values["cascade"] = cascade_option(getattr(args, "cascade", None))
+    values.update(workload_options(args))
     if args.points is not None:
         values["points"] = parse_points_option(args.points)
         if args.card:

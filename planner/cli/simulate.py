@@ -20,10 +20,19 @@ from planner.cli.output import (
     print_json,
     read_curve_source,
 )
-from planner.cli.planning import add_worker_options, flag_spelling, spread_on
+from planner.cli.planning import (
+    add_worker_options,
+    cascade_option,
+    flag_spelling,
+    spread_on,
+    workload_options,
+)
 from planner.curves.fit import EDGES, FittedCurve, fit_curve
 from planner.errors import BadInput, NotFound
+from planner.plan.cascade import CascadeStep, models
+from planner.plan.cotenants import workload_conflicts, workloads_of
 from planner.plan.params import queue_conflicts
+from planner.plan.resolve import cascade_steps
 from planner.views.choices import (
     MODES,
     PHASES,
@@ -106,6 +115,7 @@ def scenario_from(
     fitted: FittedCurve,
     curve: Any = None,
     calibration: Calibration | None = None,
+    cascade: tuple[CascadeStep, ...] = (),
 ) -> Scenario:
     """A validated scenario from parsed options (every problem reported at once), on
     ``args.edge`` of ``fitted`` (the curve of ``points``), with the calibration's figures
@@ -163,7 +173,7 @@ def scenario_from(
             f"--fps gives {len(fps)} frame rates for {int(sessions)} sessions; give one for "
             "all or one per session"
         )
-    memory = memory_of(points, sharing, lambda: _card_memory_gb(args, curve))
+    memory = memory_of(points, sharing, lambda: _card_memory_gb(args, curve), cascade)
     # The table and the spread a plan's runs take (``planner.plan.request``).
     return simulation_scenario(
         fitted,
@@ -182,6 +192,7 @@ def scenario_from(
         seed=int(seed),
         jitter_ms=jitter,
         stages=WorkerStages(**stage_values, cpu_workers=int(workers)),
+        cascade=models(cascade, args.edge),
         **params,
         **(queue or {}),
     )
@@ -191,7 +202,10 @@ QUEUE_OPTIONS = ("queue", "max_queue_size", "queue_timeout_us", "timeout_action"
 """The server's queue (``Scenario.queue``) and, under ``all``, its policy's settings."""
 
 
-MODE_FLAGS = ("mig_profile", "cotenants", "mps_share", "cotenant_memory_mb", "mps_memory_mb")
+MODE_FLAGS = (
+    "mig_profile", "cotenants", "mps_share", "cotenant_memory_mb", "mps_memory_mb",
+    "cotenant_curve",
+)  # fmt: skip
 """The options that belong to one sharing mode (``SharingMode.parameters``) and have no
 default, so giving one under another mode is a mistake."""
 
@@ -228,7 +242,21 @@ def sharing_from(args: argparse.Namespace, curve: Any = None) -> Any:
         mps_memory_mb=None
         if args.mps_memory_mb is None
         else number(args.mps_memory_mb, "--mps-memory-mb", MPS_MEMORY_MB),
+        cotenant_workloads=_workloads(args),
     )
+
+
+def _workloads(args: argparse.Namespace) -> Any:
+    """The co-tenants ``--cotenant-curve``, ``--cotenant-batch`` and ``--cotenant-rps``
+    give, their curves read from the store."""
+    values = workload_options(args)
+    if not values:
+        return ()
+    problems = [m for _, m in workload_conflicts(values)]
+    if problems:
+        raise BadInput(problems)
+    with open_store(args) as store:
+        return workloads_of(argparse.Namespace(**values), store)
 
 
 MPS_MEMORY_MB = limits.Bound(1e-3, limits.MEMORY_MB.high)
@@ -250,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
     points, curve = read_curve_source(args)
     fitted = fit_curve(points)
     calibration = _calibration(args, curve)
-    scenario = scenario_from(args, points, fitted, curve, calibration)
+    scenario = scenario_from(args, points, fitted, curve, calibration, _cascade(args))
     results = simulate(scenario)
     if args.frames:
         _write_frames(args.frames, results.frame_table())
@@ -262,6 +290,15 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     sys.stdout.flush()
     return 0
+
+
+def _cascade(args: argparse.Namespace) -> tuple[CascadeStep, ...]:
+    """The models ``--cascade`` runs after the curve's, read from the store."""
+    entries = cascade_option(getattr(args, "cascade", None))
+    if not entries:
+        return ()
+    with open_store(args) as store:
+        return cascade_steps(entries, store)
 
 
 def _calibration(args: argparse.Namespace, curve: Any) -> Any:

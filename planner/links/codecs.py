@@ -24,7 +24,9 @@ from planner.curves.curve import (
     normalise_points,
 )
 from planner.errors import BadInput
-from planner.limits import Bound
+from planner.limits import CASCADE_MODELS, Bound
+from planner.limits import MAX_BATCH as MAX_BATCH_BOUND
+from planner.sim.crops import Crops, parse_crops
 
 MAX_LINK_POINTS = 256
 """Most points a self-contained link embeds (keeps a URL well under 8 KB)."""
@@ -432,3 +434,95 @@ def quoted(value: object, limit: int = 40) -> str:
     if len(text) > limit:
         text = text[:limit] + "…"
     return repr(text)
+
+
+@dataclass(frozen=True)
+class CascadeEntry:
+    """One model after the first in a link: a stored curve's id, its crops per input, and
+    its largest batch (None: the default)."""
+
+    curve: str
+    crops: Crops
+    largest: int | None = None
+
+    @property
+    def text(self) -> str:
+        """``ID:CROPS`` (``:max=B`` when a largest batch is given)."""
+        tail = f":max={self.largest}" if self.largest is not None else ""
+        return f"{self.curve}:{self.crops.text}{tail}"
+
+
+def cascade_entry(text: str) -> CascadeEntry:
+    """``ID``, ``ID:3``, ``ID:poisson=2.5`` or ``ID:hist=0:0.2,1:0.8``, each optionally
+    followed by ``:max=B`` (BadInput with the reason otherwise)."""
+    body = text.strip()
+    largest = None
+    head, sep, tail = body.rpartition(":max=")
+    if sep:
+        if not (_INTEGER.match(tail.strip()) and MAX_BATCH_BOUND.holds(int(tail))):
+            raise BadInput(f"{quoted(body)}: max= must be {MAX_BATCH_BOUND.words()}")
+        body, largest = head, int(tail)
+    curve, _, crops = body.partition(":")
+    curve = curve.strip().lower()
+    if not CURVE_ID.match(curve):
+        raise BadInput(f"{quoted(body)} does not start with a 12-character curve id")
+    return CascadeEntry(curve, parse_crops(crops) if crops.strip() else Crops(), largest)
+
+
+@dataclass(frozen=True)
+class Cascade(Codec[tuple[str, ...]]):
+    """The models after the first, in order, separated by ``;``: ``ID:CROPS[:max=B]``
+    each (``cascade_entry``); kept as their canonical texts."""
+
+    max_len: int = int(CASCADE_MODELS.high)
+
+    def check(self, value: object) -> tuple[str, ...]:
+        if isinstance(value, str):
+            items = [i for i in value.split(";") if i.strip()]
+        elif isinstance(value, list | tuple):
+            items = list(value)
+        else:
+            raise BadInput("not a list of models")
+        if len(items) > self.max_len:
+            raise BadInput(f"has {len(items)} models; at most {self.max_len} after the first")
+        out = []
+        for item in items:
+            entry = item if isinstance(item, CascadeEntry) else cascade_entry(str(item))
+            out.append(entry.text)
+        return tuple(out)
+
+    def format(self, value: tuple[str, ...]) -> str:
+        return ";".join(value)
+
+    def describe(self) -> str:
+        return (
+            "models after the first, ID:CROPS separated by ';' "
+            "(CROPS: K, poisson=MEAN or hist=COUNT:SHARE,...)"
+        )
+
+
+@dataclass(frozen=True)
+class CurveIds(Codec[tuple[str, ...]]):
+    """Stored curve ids, comma-separated, in order; a repeat is another entry."""
+
+    max_len: int
+
+    def check(self, value: object) -> tuple[str, ...]:
+        items = _items(value)
+        if items is None:
+            raise BadInput("not a list of curve ids")
+        if len(items) > self.max_len:
+            raise BadInput(f"has {len(items)} curve ids; at most {self.max_len}")
+        out = []
+        for item in items:
+            text = str(item).strip().lower()
+            if not CURVE_ID.match(text):
+                raise BadInput(f"{quoted(text)} is not a 12-character curve id")
+            out.append(text)
+        return tuple(out)
+
+    def format(self, value: tuple[str, ...]) -> str:
+        return ",".join(value)
+
+    def describe(self) -> str:
+        return f"comma-separated list of up to {self.max_len} curve ids"

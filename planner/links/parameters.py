@@ -20,8 +20,10 @@ from planner.links.codecs import (
     CURVE_ID,
     MIG_PROFILE,
     Bool,
+    Cascade,
     Choice,
     Codec,
+    CurveIds,
     Float,
     Int,
     Maybe,
@@ -121,6 +123,22 @@ PARAMETERS: dict[str, Parameter] = {
         Numbers(Float.of(limits.DUTY), 0, int(limits.COTENANTS.high)),
         "duty cycles of co-tenant jobs, 0-1",
     ),
+    # Co-tenants by workload (SPEC §6.3): a stored curve, a batch and a rate each.
+    "cotenant_curve": Parameter(
+        (),
+        CurveIds(int(limits.COTENANTS.high)),
+        "time-slicing: co-tenants given by what they run, their stored curves",
+    ),
+    "cotenant_batch": Parameter(
+        (),
+        Numbers(Float.of(limits.MAX_BATCH), 0, int(limits.COTENANTS.high)),
+        "time-slicing: each co-tenant by workload's batch",
+    ),
+    "cotenant_rps": Parameter(
+        (),
+        Numbers(Float(0, 1_000_000, above_low=True), 0, int(limits.COTENANTS.high)),
+        "time-slicing: each co-tenant by workload's request rate, frames per second",
+    ),
     "busy_period_ms": Parameter(
         limits.DEFAULT_BUSY_PERIOD_MS,
         Float.of(limits.BUSY_PERIOD_MS),
@@ -159,6 +177,13 @@ PARAMETERS: dict[str, Parameter] = {
         WorkerStages.cpu_workers,
         Int.of(limits.CPU_WORKERS),
         "CPU threads for that work (0 = unlimited)",
+    ),
+    # A cascade (SPEC §6.3): the models the worker runs after the curve's on each batch.
+    "cascade": Parameter(
+        (),
+        Cascade(),
+        "models run after the curve's on each batch, in order: ID:CROPS[:max=B] separated "
+        "by ';', CROPS crops per input (K, poisson=MEAN or hist=COUNT:SHARE,...)",
     ),
     # What the server keeps of a session's frames (``Scenario.queue``), and Triton's
     # default_queue_policy for a server that queues every frame.

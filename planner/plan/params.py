@@ -19,6 +19,7 @@ from planner.curves.curve import (
     Point,
 )
 from planner.links.parameters import PARAMETERS, ParameterSet, curve_conflicts, param
+from planner.plan.cotenants import workload_conflicts
 from planner.plan.request import Request
 from planner.sim.scenario import frames_problem
 from planner.sim.sharing import SHARING_MODES, Choice, Sharing, default_modes
@@ -154,7 +155,7 @@ class PlanParams(ParameterSet):
         out = curve_conflicts(values) + _budget_conflicts(values)
         modes = values.get("modes")
         out += _mode_conflicts(values, modes or (), "modes")
-        out += _memory_conflicts(values) + queue_conflicts(values)
+        out += _memory_conflicts(values) + queue_conflicts(values) + workload_conflicts(values)
         duration = values.get("duration_s", 30.0)
         sessions = values.get("max_sessions")
         too_long = sessions is not None and frames_problem(
@@ -208,6 +209,10 @@ class PlanParams(ParameterSet):
     flagged: bool = param("flagged")
     calibration: str | None = param("calibration")
     spread: bool = param("spread")
+    cascade: tuple[str, ...] = param("cascade")
+    cotenant_curve: tuple[str, ...] = param("cotenant_curve")
+    cotenant_batch: tuple[float, ...] = param("cotenant_batch")
+    cotenant_rps: tuple[float, ...] = param("cotenant_rps")
 
     @property
     def stages(self) -> WorkerStages:
@@ -268,6 +273,10 @@ class SimulateParams(ParameterSet):
     min_fps: FramesPerSecond = param("min_fps")
     calibration: str | None = param("calibration")
     spread: bool = param("spread")
+    cascade: tuple[str, ...] = param("cascade")
+    cotenant_curve: tuple[str, ...] = param("cotenant_curve")
+    cotenant_batch: tuple[float, ...] = param("cotenant_batch")
+    cotenant_rps: tuple[float, ...] = param("cotenant_rps")
 
     @property
     def stages(self) -> WorkerStages:
@@ -277,6 +286,7 @@ class SimulateParams(ParameterSet):
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
         out = curve_conflicts(values) + _memory_conflicts(values) + queue_conflicts(values)
+        out += workload_conflicts(values)
         fps = values.get("fps") or ()
         sessions = values.get("sessions", 3)
         if len(fps) not in (1, sessions):

@@ -35,6 +35,7 @@ from planner.curves import measure_next
 from planner.curves.fit import EDGES, Edge
 from planner.curves.measure_next import Advice
 from planner.errors import BadInput
+from planner.plan.cascade import chain_clause
 from planner.plan.outcomes import (
     Failure,
     Option,
@@ -335,6 +336,9 @@ def _option(
         fails = (*stops, *fails)
     else:
         binding = binding_text(fails) if fails else limit_reached(request)
+    if request.cascade and fails:
+        seen = rows[cap + 1].batch_sizes if cap + 1 in rows else ()
+        binding += "; " + chain_clause(request, sharing, seen, cap + 1)
     edges: list[tuple[Edge, str]] = []
     for edge in ("pessimistic", "optimistic"):
         edge_cap, edge_rows = caps[(option, edge)], history[(option, edge)]

@@ -14,6 +14,7 @@ from planner import limits
 from planner.curves.batch_cost import spread_table, with_per_request
 from planner.curves.fit import Edge, FittedCurve
 from planner.errors import BadInput
+from planner.plan.cascade import CascadeStep, memory_note, models, with_cascade_memory
 from planner.sim.calibration import Calibration
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
 from planner.sim.policies import POLICIES
@@ -92,6 +93,10 @@ class Request:
     calibration, whose ``c`` is that cost as a load test measured it); ``spread`` says
     whether batch times spread as the curve's points say (a calibration that fitted a
     spread gives its own instead); off, every batch takes the table's value.
+
+    ``cascade`` is the models the worker runs after the curve's on each batch, in order,
+    each on the crops the one before produced (``planner.plan.cascade``; SPEC §6.3);
+    ``model_name`` names the curve's model when the answer speaks of the chain.
     """
 
     curve: FittedCurve
@@ -122,6 +127,8 @@ class Request:
     timeout_action: str = "reject"
     per_request_ms: Milliseconds = 0.0
     spread: bool = True
+    cascade: tuple[CascadeStep, ...] = ()
+    model_name: str = "the first model"
 
     def __post_init__(self) -> None:
         problems = []
@@ -270,7 +277,7 @@ class Request:
     def memory(self, sharing: Sharing) -> MemoryLimit:
         """The largest batch that fits in the memory ``sharing`` leaves (``planner.sim.memory``)."""
         upto = max(self.largest, self.queued_batch)
-        return _memory(self.curve_for(sharing), sharing, self.card_memory_gb, upto)
+        return _memory(self.curve_for(sharing), sharing, self.card_memory_gb, upto, self.cascade)
 
     def scenario(
         self,
@@ -313,6 +320,7 @@ class Request:
             max_queue_size=self.max_queue_size,
             queue_timeout_us=self.queue_timeout_us,
             timeout_action=self.timeout_action,
+            cascade=models(self.cascade, edge),
         )
 
     def peak_upto(self, sharing: Sharing) -> int:
@@ -369,10 +377,16 @@ def run_scenario(
 
 @functools.lru_cache(maxsize=512)
 def _memory(
-    curve: FittedCurve, sharing: Sharing, card_memory_gb: float | None, upto: int
+    curve: FittedCurve,
+    sharing: Sharing,
+    card_memory_gb: float | None,
+    upto: int,
+    cascade: tuple[CascadeStep, ...] = (),
 ) -> MemoryLimit:
-    """The memory limit of a curve under a sharing mode (cached: asked for every run)."""
-    return memory_limit(memory_model(curve.points), available(sharing, card_memory_gb), upto)
+    """The memory limit of a curve under a sharing mode, every later model of a cascade
+    added (cached: asked for every run)."""
+    model, note = with_cascade_memory(memory_model(curve.points), cascade)
+    return memory_note(memory_limit(model, available(sharing, card_memory_gb), upto), note)
 
 
 def model_table(

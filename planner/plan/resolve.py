@@ -13,8 +13,10 @@ from planner.curves.cards import Card
 from planner.curves.curve import Curve
 from planner.curves.fit import FittedCurve, fit_curve
 from planner.errors import BadInput, NotFound
-from planner.links.codecs import number_text
+from planner.links.codecs import cascade_entry, number_text
 from planner.links.urls import encode, linked_curve
+from planner.plan.cascade import CascadeStep, memory_note, models, with_cascade_memory
+from planner.plan.cotenants import WORKLOAD_FIELDS, workloads_of
 from planner.plan.outcomes import Option
 from planner.plan.params import CompareParams, PlanParams, SimulateParams, stage_params
 from planner.plan.request import Criteria, Request, run_scenario
@@ -23,6 +25,7 @@ from planner.sim.memory import MemoryLimit, available, memory_limit, memory_mode
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
 from planner.sim.sharing import Choice, default_modes, sharing_mode
+from planner.sim.sharing.time_slicing import CotenantWorkload
 from planner.store.repository import Store
 
 
@@ -155,10 +158,12 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         curve = plan_curve(params, store)
         card = card_of(curve, store)
         calibration, latest = plan_calibrations(params, curve, store)
+        cascade = cascade_steps(params.cascade, store)
+        workloads = workloads_of(params, store)
         for mode in modes_of(params):
             for each in _each_profile(mode, params, card):
                 try:
-                    sharing, measured = _sharing(mode, each, card, curve, store)
+                    sharing, measured = _sharing(mode, each, card, curve, store, workloads)
                 except BadInput as exc:
                     problems.extend(exc.problems)
                     continue
@@ -204,6 +209,8 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         per_request_ms=curve.per_request_ms,
         spread=params.spread,
         **batcher_of(params, curve),
+        cascade=cascade,
+        model_name=curve.model,
     )
     return PlanInputs(
         curve=curve,
@@ -213,6 +220,35 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         calibration=calibration,
         latest=latest,
     )
+
+
+def cascade_steps(entries: tuple[str, ...], store: Store | None) -> tuple[CascadeStep, ...]:
+    """The later models of a cascade from their link entries (``ID:CROPS[:max=B]``), each
+    a stored curve fitted (BadInput naming every id the store does not hold)."""
+    if not entries:
+        return ()
+    if store is None:
+        raise BadInput("a cascade of stored curves needs the store")
+    steps, problems = [], []
+    for text in entries:
+        entry = cascade_entry(text)
+        try:
+            curve = store.curve(entry.curve)
+        except NotFound:
+            problems.append(f"cascade: no stored curve has the id {entry.curve}")
+            continue
+        steps.append(CascadeStep(fit_curve(curve.points), entry.crops, entry.largest, curve.model))
+    if problems:
+        raise BadInput(problems)
+    return tuple(steps)
+
+
+def workload_params(params: PlanParams, sharing: Sharing) -> dict[str, Any]:
+    """The co-tenants by workload a replay of an option under ``sharing`` carries: the
+    plan's, where the option's mode took them."""
+    if not sharing.kind.derivations(sharing):
+        return {}
+    return {name: getattr(params, name) for name in WORKLOAD_FIELDS}
 
 
 def snapshot(store: Store | None) -> AbstractContextManager[None]:
@@ -234,16 +270,18 @@ def _sharing(
     card: Card | None,
     curve: Curve,
     store: Store | None,
+    workloads: tuple[CotenantWorkload, ...] = (),
 ) -> tuple[Sharing, Curve | None]:
-    """The settings of ``mode`` from the parameters, and the stored curve measured on the
-    profile it asks for (MIG), if there is one; BadInput says what the mode lacks."""
+    """The settings of ``mode`` from the parameters (with the co-tenants given by
+    workload, ``planner.plan.cotenants``), and the stored curve measured on the profile it
+    asks for (MIG), if there is one; BadInput says what the mode lacks."""
     kind = sharing_mode(mode)
     choice = Choice.of(vars(params), card=card)
     profile = kind.profile_wanted(choice)
     measured = None
     if profile and store is not None:
         measured = _profile_curve(store, curve, profile)
-    choice = replace(choice, measured_on_profile=measured is not None)
+    choice = replace(choice, measured_on_profile=measured is not None, cotenant_workloads=workloads)
     return kind.sharing(choice), measured
 
 
@@ -291,15 +329,21 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
         curve = plan_curve(params, store)
         card = card_of(curve, store)
         calibration, latest = plan_calibrations(params, curve, store)
-        sharing, measured = _sharing(params.mode, params, card, curve, store)
+        workloads = workloads_of(params, store)
+        sharing, measured = _sharing(params.mode, params, card, curve, store, workloads)
+        cascade = cascade_steps(params.cascade, store)
     fitted = fit_curve(curve.points)
     source = fitted if measured is None else fit_curve(measured.points)
     batcher = batcher_of(params, curve)
     queued = int(batcher["max_batch"] or 8) if params.queue == "all" else 1
-    memory = memory_limit(
-        memory_model(source.points),
-        available(sharing, card.memory_gb if card is not None else None),
-        max(params.sessions, queued),
+    model, note = with_cascade_memory(memory_model(source.points), cascade)
+    memory = memory_note(
+        memory_limit(
+            model,
+            available(sharing, card.memory_gb if card is not None else None),
+            max(params.sessions, queued),
+        ),
+        note,
     )
     if not memory.fits_one:
         raise BadInput(f"{memory.needs(1)}: no batch fits, so no session can be served")
@@ -330,6 +374,7 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
             max_queue_size=params.max_queue_size,
             queue_timeout_us=params.queue_timeout_us,
             timeout_action=params.timeout_action,
+            cascade=models(cascade, "central"),
         )
 
     scenario = run(params.policy)
@@ -395,6 +440,8 @@ def plan_simulation(
         queue_timeout_us=request.queue_timeout_us,
         timeout_action=request.timeout_action,
         spread=params.spread,
+        cascade=params.cascade,
+        **workload_params(params, option.sharing),
     )
 
 

@@ -34,6 +34,7 @@ from planner import display
 from planner.curves.fit import Edge
 from planner.plan.request import Request
 from planner.sim.batch_time import Z_BOUND
+from planner.sim.cascade import effective_tables, view
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Sharing
 from planner.sim.sharing import effective_table
@@ -134,7 +135,11 @@ def service_at(
 
 def _rates(request: Request, sharing: Sharing, edge: Edge) -> np.ndarray:
     """The service rates of an option's runs, from the very scenario they run (its table
-    under the sharing mode, per-request cost and calibration applied, and its spread)."""
+    under the sharing mode, per-request cost and calibration applied, and its spread; with
+    a cascade, the whole chain's time at the expected crops, ``planner.sim.cascade.view``)."""
     run = request.scenario("oldest-first", sharing, edge, request.largest, 0, memory=False)
     table = effective_table(np.asarray(run.latency_ms), run.sharing, run.peak_upto)
+    if run.cascade:
+        later = effective_tables(run.cascade, run.sharing)
+        table = view(run.cascade, np.r_[0.0, table], later)[1:]
     return service_rates(table, run.spread)

@@ -44,7 +44,8 @@ from typing import Any
 import numpy as np
 
 from planner.sim.arrivals import arrival_order, arrivals
-from planner.sim.batch_time import NO_SPREAD, batch_ms, spread_arrays, stretch
+from planner.sim.batch_time import NO_SPREAD, spread_arrays, stretch
+from planner.sim.cascade import NO_CHAIN, Chain, prepared, reach_table, work_ms
 from planner.sim.dispatch import by_policy
 from planner.sim.pending import add, pending_set, remove
 from planner.sim.policies import POLICIES, STATE_SIZE, switched
@@ -64,28 +65,31 @@ def run_fast(scenario: Scenario) -> Records:
     arrival = arrivals(scenario)
     sharing = scenario.sharing
     table = effective_table(np.asarray(scenario.latency_ms), sharing, scenario.peak_upto)
-    reach = horizon(sharing, scenario.duration_ms, table, scenario.largest_batch(memory=False),
-                    stretch(scenario.spread))  # fmt: skip
+    largest = scenario.largest_batch(memory=False)
+    reach = horizon(sharing, scenario.duration_ms,
+                    *reach_table(scenario, table, largest, stretch(scenario.spread)))  # fmt: skip
     timeline = cotenant_timeline(sharing, scenario.seed, reach)
     sigma, z = spread_arrays(scenario.spread, scenario.seed, arrival.times.size)
+    latency, chain = prepared(scenario, np.r_[0.0, table], arrival.times.size)
     if scenario.queue == "all":
         return records_of(
             run_queue_all(
-                scenario, arrival.times, arrival.start, np.r_[0.0, table], timeline,
-                spread=(sigma, z),
+                scenario, arrival.times, arrival.start, latency, timeline,
+                spread=(sigma, z), chain=chain,
             )
         )  # fmt: skip
     return run_prepared(
         arrival.times,
         arrival.start,
         scenario.duration_ms,
-        np.r_[0.0, table],
+        latency,
         POLICIES[scenario.policy].pid,
         scenario.policy_params(),
         timeline,
         scenario.stages.as_array(),
         sigma,
         z,
+        chain,
     )
 
 
@@ -100,11 +104,12 @@ def run_prepared(
     stages: np.ndarray | None = None,
     sigma: np.ndarray = NO_SPREAD,
     z: np.ndarray = NO_SPREAD,
+    chain: Chain = NO_CHAIN,
 ) -> Records:
     """Run the compiled loop on prepared inputs: capture times, latency[b], policy id and
     params, ``stages`` (``WorkerStages.as_array()``; None: no stages, as in SPEC §3.3),
-    and the batch-time spread's ``sigma`` and draws ``z`` (``planner.sim.batch_time``;
-    empty: none)."""
+    the batch-time spread's ``sigma`` and draws ``z`` (``planner.sim.batch_time``;
+    empty: none) and the cascade's ``chain`` (``planner.sim.cascade``)."""
     if timeline is None:
         edges = speed = work = _NO_TIMELINE
         slicing = False
@@ -115,7 +120,8 @@ def run_prepared(
         stages = NO_STAGES
     order = arrival_order(times, start, stages)
     out = fast_loop()(times, start, duration_ms, latency, pid, params, slicing, edges, speed,
-                      work, stages, order[0], order[1], order[2], True, sigma, z)  # fmt: skip
+                      work, stages, order[0], order[1], order[2], True, sigma, z,
+                      chain)  # fmt: skip
     return records_of(out)
 
 
@@ -154,16 +160,16 @@ def records_of(out: tuple[Any, ...]) -> Records:
     )
 
 
-def _decision_loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order, order_session, order_time, keep_jobs, sigma, z):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
+def _decision_loop(times, start, duration, latency, pid, params, slicing, edges, speed, work, stages, order, order_session, order_time, keep_jobs, sigma, z, chain):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
     """The simulation proper. ``times`` are capture times; ``stages`` is ``[network_ms,
     pre_ms, post_ms, cpu_workers]``; ``sigma`` and ``z`` the batch-time spread
-    (``planner.sim.batch_time.batch_ms``; empty: every batch takes ``latency[b]``).
-    Returns (frames, batches, the frame records: session, index, batch, arrival, ready,
-    latency, done; the batch records: start, end, size; the per-session counters
-    arrived, delivered, overwritten, expired, pending as rows; then jobs and the job
-    records: kind, ready, start, kept only when ``keep_jobs``; and ``sums``: thread-ms
-    inside the run on pre and on post jobs, their total waits in the queue, and their
-    counts)."""
+    (``planner.sim.batch_time.batch_ms``; empty: every batch takes ``latency[b]``);
+    ``chain`` the cascade (``planner.sim.cascade.work_ms``). Returns (frames, batches,
+    the frame records: session, index, batch, arrival, ready, latency, done; the batch
+    records: start, end, size; the per-session counters arrived, delivered, overwritten,
+    expired, pending as rows; then jobs and the job records: kind, ready, start, kept only
+    when ``keep_jobs``; and ``sums``: thread-ms inside the run on pre and on post jobs,
+    their total waits in the queue, and their counts)."""
     n = start.size - 1
     total = times.size  # no run delivers more frames, or runs more batches, than arrive
     network = stages[0]
@@ -500,7 +506,10 @@ def _decision_loop(times, start, duration, latency, pid, params, slicing, edges,
                 taken[i] = arrived[i]
 
         if count > 0:
-            took = batch_ms(latency, sigma, z, batches, count)  # the k-th batch's work
+            if order is not None:  # the k-th batch's work, of the frames it takes
+                took = work_ms(latency, sigma, z, batches, count, chain, gpu_frame, 0, chosen)
+            else:
+                took = work_ms(latency, sigma, z, batches, count, chain, arrived, -1, chosen)
             end = finish(edges, speed, work, now, took) if slicing else now + took
             worst = 0.0
             for c in range(count):

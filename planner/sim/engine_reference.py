@@ -31,7 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.sim.arrivals import arrivals
-from planner.sim.batch_time import batch_ms, spread_arrays, stretch
+from planner.sim.batch_time import spread_arrays, stretch
+from planner.sim.cascade import prepared, reach_table, reference_ms
 from planner.sim.policies import POLICIES, decide, initial_state
 from planner.sim.records import Records
 from planner.sim.scenario import Scenario
@@ -64,10 +65,12 @@ def run_reference(scenario: Scenario) -> Records:
     network, pre, post = stages.network_ms, stages.pre_ms, stages.post_ms
     pool = scenario.cpu_pool
     table = effective_table(np.asarray(scenario.latency_ms), scenario.sharing, scenario.peak_upto)
-    latency = np.r_[0.0, table]  # latency[b] for a batch of b
-    reach = horizon(scenario.sharing, duration, table, n, stretch(scenario.spread))
+    reach = horizon(scenario.sharing, duration,
+                    *reach_table(scenario, table, n, stretch(scenario.spread)))  # fmt: skip
     timeline = cotenant_timeline(scenario.sharing, scenario.seed, reach)
     sigma, z = spread_arrays(scenario.spread, scenario.seed, capture.times.size)
+    # latency[b] for a batch of b (with a cascade: as the policies see the whole chain)
+    latency, chain = prepared(scenario, np.r_[0.0, table], capture.times.size)
     params = scenario.policy_params()
     pid = POLICIES[scenario.policy].pid
     state = initial_state()
@@ -187,7 +190,8 @@ def run_reference(scenario: Scenario) -> Records:
                 heapq.heappush(events, (wake, WAKE, next(sequence), -1, -1, 0))
             continue
         # The batch's work in exclusive-card ms; co-tenants stretch it (``finish``).
-        took = batch_ms(latency, sigma, z, len(batches), count)
+        frames_taken = [int(capture.start[s]) + waiting[s][0] for s in chosen[:count].tolist()]
+        took = reference_ms(latency, sigma, z, len(batches), chain, frames_taken)
         end = (
             t + took
             if timeline is None
@@ -244,11 +248,12 @@ def run_reference_queue_all(scenario: Scenario) -> Records:
     stages = scenario.stages
     network, pre, post = stages.network_ms, stages.pre_ms, stages.post_ms
     table = effective_table(np.asarray(scenario.latency_ms), scenario.sharing, scenario.peak_upto)
-    latency = np.r_[0.0, table]
-    reach = horizon(scenario.sharing, duration, table, scenario.largest_batch(memory=False),
-                    stretch(scenario.spread))  # fmt: skip
+    largest = scenario.largest_batch(memory=False)
+    reach = horizon(scenario.sharing, duration,
+                    *reach_table(scenario, table, largest, stretch(scenario.spread)))  # fmt: skip
     timeline = cotenant_timeline(scenario.sharing, scenario.seed, reach)
     sigma, z = spread_arrays(scenario.spread, scenario.seed, capture.times.size)
+    latency, chain = prepared(scenario, np.r_[0.0, table], capture.times.size)
     params = scenario.policy_params()
     decide_queued = POLICIES[scenario.policy].queue_reference
     max_size = math.inf if scenario.max_queue_size is None else scenario.max_queue_size
@@ -313,7 +318,8 @@ def run_reference_queue_all(scenario: Scenario) -> Records:
             continue
         for request in chosen:
             (live if request in live else delayed).remove(request)
-        took = batch_ms(latency, sigma, z, len(batches), len(chosen))
+        taken = [int(capture.start[session]) + k for _, session, k in chosen]
+        took = reference_ms(latency, sigma, z, len(batches), chain, taken)
         end = (
             t + took
             if timeline is None

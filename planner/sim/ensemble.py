@@ -26,6 +26,7 @@ import numpy as np
 
 from planner.sim.arrivals import Arrivals, Order, arrival_order, arrivals
 from planner.sim.batch_time import spread_arrays, stretch
+from planner.sim.cascade import prepared, reach_table
 from planner.sim.delivered import delivered_fps
 from planner.sim.engine_fast import fast_loop, records_of
 from planner.sim.pipeline import frame_parts
@@ -148,10 +149,9 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
             table_sets[key] = np.r_[0.0, table]
         tkey = s.sharing.kind.timeline_key(s.sharing, s.seed)
         if tkey is not None:
-            reach = horizon(
-                s.sharing, s.duration_ms, table_sets[key][1:], s.largest_batch(memory=False),
-                stretch(s.spread),
-            )  # fmt: skip
+            largest = s.largest_batch(memory=False)
+            bound = reach_table(s, table_sets[key][1:], largest, stretch(s.spread))
+            reach = horizon(s.sharing, s.duration_ms, *bound)
             horizons[tkey] = max(horizons.get(tkey, 0.0), reach)
     # Arrivals and their order are drawn once per set of runs that share them, in parallel
     # (sorting them is as much work as a run of the loop at many sessions).
@@ -250,17 +250,19 @@ def _run(job: _Job, detail: bool = False) -> Outcome:
         edges = speed = work = _NO_TIMELINE
     else:
         edges, speed, work = job.timeline.edges, job.timeline.speed, job.timeline.work
+    latency, chain = prepared(s, job.latency, job.arrivals.times.size)
     if s.queue == "all":
         out = run_queue_all(
-            s, job.arrivals.times, job.arrivals.start, job.latency, job.timeline, job.order
-        )
+            s, job.arrivals.times, job.arrivals.start, latency, job.timeline, job.order,
+            chain=chain,
+        )  # fmt: skip
     else:
         sigma, z = spread_arrays(s.spread, s.seed, job.arrivals.times.size)
         out = fast_loop()(
-            job.arrivals.times, job.arrivals.start, s.duration_ms, job.latency,
+            job.arrivals.times, job.arrivals.start, s.duration_ms, latency,
             POLICIES[s.policy].pid, s.policy_params(), job.timeline is not None, edges, speed,
             work, s.stages.as_array(), job.order[0], job.order[1], job.order[2], detail,
-            sigma, z,
+            sigma, z, chain,
         )  # fmt: skip
     r = records_of(out)
     thirds = None

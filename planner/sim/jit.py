@@ -49,6 +49,7 @@ COMPILED_SOURCES: tuple[str, ...] = (
     "dispatch.py",
     "sharing/timeline.py",
     "batch_time.py",
+    "cascade.py",
     "engine_fast.py",
     "queue_all.py",
 )

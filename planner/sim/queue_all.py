@@ -44,7 +44,8 @@ from typing import Any
 import numpy as np
 
 from planner.sim.arrivals import Order, arrival_order
-from planner.sim.batch_time import batch_ms, spread_arrays
+from planner.sim.batch_time import spread_arrays
+from planner.sim.cascade import NO_CHAIN, Chain, work_ms
 from planner.sim.dispatch import by_policy
 from planner.sim.params import DELAY_MS, LIMIT, MAX_BATCH, SLO_MS
 from planner.sim.pending import add, pending_set, remove
@@ -72,11 +73,12 @@ def queue_params(
     )
 
 
-def _queue_loop(times, start, duration, latency, pid, by_session, params, slicing, edges, speed, work, stages, order_session, order_time, queue, sigma, z):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
+def _queue_loop(times, start, duration, latency, pid, by_session, params, slicing, edges, speed, work, stages, order_session, order_time, queue, sigma, z, chain):  # type: ignore[no-untyped-def]  # noqa: E501  # fmt: skip
     """The loop (see the module docstring). ``order_session``/``order_time``: the sessions
     and times of the frames in the order they become requests (``arrival_order`` without a
     pool); ``queue``: ``queue_params``; ``sigma`` and ``z`` the batch-time spread
-    (``planner.sim.batch_time``). Returns the tuple ``decision_loop`` returns."""
+    (``planner.sim.batch_time``); ``chain`` the cascade (``planner.sim.cascade``). Returns
+    the tuple ``decision_loop`` returns."""
     n = start.size - 1
     total = times.size
     network = stages[0]
@@ -93,6 +95,9 @@ def _queue_loop(times, start, duration, latency, pid, by_session, params, slicin
         for j in range(total):
             ready[j] = arrival[j] + pre
     owner = np.empty(total, np.int64)
+    # A batch's frames are global indices already: the cascade reads its crops through
+    # the identity (made only when the crops are drawn).
+    identity = np.arange(total if chain[3].shape[1] > 0 else 0)
     for i in range(n):
         for g in range(start[i], start[i + 1]):
             owner[g] = i
@@ -250,7 +255,7 @@ def _queue_loop(times, start, duration, latency, pid, by_session, params, slicin
                 taken += 1
 
         if taken > 0:
-            took = batch_ms(latency, sigma, z, batches, taken)  # the k-th batch's work
+            took = work_ms(latency, sigma, z, batches, taken, chain, identity, 0, chosen)
             end = finish(edges, speed, work, now, took) if slicing else now + took
             worst = 0.0
             for c in range(taken):
@@ -300,10 +305,12 @@ def run_queue_all(
     timeline: Timeline | None,
     order: Order | None = None,
     spread: tuple[np.ndarray, np.ndarray] | None = None,
+    chain: Chain = NO_CHAIN,
 ) -> tuple[Any, ...]:
     """The compiled loop of a server that queues every frame (``planner.sim.queue_all``)
     on prepared inputs (``spread``: ``batch_time.spread_arrays`` of the scenario, made
-    here when not given); its output, which ``records_of`` reads."""
+    here when not given; ``chain``: the cascade's, ``planner.sim.cascade.prepared``); its
+    output, which ``records_of`` reads."""
     if timeline is None:
         edges = speed = work = _NO_TIMELINE
     else:
@@ -321,7 +328,7 @@ def run_queue_all(
     return switched(_queue_loop, "queue_kernel", nogil=True)(
         times, start, scenario.duration_ms, latency, policy.pid, policy.by_session,
         scenario.policy_params(), timeline is not None, edges, speed, work, stages, order[1],
-        order[2], queue, spread[0], spread[1],
+        order[2], queue, spread[0], spread[1], chain,
     )  # fmt: skip
 
 

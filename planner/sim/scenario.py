@@ -14,6 +14,7 @@ import numpy as np
 
 from planner import limits
 from planner.errors import BadInput
+from planner.sim.cascade import CascadeModel, model_problems
 from planner.sim.policies import POLICIES, policy_params
 from planner.sim.sharing import MODE_NAMES, Sharing
 from planner.sim.stages import NO_STAGES, WorkerStages
@@ -101,6 +102,7 @@ class Scenario:
     queue_timeout_us: float | None = None
     timeout_action: TimeoutAction = "reject"
     spread: tuple[float, ...] = ()
+    cascade: tuple[CascadeModel, ...] = ()
 
     def __post_init__(self) -> None:
         problems = _problems(self)
@@ -111,6 +113,7 @@ class Scenario:
         object.__setattr__(self, "fps", tuple(float(v) for v in self.fps))
         spread = tuple(float(v) for v in self.spread)
         object.__setattr__(self, "spread", spread if any(spread) else ())
+        object.__setattr__(self, "cascade", tuple(self.cascade))
         used = POLICIES[self.policy].params
         for name in ("max_batch", "max_queue_delay_us", "slo_ms"):
             if name not in used:
@@ -271,6 +274,11 @@ def _problems(s: Scenario) -> list[str]:
             "a server that queues every frame (queue all) is modelled with unlimited CPU "
             "threads only: set cpu_workers to 0"
         )
+    if not isinstance(s.cascade, tuple | list) or not limits.CASCADE_MODELS.holds(len(s.cascade)):
+        problems.append(f"a cascade has {limits.CASCADE_MODELS.words()} models after the first")
+    else:
+        for model in s.cascade:
+            problems.extend(model_problems(model))
     if not isinstance(s.sharing, Sharing):
         problems.append("sharing must be a Sharing value")
     if not problems:

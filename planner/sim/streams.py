@@ -1,6 +1,6 @@
 """The scenario's random generators: one seed, independent streams.
 
-Phases, jitter, co-tenant activity and batch-time spread each draw from their own
+Phases, jitter, co-tenant activity, batch-time spread and a cascade's crops each draw from their own
 generator spawned from the scenario's seed (``SeedSequence.spawn``), so adding co-tenants
 never changes the phases of a seed, and adding jitter never changes them either. A child
 of ``spawn`` is keyed by its index alone (``spawn_key=(i,)``), so a stream added at a new
@@ -13,6 +13,9 @@ import numpy as np
 
 PHASE_STREAM, JITTER_STREAM, COTENANT_STREAM, BATCH_STREAM = 0, 1, 2, 3
 _STREAMS = 4
+CROP_STREAM = 4
+"""The crops per frame of a cascade's models (``planner.sim.crops``): one child per model,
+``SeedSequence(seed, spawn_key=(CROP_STREAM, j))``, not among ``generators``."""
 
 
 def generators(seed: int) -> list[np.random.Generator]:

@@ -64,6 +64,8 @@ def scenario_dict(scenario: Scenario) -> dict[str, Any]:
     sharing as its mode and its settings by name (``Sharing.as_dict``)."""
     values: dict[str, Any] = {}
     for name, value in json.loads(json.dumps(asdict(scenario))).items():
+        if name == "cascade" and not value:
+            continue  # one model per frame: as every stored scenario before cascades
         values.update(value if name == "stages" else {name: value})
     values["sharing"] = json.loads(json.dumps(scenario.sharing.as_dict()))
     return values

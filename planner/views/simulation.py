@@ -15,10 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from planner import display
 from planner.curves.curve import Point
 from planner.curves.fit import Edge, FittedCurve
 from planner.errors import BadInput
+from planner.plan.cascade import CascadeStep, memory_note, with_cascade_memory
 from planner.plan.overload import overload_notes
 from planner.plan.request import run_scenario
 from planner.sim.calibration import Calibration
@@ -43,17 +46,20 @@ NOT_CALIBRATED = "not calibrated: the model's figures (planner loadtest calibrat
 
 
 def memory_of(
-    points: Sequence[Point], sharing: Sharing, card_memory_gb: Callable[[], float | None]
+    points: Sequence[Point],
+    sharing: Sharing,
+    card_memory_gb: Callable[[], float | None],
+    cascade: tuple[CascadeStep, ...] = (),
 ) -> MemoryLimit:
     """The largest batch that fits in the memory ``sharing`` leaves (SPEC §5.1), from the
-    points' memory figures; ``card_memory_gb`` is asked for the card's memory only where
-    the mode's memory depends on it (not MIG's, nor an MPS limit). BadInput when not even
-    one frame fits."""
-    model = memory_model(points)
+    points' memory figures, a cascade's later models added (``planner.plan.cascade``);
+    ``card_memory_gb`` is asked for the card's memory only where the mode's memory
+    depends on it (not MIG's, nor an MPS limit). BadInput when not even one frame fits."""
+    model, note = with_cascade_memory(memory_model(points), cascade)
     memory_gb = None
     if model is not None and available(sharing, None).mb is None:
         memory_gb = card_memory_gb()
-    memory = memory_limit(model, available(sharing, memory_gb))
+    memory = memory_note(memory_limit(model, available(sharing, memory_gb)), note)
     if not memory.fits_one:
         raise BadInput(f"{memory.needs(1)}: no batch fits, so no session can be served")
     return memory
@@ -165,6 +171,16 @@ def _cpu_figures(results: Results) -> tuple[Metric, ...]:
     return tuple(figures)
 
 
+def chain_line(s: Scenario, took: np.ndarray) -> str:
+    """A cascade's batch times in one line: the chain, their mean and their tail."""
+    chain = ", then ".join(m.name or f"a model on {m.crops.words}" for m in s.cascade)
+    return (
+        f"batches run the chain (first model, then {chain}): mean "
+        f"{display.ms(float(took.mean()))}, p99 {display.ms(float(np.percentile(took, 99)))}, "
+        f"max {display.ms(float(took.max()))} per batch"
+    )
+
+
 def _summary(results: Results) -> list[str]:
     """The lines ``planner simulate`` prints of a run before its notes."""
     s = results.scenario
@@ -191,6 +207,8 @@ def _summary(results: Results) -> list[str]:
     )
     hist = ", ".join(f"{k}x{v}" for k, v in doc["batch_histogram"].items())
     lines.append(f"batches (size x count): {hist or 'none ran'}")
+    if s.cascade and results.records.batch_size.size:
+        lines.append(chain_line(s, results.records.batch_end - results.records.batch_start))
     if doc["starved_sessions"]:
         lines.append(f"starved sessions (below half the mean fps): {doc['starved_sessions']}")
     if s.memory_batch_limit is not None:

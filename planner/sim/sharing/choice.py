@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from planner import limits
 from planner.curves.cards import Card
@@ -28,6 +29,7 @@ def sharing_for(
     measured_on_profile: bool = False,
     cotenant_memory_mb: Sequence[float] = (),
     mps_memory_mb: float | None = None,
+    cotenant_workloads: Sequence[Any] = (),
 ) -> Sharing:
     """The ``Sharing`` for ``mode`` with its parameters; BadInput says what is missing
     (or that no mode has that name). Each mode reads its own parameters and ignores the
@@ -42,6 +44,7 @@ def sharing_for(
             mps_memory_mb=mps_memory_mb,
             card=card,
             measured_on_profile=measured_on_profile,
+            cotenant_workloads=tuple(cotenant_workloads),
         )
     )
 

@@ -14,7 +14,7 @@ name that is not registered is an error wherever it appears, never another mode.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
 from typing import Any, ClassVar, Generic, TypeVar, cast, overload
 
 import numpy as np
@@ -103,13 +103,29 @@ class Sharing:
 
     def as_dict(self) -> dict[str, Any]:
         """The mode's name and its settings by name (``Sharing.of`` reads it back equal)."""
-        settings = {f.name: getattr(self.settings, f.name) for f in fields(self.settings)}
+        settings = {
+            f.name: _plain(getattr(self.settings, f.name))
+            for f in fields(self.settings)
+            # A setting added later is left out at its default, so what older planners
+            # wrote and what this one writes for the same sharing are the same.
+            if not (
+                f.metadata.get("omitted_at_default") and getattr(self.settings, f.name) == f.default
+            )
+        }
         return {"mode": self.mode, **settings}
 
     def parameters(self) -> dict[str, Any]:
         """The plan parameters of these settings by name (``SharingMode.parameters``):
         what a link to the same run gives."""
         return {n: v for n, v in self.as_dict().items() if n in self.kind.parameters}
+
+
+def _plain(value: object) -> object:
+    """A setting as plain values: a tuple of dataclass values (co-tenants by workload)
+    as a tuple of dicts."""
+    if isinstance(value, tuple) and value and all(is_dataclass(v) for v in value):
+        return tuple(asdict(v) for v in value)
+    return value
 
 
 def _elsewhere(kind: SharingMode[Any], name: str, value: object) -> str:
@@ -140,19 +156,25 @@ class Choice:
     mig_profile: str | None = None
     cotenant_memory_mb: tuple[Megabytes, ...] = ()
     mps_memory_mb: Megabytes | None = None
+    cotenant_curve: tuple[str, ...] = ()
     card: Card | None = None
     measured_on_profile: bool = False
+    cotenant_workloads: tuple[Any, ...] = ()
 
     @classmethod
     def of(cls, values: Mapping[str, Any], **extra: Any) -> Choice:
         """The choice among plan parameters by name (an absent or None value: the
-        default); ``extra`` gives the card and whether the profile's curve is measured."""
+        default); ``extra`` gives the card, whether the profile's curve is measured, and
+        the co-tenants given by curve as workloads (``cotenant_workloads``: read from the
+        store, ``planner.plan.cotenants``)."""
         given = {n: values[n] for n in CHOICE_PARAMETERS if values.get(n) is not None}
         return cls(**{**given, **extra})
 
 
 CHOICE_PARAMETERS: tuple[str, ...] = tuple(
-    f.name for f in fields(Choice) if f.name not in ("card", "measured_on_profile")
+    f.name
+    for f in fields(Choice)
+    if f.name not in ("card", "measured_on_profile", "cotenant_workloads")
 )
 """The plan parameters that belong to sharing modes (each mode names its own)."""
 
@@ -186,6 +208,11 @@ class SharingMode(Generic[S]):
     needs_card: ClassVar[bool] = False
     worker_unit: ClassVar[str] = "card"
     instance_name: ClassVar[str] = "instance"
+
+    def derivations(self, sharing: Sharing) -> tuple[str, ...]:
+        """How settings the user gave in other terms became the model's figures (time-
+        slicing: co-tenants given by their workload); none by default."""
+        return ()
 
     def settings_of(self, sharing: Sharing) -> S:
         """This mode's settings in ``sharing`` (a sharing of this mode)."""

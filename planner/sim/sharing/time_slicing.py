@@ -30,6 +30,58 @@ from planner.sim.sharing.timeline import Timeline, cotenant_activity
 from planner.units import Megabytes, Milliseconds, Seconds, is_finite
 
 MAX_COTENANT_CHANGES = 2_000_000  # keeps one run's co-tenant activity within tens of MB
+MAX_COTENANT_RPS = 1_000_000.0
+
+
+@dataclass(frozen=True)
+class CotenantWorkload:
+    """A co-tenant described by what it runs (SPEC §6.3): ``name`` (its curve), requests
+    of ``batch`` frames at ``rps`` frames per second, each batch taking ``batch_ms`` on
+    the card (its curve at that batch), holding ``memory_mb`` (None: not known). It is
+    busy ``rps / batch * batch_ms / 1000`` of the time in busy periods of ``batch_ms``:
+    exactly a duty-cycle co-tenant with those figures."""
+
+    name: str
+    batch: int
+    rps: float
+    batch_ms: Milliseconds
+    memory_mb: Megabytes | None = None
+
+    def __post_init__(self) -> None:
+        problems = []
+        if not limits.MAX_BATCH.holds(self.batch):
+            problems.append(f"a co-tenant's batch must be {limits.MAX_BATCH.words()}")
+        if not (is_finite(self.rps) and 0 < self.rps <= MAX_COTENANT_RPS):
+            problems.append(
+                f"a co-tenant's request rate must be above 0 and at most {MAX_COTENANT_RPS:,.0f}/s"
+            )
+        if not (is_finite(self.batch_ms) and self.batch_ms > 0):
+            problems.append("a co-tenant's batch time must be a number of ms above 0")
+        if not problems and self.duty >= 1.0:
+            problems.append(
+                f"co-tenant {self.name} would be busy {self.duty:.0%} of the time "
+                f"({self.rps:g} frames/s in batches of {self.batch} at {self.batch_ms:.3g} ms "
+                "each): it cannot keep up, so it cannot share the card; lower its rate or "
+                "raise its batch"
+            )
+        if problems:
+            raise BadInput(problems)
+
+    @property
+    def duty(self) -> float:
+        """Its busy fraction: r / b x L(b)."""
+        return self.rps / self.batch * self.batch_ms / 1000.0
+
+    @property
+    def derivation(self) -> str:
+        """How its figures follow from its workload, in one sentence."""
+        held = f", holding {gb(self.memory_mb)}" if self.memory_mb is not None else ""
+        return (
+            f"co-tenant {self.name}: {self.rps:g} frames/s in batches of {self.batch}, "
+            f"{self.batch_ms:.3g} ms per batch, is busy {self.rps:g} / {self.batch} x "
+            f"{self.batch_ms:.3g} ms = {self.duty:.1%} of the time in busy periods of "
+            f"{self.batch_ms:.3g} ms{held}"
+        )
 
 
 @dataclass(frozen=True)
@@ -37,7 +89,9 @@ class TimeSlicingSettings(Settings):
     """The other jobs on the card: ``cotenants`` are their duty cycles (0..1), each
     alternating exponential busy and idle periods with a mean busy period of
     ``busy_period_ms``; ``cotenant_memory_mb`` is the memory they declare (SPEC §5.1), one
-    figure per co-tenant or one for all (none: not declared)."""
+    figure per co-tenant or one for all (none: not declared). ``workloads`` are more
+    co-tenants given by what they run (``CotenantWorkload``), after those: ``duties``,
+    ``busy_periods`` and ``memory_each`` are every co-tenant's."""
 
     cotenants: tuple[float, ...] = field(default=(), metadata={"words": "co-tenants"})
     busy_period_ms: Milliseconds = field(
@@ -46,9 +100,43 @@ class TimeSlicingSettings(Settings):
     cotenant_memory_mb: tuple[Megabytes, ...] = field(
         default=(), metadata={"words": "co-tenant memory"}
     )
+    workloads: tuple[CotenantWorkload, ...] = field(
+        default=(), metadata={"words": "co-tenants by workload", "omitted_at_default": True}
+    )
+
+    @property
+    def duties(self) -> tuple[float, ...]:
+        return self.cotenants + tuple(w.duty for w in self.workloads)
+
+    @property
+    def busy_periods(self) -> Milliseconds | tuple[Milliseconds, ...]:
+        """The mean busy period of all (without workloads) or of each co-tenant."""
+        if not self.workloads:
+            return self.busy_period_ms
+        return (self.busy_period_ms,) * len(self.cotenants) + tuple(
+            w.batch_ms for w in self.workloads
+        )
+
+    @property
+    def memory_each(self) -> tuple[Megabytes, ...]:
+        """What each co-tenant holds, where declared (the duty-cycle ones' as given)."""
+        given = self.cotenant_memory_mb
+        if len(given) == 1:
+            given = given * len(self.cotenants)
+        return tuple(given) + tuple(w.memory_mb for w in self.workloads if w.memory_mb is not None)
 
     def __post_init__(self) -> None:
         problems = []
+        # Read back from plain values (``Sharing.as_dict``): each workload as a dict.
+        given: Any = self.workloads
+        if isinstance(given, list | tuple) and all(isinstance(w, dict) for w in given):
+            object.__setattr__(self, "workloads", tuple(CotenantWorkload(**w) for w in given))
+        if not isinstance(self.workloads, tuple) or not all(
+            isinstance(w, CotenantWorkload) for w in self.workloads
+        ):
+            problems.append("co-tenants by workload must be CotenantWorkload values")
+        elif not limits.COTENANTS.holds(len(self.cotenants) + len(self.workloads)):
+            problems.append(f"at most {limits.COTENANTS.high:g} co-tenants")
         for duty in self.cotenants:
             if not limits.DUTY.holds(duty):
                 problems.append(f"co-tenant duty cycle {duty!r} must be {limits.DUTY.words()}")
@@ -85,25 +173,31 @@ class TimeSlicing(SharingMode[TimeSlicingSettings]):
         "The scheduler does not see co-tenants: policies plan with the exclusive curve."
     )
     settings = TimeSlicingSettings
-    parameters = ("cotenants", "busy_period_ms", "cotenant_memory_mb")
+    parameters = (
+        "cotenants", "busy_period_ms", "cotenant_memory_mb", "cotenant_curve",
+        "cotenant_batch", "cotenant_rps",
+    )  # fmt: skip
 
     def sharing(self, choice: Choice) -> Sharing:
-        if not choice.cotenants:
+        if not (choice.cotenants or choice.cotenant_workloads):
             raise BadInput("time-slicing needs co-tenants: their duty cycles, e.g. 0.9,0.9")
+        if choice.cotenant_curve and not choice.cotenant_workloads:
+            raise BadInput("co-tenants given by curve need the store that holds their curves")
         return Sharing(
             self.name,
             TimeSlicingSettings(
                 cotenants=tuple(choice.cotenants),
                 busy_period_ms=choice.busy_period_ms,
                 cotenant_memory_mb=tuple(choice.cotenant_memory_mb),
+                workloads=tuple(choice.cotenant_workloads),
             ),
         )
 
     def asked_for(self, choice: Choice) -> bool:
-        return bool(choice.cotenants)
+        return bool(choice.cotenants or choice.cotenant_curve)
 
     def lacks(self, choice: Choice) -> str | None:
-        if choice.cotenants:
+        if choice.cotenants or choice.cotenant_curve:
             return None
         return "time-slicing needs co-tenants (cotenants=0.9,0.9)"
 
@@ -114,12 +208,20 @@ class TimeSlicing(SharingMode[TimeSlicingSettings]):
         return [(("cotenants", "busy_period_ms"), problem)] if problem else []
 
     def label(self, sharing: Sharing) -> str:
-        duties = ", ".join(f"{d:g}" for d in self.settings_of(sharing).cotenants) or "none"
-        return f"time-slicing (co-tenants busy {duties})"
+        own = self.settings_of(sharing)
+        duties = [f"{d:g}" for d in own.cotenants] + [f"{w.duty:.3g}" for w in own.workloads]
+        return f"time-slicing (co-tenants busy {', '.join(duties) or 'none'})"
+
+    def derivations(self, sharing: Sharing) -> tuple[str, ...]:
+        """How each co-tenant given by its workload becomes a duty cycle and busy period."""
+        return tuple(w.derivation for w in self.settings_of(sharing).workloads)
+
+    def notes(self, sharing: Sharing) -> tuple[str, ...]:
+        return tuple(f"{d[0].upper()}{d[1:]}." for d in self.derivations(sharing))
 
     def run_problems(self, sharing: Sharing, duration_s: Seconds) -> list[str]:
         own = self.settings_of(sharing)
-        problem = cotenant_problem(duration_s, own.cotenants, own.busy_period_ms)
+        problem = cotenant_problem(duration_s, own.duties, own.busy_periods)
         return [problem] if problem else []
 
     def table_key(self, sharing: Sharing) -> tuple[object, ...]:
@@ -129,28 +231,28 @@ class TimeSlicing(SharingMode[TimeSlicingSettings]):
         # Past the end of the last batch that can be dispatched before the end of the run,
         # even if every co-tenant is busy throughout.
         own = self.settings_of(sharing)
-        slowest = slowest_ms * (len(own.cotenants) + 1)
-        return duration_ms + 2.0 * slowest + 10.0 * own.busy_period_ms
+        slowest = slowest_ms * (len(own.duties) + 1)
+        periods = own.busy_periods
+        longest = max(periods) if isinstance(periods, tuple) else periods
+        return duration_ms + 2.0 * slowest + 10.0 * longest
 
     def timeline_key(self, sharing: Sharing, seed: int) -> tuple[object, ...] | None:
         own = self.settings_of(sharing)
-        return (self.name, own.cotenants, own.busy_period_ms, seed)
+        return (self.name, own.duties, own.busy_periods, seed)
 
     def timeline(self, sharing: Sharing, seed: int, horizon_ms: Milliseconds) -> Timeline | None:
         own = self.settings_of(sharing)
-        return cotenant_activity(own.cotenants, own.busy_period_ms, seed, horizon_ms)
+        return cotenant_activity(own.duties, own.busy_periods, seed, horizon_ms)
 
     def card_fraction(self, sharing: Sharing) -> float:
         # An equal turn among the time-sliced contexts.
-        return 1.0 / (1 + len(self.settings_of(sharing).cotenants))
+        return 1.0 / (1 + len(self.settings_of(sharing).duties))
 
     def available(self, sharing: Sharing, card_mb: Megabytes | None) -> Available:
         own = self.settings_of(sharing)
-        if card_mb is None or not own.cotenant_memory_mb:
+        each = own.memory_each
+        if card_mb is None or not each:
             return super().available(sharing, card_mb)
-        each = own.cotenant_memory_mb
-        if len(each) == 1:
-            each = each * len(own.cotenants)
         taken = float(sum(each))
         return Available(
             max(card_mb - taken, 0.0),
@@ -159,12 +261,12 @@ class TimeSlicing(SharingMode[TimeSlicingSettings]):
         )
 
     def worker_settings(self, sharing: Sharing) -> dict[str, Any]:
-        return {"cotenant_duty_cycles": list(self.settings_of(sharing).cotenants)}
+        return {"cotenant_duty_cycles": list(self.settings_of(sharing).duties)}
 
     def deploy_file(self, sharing: Sharing, target: Target) -> ModeFile:
         # The NVIDIA Kubernetes device plugin's sharing config
         # (sharing.timeSlicing.resources[].replicas): replicas = the jobs planned on a card.
-        cotenants = len(self.settings_of(sharing).cotenants)
+        cotenants = len(self.settings_of(sharing).duties)
         jobs = 1 + cotenants
         assumption = (
             f"replicas = the jobs planned on one card: this worker and its "
@@ -193,11 +295,19 @@ def memory_figures(values: object) -> bool:
 
 
 def cotenant_problem(
-    duration_s: Seconds, duties: tuple[float, ...], busy_period_ms: Milliseconds
+    duration_s: Seconds,
+    duties: tuple[float, ...],
+    busy_period_ms: Milliseconds | tuple[Milliseconds, ...],
 ) -> str | None:
-    """Why co-tenants this busy for this long would switch too often to draw, or None."""
+    """Why co-tenants this busy for this long would switch too often to draw, or None
+    (``busy_period_ms``: every co-tenant's, or one per co-tenant)."""
+    periods = (
+        busy_period_ms if isinstance(busy_period_ms, tuple) else (busy_period_ms,) * len(duties)
+    )
     # Each co-tenant switches twice per busy-and-idle cycle of busy / duty ms.
-    changes = sum(2.0 * duration_s * 1000.0 * duty / busy_period_ms for duty in duties)
+    changes = sum(
+        2.0 * duration_s * 1000.0 * duty / busy for duty, busy in zip(duties, periods, strict=True)
+    )
     if changes <= MAX_COTENANT_CHANGES:
         return None
     return (

@@ -34,7 +34,10 @@ class Timeline:
 
 
 def cotenant_activity(
-    cotenants: tuple[float, ...], busy_ms: Milliseconds, seed: int, horizon_ms: Milliseconds
+    cotenants: tuple[float, ...],
+    busy_ms: Milliseconds | tuple[Milliseconds, ...],
+    seed: int,
+    horizon_ms: Milliseconds,
 ) -> Timeline | None:
     """The speed profile that co-tenants with these duty cycles give a run, or None when
     none of them is ever busy.
@@ -43,7 +46,8 @@ def cotenant_activity(
     adding a co-tenant leaves the others' activity (and the phases) unchanged. Activity is
     drawn to at least ``horizon_ms``; drawn further it is the same process, longer (the
     draws come in fixed-size chunks), so one profile serves every run of a seed that
-    ends before it, and profiles are kept for reuse.
+    ends before it, and profiles are kept for reuse. ``busy_ms`` is every co-tenant's
+    mean busy period, or one per co-tenant.
     """
     if not any(d > 0 for d in cotenants):
         return None
@@ -54,15 +58,19 @@ def cotenant_activity(
 
 @functools.lru_cache(maxsize=64)
 def _timeline(
-    cotenants: tuple[float, ...], busy_ms: float, seed: int, horizon_ms: float
+    cotenants: tuple[float, ...],
+    busy_ms: float | tuple[float, ...],
+    seed: int,
+    horizon_ms: float,
 ) -> Timeline:
     stream = generators(seed)[COTENANT_STREAM]
     children = np.random.SeedSequence(int(stream.integers(2**63))).spawn(len(cotenants))
+    periods = busy_ms if isinstance(busy_ms, tuple) else (busy_ms,) * len(cotenants)
     times_list, deltas_list = [], []
-    for duty, child in zip(cotenants, children, strict=True):
+    for duty, period, child in zip(cotenants, periods, children, strict=True):
         if duty <= 0:
             continue
-        times, deltas = _busy_changes(np.random.default_rng(child), duty, busy_ms, horizon_ms)
+        times, deltas = _busy_changes(np.random.default_rng(child), duty, period, horizon_ms)
         times_list.append(times)
         deltas_list.append(deltas)
     times = np.concatenate(times_list)

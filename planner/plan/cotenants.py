@@ -1,0 +1,72 @@
+"""Co-tenants given by what they run (SPEC §6.3): a stored curve, a batch and a request
+rate each, turned into the time-slicing model's figures (``CotenantWorkload``: busy
+``r / b x L(b)`` of the time in busy periods of ``L(b)``, holding the curve's memory at
+that batch), which the answer shows."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from planner.curves.fit import fit_curve
+from planner.errors import BadInput, NotFound
+from planner.sim.memory import memory_model
+from planner.sim.sharing.time_slicing import CotenantWorkload
+from planner.store.repository import Store
+
+WORKLOAD_FIELDS = ("cotenant_curve", "cotenant_batch", "cotenant_rps")
+"""The link parameters of co-tenants by workload: one entry each per co-tenant."""
+
+
+def workload_conflicts(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """Co-tenants by workload need a batch and a rate for every curve."""
+    counts = [len(values.get(name) or ()) for name in WORKLOAD_FIELDS]
+    if len(set(counts)) == 1:
+        return []
+    return [
+        (
+            tuple(name for name in WORKLOAD_FIELDS if values.get(name)),
+            "give every co-tenant by workload a curve, a batch and a request rate "
+            f"({counts[0]} curves, {counts[1]} batches, {counts[2]} rates)",
+        )
+    ]
+
+
+def workloads_of(values: Any, store: Store | None) -> tuple[CotenantWorkload, ...]:
+    """The co-tenants a plan or a simulation gives by workload, their curves read from
+    the store and fitted (BadInput naming every problem)."""
+    curves = tuple(getattr(values, "cotenant_curve", ()) or ())
+    if not curves:
+        return ()
+    if store is None:
+        raise BadInput("co-tenants given by curve need the store that holds their curves")
+    batches = tuple(getattr(values, "cotenant_batch", ()) or ())
+    rates = tuple(getattr(values, "cotenant_rps", ()) or ())
+    problems = [m for _, m in workload_conflicts(vars(values))]
+    if problems:
+        raise BadInput(problems)
+    out, problems = [], []
+    for curve_id, batch, rps in zip(curves, batches, rates, strict=True):
+        try:
+            curve = store.curve(curve_id)
+        except NotFound:
+            problems.append(f"co-tenant curve: no stored curve has the id {curve_id}")
+            continue
+        b = int(batch)
+        latency = float(fit_curve(curve.points).latency(b)[()])
+        memory = memory_model(curve.points)
+        try:
+            out.append(
+                CotenantWorkload(
+                    f"{curve.model} ({curve.id})",
+                    b,
+                    float(rps),
+                    latency,
+                    None if memory is None else memory.at(b),
+                )
+            )
+        except BadInput as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise BadInput(problems)
+    return tuple(out)
