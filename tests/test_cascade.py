@@ -296,3 +296,26 @@ def test_the_command_a_plan_shows_runs_its_cascade_and_cotenants(db_path) -> Non
     argv = command_line("recommend", params)
     args = build_parser().parse_args(argv[1:])
     assert plan_params(args) == params
+
+
+def test_a_stored_scenario_with_a_cascade_reads_back_equal() -> None:
+    from planner.validate.loadtest_store import scenario_dict, scenario_from_dict
+
+    scenario = Scenario(
+        latency_ms=(5.0, 6.0, 7.0),
+        sessions=3,
+        cascade=(
+            CascadeModel((1.0, 1.5), Crops(kind="hist", shares=((0, 0.5), (2, 0.5))), "cls"),
+            CascadeModel((2.0,), Crops(kind="poisson", mean=1.5)),
+        ),
+    )
+    assert scenario_from_dict(scenario_dict(scenario)) == scenario
+
+
+def test_a_cotenant_batch_is_a_whole_number() -> None:
+    from planner.links.parameters import PARAMETERS
+
+    codec = PARAMETERS["cotenant_batch"].codec
+    assert codec.check("2,4") == (2, 4)
+    with pytest.raises(BadInput, match="whole number"):
+        codec.check("2.5")

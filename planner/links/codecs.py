@@ -214,9 +214,10 @@ class Subset(Codec[tuple[str, ...]]):
 
 @dataclass(frozen=True)
 class Numbers(Codec[tuple[float, ...]]):
-    """A comma-separated list of numbers, each checked by ``item``."""
+    """A comma-separated list of numbers, each checked by ``item`` (whole numbers where
+    ``item`` is an ``Int``: a batch of 2.5 is refused, not cut to 2)."""
 
-    item: Float
+    item: Float | Int
     min_len: int
     max_len: int
 

@@ -131,7 +131,7 @@ PARAMETERS: dict[str, Parameter] = {
     ),
     "cotenant_batch": Parameter(
         (),
-        Numbers(Float.of(limits.MAX_BATCH), 0, int(limits.COTENANTS.high)),
+        Numbers(Int.of(limits.MAX_BATCH), 0, int(limits.COTENANTS.high)),
         "time-slicing: each co-tenant by workload's batch",
     ),
     "cotenant_rps": Parameter(

@@ -21,6 +21,8 @@ import duckdb
 import numpy as np
 
 from planner.errors import BadInput, NotFound
+from planner.sim.cascade import CascadeModel
+from planner.sim.crops import Crops
 from planner.sim.scenario import Scenario, Sharing
 from planner.sim.stages import STAGE_FIELDS, WorkerStages
 from planner.store.calibrations import insert_calibration, select_calibrations
@@ -82,9 +84,21 @@ def scenario_from_dict(values: dict[str, Any]) -> Scenario:
         fields["sharing"] = Sharing.of(**sharing)
         fields["latency_ms"] = tuple(fields["latency_ms"])
         fields["fps"] = tuple(fields["fps"])
+        if "cascade" in fields:
+            fields["cascade"] = tuple(_cascade_model(m) for m in fields["cascade"])
         return Scenario(**fields)
     except (TypeError, KeyError) as exc:
         raise BadInput(f"not a stored scenario ({exc})") from None
+
+
+def _cascade_model(values: dict[str, Any]) -> CascadeModel:
+    crops = dict(values.get("crops") or {})
+    crops["shares"] = tuple(tuple(pair) for pair in crops.get("shares") or ())
+    return CascadeModel(
+        latency_ms=tuple(values["latency_ms"]),
+        crops=Crops(**crops),
+        name=values.get("name", ""),
+    )
 
 
 # ---------------------------------------------------------------------------------------
