@@ -319,3 +319,25 @@ def test_a_cotenant_batch_is_a_whole_number() -> None:
     assert codec.check("2,4") == (2, 4)
     with pytest.raises(BadInput, match="whole number"):
         codec.check("2.5")
+
+
+def test_a_cascade_or_cotenant_measured_on_another_card_is_refused(cli, db_path) -> None:  # type: ignore[no-untyped-def]
+    from planner.store.repository import Store
+
+    store = Store(db_path)
+    try:
+        cards = {c.id: c.card for c in store.curves()}
+    finally:
+        store.close()
+    first = next(i for i, card in cards.items() if card == "laptop-8gb")
+    other = next(i for i, card in cards.items() if card != "laptop-8gb")
+    run = cli("recommend", "--curve", first, "--cascade", f"{other}:3")
+    assert run.status == 2 and f"curve {other} was measured on {cards[other]}" in run.err
+    run = cli("simulate", "--curve", first, "--sessions", "2", "--cascade", f"{other}:3")
+    assert run.status == 2 and f"curve {other} was measured on {cards[other]}" in run.err
+    run = cli("recommend", "--curve", first, "--modes", "time-slicing", "--cotenant-curve",
+              other, "--cotenant-batch", "4", "--cotenant-rps", "30")  # fmt: skip
+    assert run.status == 2 and f"curve {other} was measured on {cards[other]}" in run.err
+    same = next(i for i, card in cards.items() if card == "laptop-8gb" and i != first)
+    assert cli("recommend", "--curve", first, "--cascade", f"{same}:1", "--seeds", "1",
+               "--duration-s", "2").status == 0  # fmt: skip

@@ -242,11 +242,11 @@ def sharing_from(args: argparse.Namespace, curve: Any = None) -> Any:
         mps_memory_mb=None
         if args.mps_memory_mb is None
         else number(args.mps_memory_mb, "--mps-memory-mb", MPS_MEMORY_MB),
-        cotenant_workloads=_workloads(args),
+        cotenant_workloads=_workloads(args, curve),
     )
 
 
-def _workloads(args: argparse.Namespace) -> Any:
+def _workloads(args: argparse.Namespace, curve: Any = None) -> Any:
     """The co-tenants ``--cotenant-curve``, ``--cotenant-batch`` and ``--cotenant-rps``
     give, their curves read from the store."""
     values = workload_options(args)
@@ -256,7 +256,8 @@ def _workloads(args: argparse.Namespace) -> Any:
     if problems:
         raise BadInput(problems)
     with open_store(args) as store:
-        return workloads_of(argparse.Namespace(**values), store)
+        card = curve.card if curve is not None else None
+        return workloads_of(argparse.Namespace(**values), store, card)
 
 
 MPS_MEMORY_MB = limits.Bound(1e-3, limits.MEMORY_MB.high)
@@ -278,7 +279,7 @@ def run(args: argparse.Namespace) -> int:
     points, curve = read_curve_source(args)
     fitted = fit_curve(points)
     calibration = _calibration(args, curve)
-    scenario = scenario_from(args, points, fitted, curve, calibration, _cascade(args))
+    scenario = scenario_from(args, points, fitted, curve, calibration, _cascade(args, curve))
     results = simulate(scenario)
     if args.frames:
         _write_frames(args.frames, results.frame_table())
@@ -292,13 +293,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cascade(args: argparse.Namespace) -> tuple[CascadeStep, ...]:
+def _cascade(args: argparse.Namespace, curve: Any) -> tuple[CascadeStep, ...]:
     """The models ``--cascade`` runs after the curve's, read from the store."""
     entries = cascade_option(getattr(args, "cascade", None))
     if not entries:
         return ()
     with open_store(args) as store:
-        return cascade_steps(entries, store)
+        return cascade_steps(entries, store, curve.card if curve is not None else None)
 
 
 def _calibration(args: argparse.Namespace, curve: Any) -> Any:

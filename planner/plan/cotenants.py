@@ -32,9 +32,23 @@ def workload_conflicts(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...],
     ]
 
 
-def workloads_of(values: Any, store: Store | None) -> tuple[CotenantWorkload, ...]:
+def other_card(what: str, curve: Any, card: str | None) -> list[str]:
+    """The problem of a curve measured on another card than ``card`` (none where either
+    card is not known): its times and memory are that card's, not this one's."""
+    if not card or not curve.card or curve.card.lower() == card.lower():
+        return []
+    return [
+        f"{what}: curve {curve.id} was measured on {curve.card}, the plan's curve on "
+        f"{card}; give a curve measured on {card}"
+    ]
+
+
+def workloads_of(
+    values: Any, store: Store | None, card: str | None = None
+) -> tuple[CotenantWorkload, ...]:
     """The co-tenants a plan or a simulation gives by workload, their curves read from
-    the store and fitted (BadInput naming every problem)."""
+    the store and fitted (BadInput naming every problem, a curve measured on another card
+    than ``card`` among them)."""
     curves = tuple(getattr(values, "cotenant_curve", ()) or ())
     if not curves:
         return ()
@@ -51,6 +65,10 @@ def workloads_of(values: Any, store: Store | None) -> tuple[CotenantWorkload, ..
             curve = store.curve(curve_id)
         except NotFound:
             problems.append(f"co-tenant curve: no stored curve has the id {curve_id}")
+            continue
+        wrong_card = other_card("co-tenant curve", curve, card)
+        if wrong_card:
+            problems.extend(wrong_card)
             continue
         b = int(batch)
         latency = float(fit_curve(curve.points).latency(b)[()])

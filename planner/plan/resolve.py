@@ -16,7 +16,7 @@ from planner.errors import BadInput, NotFound
 from planner.links.codecs import cascade_entry, number_text
 from planner.links.urls import encode, linked_curve
 from planner.plan.cascade import CascadeStep, memory_note, models, with_cascade_memory
-from planner.plan.cotenants import WORKLOAD_FIELDS, workloads_of
+from planner.plan.cotenants import WORKLOAD_FIELDS, other_card, workloads_of
 from planner.plan.outcomes import Option
 from planner.plan.params import CompareParams, PlanParams, SimulateParams, stage_params
 from planner.plan.request import Criteria, Request, run_scenario
@@ -158,8 +158,8 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         curve = plan_curve(params, store)
         card = card_of(curve, store)
         calibration, latest = plan_calibrations(params, curve, store)
-        cascade = cascade_steps(params.cascade, store)
-        workloads = workloads_of(params, store)
+        cascade = cascade_steps(params.cascade, store, curve.card)
+        workloads = workloads_of(params, store, curve.card)
         for mode in modes_of(params):
             for each in _each_profile(mode, params, card):
                 try:
@@ -222,9 +222,13 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
     )
 
 
-def cascade_steps(entries: tuple[str, ...], store: Store | None) -> tuple[CascadeStep, ...]:
+def cascade_steps(
+    entries: tuple[str, ...], store: Store | None, card: str | None = None
+) -> tuple[CascadeStep, ...]:
     """The later models of a cascade from their link entries (``ID:CROPS[:max=B]``), each
-    a stored curve fitted (BadInput naming every id the store does not hold)."""
+    a stored curve fitted (BadInput naming every id the store does not hold, and every
+    curve measured on another card than ``card``, the first model's: a chain runs on one
+    card, and another card's times would be wrong on this one)."""
     if not entries:
         return ()
     if store is None:
@@ -237,6 +241,7 @@ def cascade_steps(entries: tuple[str, ...], store: Store | None) -> tuple[Cascad
         except NotFound:
             problems.append(f"cascade: no stored curve has the id {entry.curve}")
             continue
+        problems.extend(other_card("cascade", curve, card))
         steps.append(CascadeStep(fit_curve(curve.points), entry.crops, entry.largest, curve.model))
     if problems:
         raise BadInput(problems)
@@ -329,9 +334,9 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
         curve = plan_curve(params, store)
         card = card_of(curve, store)
         calibration, latest = plan_calibrations(params, curve, store)
-        workloads = workloads_of(params, store)
+        workloads = workloads_of(params, store, curve.card)
         sharing, measured = _sharing(params.mode, params, card, curve, store, workloads)
-        cascade = cascade_steps(params.cascade, store)
+        cascade = cascade_steps(params.cascade, store, curve.card)
     fitted = fit_curve(curve.points)
     source = fitted if measured is None else fit_curve(measured.points)
     batcher = batcher_of(params, curve)
