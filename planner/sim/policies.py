@@ -317,7 +317,9 @@ POLICY_NAMES = Names()
 
 def register(policy: Policy) -> Policy:
     """Add ``policy`` after the registered ones; every engine, the recommendation and the
-    command line then offer it. Returns its entry, with its id."""
+    command line of this process then offer it (a study's pool workers are processes of
+    their own and know only the policies registered when the package is imported).
+    Returns its entry, with its id."""
     if policy.name in POLICIES:
         raise ValueError(f"a policy named {policy.name!r} is registered already")
     entry = replace(policy, pid=len(POLICIES))
