@@ -262,3 +262,21 @@ def test_a_real_servers_load_test_gives_its_batcher_to_plans_on_its_curve(
     assert (request.max_batch, request.max_queue_delay_us) == (MAX_BATCH, QUEUE_DELAY_US)
     link = cli("link", "--curve", single.id, "--policies", "triton", "--self-contained", "--json")
     assert link.json["params"]["max_batch"] == str(MAX_BATCH)
+
+
+def test_an_imported_run_on_a_server_curve_is_predicted_with_its_batcher_and_cost() -> None:
+    from dataclasses import replace
+
+    from planner.validate.imported import imported_scenario
+    from planner.validate.loadtest_import import import_scenario
+
+    curve = replace(server_curve(), environment={BATCHER_KEY: SERVER, "per_request_ms": 0.5})
+    # The Validate page's form and `planner loadtest import` build the same scenario.
+    page = import_scenario(curve, 4, "triton", 30.0, 5.0)
+    command = imported_scenario(curve, 4, "triton", {"fps": 30.0, "duration_s": 5.0})
+    assert page == command
+    assert page.max_batch == SERVER["max_batch"]
+    assert page.max_queue_delay_us == SERVER["max_queue_delay_us"]
+    plain = imported_scenario(server_curve({}), 4, "triton", {"fps": 30.0, "duration_s": 5.0})
+    # The per-request cost is in the table, as in a plan's runs: b x 0.5 ms more.
+    assert page.latency_ms[3] == pytest.approx(plain.latency_ms[3] + 4 * 0.5)

@@ -304,9 +304,6 @@ def import_scenario(args: argparse.Namespace, curve: Any, store: Any) -> Any:
     if args.phases is not None:
         values["phases"] = args.phases
     values.update(_get(problems, queue_values, args) or {})
-    for name, value in curve.batcher.items():  # the server the curve was measured on
-        if name in POLICIES[args.policy].params:
-            values.setdefault(name, int(value) if name == "max_batch" else value)
     if problems:
         raise BadInput(problems)
     applied = calibration_option(store, args.calibration, curve.id) if args.curve else None

@@ -9,9 +9,10 @@ from typing import Any
 
 from planner.curves.curve import Curve
 from planner.curves.fit import fit_curve
+from planner.plan.request import run_scenario
 from planner.sim.calibration import Calibration
 from planner.sim.policies import POLICIES
-from planner.sim.scenario import Scenario
+from planner.sim.scenario import Scenario, Sharing
 from planner.sim.stages import STAGE_FIELDS, WorkerStages
 
 
@@ -25,18 +26,29 @@ def imported_scenario(
     """``sessions`` sessions under ``policy`` on ``curve``'s fitted table, with the
     scenario's options in ``values`` (one frame rate ``fps``; the stages' fields become its
     ``WorkerStages``; ``queue`` and its settings what the server keeps of a session's
-    frames), and ``calibration`` applied where given."""
+    frames; the policy's batcher settings, else those of the server the curve was measured
+    on), built as a plan's or a simulation's run is (``planner.plan.request.run_scenario``:
+    the curve's per-request cost, or ``calibration`` where given)."""
     options = dict(values)
     if "fps" in options:
         options["fps"] = (options["fps"],)
     options["stages"] = WorkerStages(
         **{name: options.pop(name) for name in STAGE_FIELDS if name in options}
     )
-    upto = max(64, sessions)
-    if options.get("queue") == "all" and "max_batch" in POLICIES[policy].params:
-        # A server that queues every frame forms batches up to its largest, however many
-        # sessions there are.
-        upto = max(upto, int(options.get("max_batch") or POLICIES[policy].defaults["max_batch"]))
-    table = tuple(float(v) for v in fit_curve(curve.points).table(upto))
-    scenario = Scenario(latency_ms=table, sessions=sessions, policy=policy, **options)
-    return scenario if calibration is None else calibration.apply(scenario)
+    for name, value in curve.batcher.items():  # the server the curve was measured on
+        if name in POLICIES[policy].params:
+            options.setdefault(name, int(value) if name == "max_batch" else value)
+    return run_scenario(
+        fit_curve(curve.points),
+        "central",
+        policy,
+        sessions,
+        Sharing(),
+        upto=64,
+        per_request_ms=curve.per_request_ms,
+        calibration=calibration,
+        spread=False,
+        memory_batch_limit=None,
+        overhead_ms=float(options.pop("overhead_ms", 0.0)),
+        **options,
+    )

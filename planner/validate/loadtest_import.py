@@ -45,7 +45,6 @@ import numpy as np
 
 from planner import limits
 from planner.curves.curve import Curve
-from planner.curves.fit import fit_curve
 from planner.curves.imports.base import Problems
 from planner.errors import BadInput
 from planner.sim.results import e2e_latencies
@@ -454,11 +453,12 @@ def import_scenario(
     curve: Curve, sessions: int, policy: str, fps: float, duration_s: float
 ) -> Scenario:
     """The scenario of an imported run given as a form gives it (the Validate page): its
-    curve's fitted table, the session count, policy, frame rate and duration, the rest
-    the scenario's defaults. BadInput for a value out of its range (checked before the
-    table is sized from the session count)."""
+    session count, policy, frame rate and duration on its curve, the rest as
+    ``planner loadtest import`` takes it (``planner.validate.imported``). BadInput for a
+    value out of its range (checked before the table is sized from the session count)."""
+    from planner.validate.imported import imported_scenario
+
     if not limits.SESSIONS.holds(sessions):
         raise BadInput(f"sessions must be {limits.SESSIONS.words()}, not {sessions!r}")
-    table = tuple(float(v) for v in fit_curve(curve.points).table(max(64, int(sessions))))
-    return Scenario(latency_ms=table, sessions=int(sessions), policy=policy, fps=(float(fps),),
-                    duration_s=float(duration_s))  # fmt: skip
+    values = {"fps": float(fps), "duration_s": float(duration_s)}
+    return imported_scenario(curve, int(sessions), policy, values)
