@@ -80,4 +80,5 @@ BENCH_MODULES: tuple[str, ...] = (
     "planner.bench.measure",
     "planner.bench.store",
     "planner.bench.study",
+    "planner.bench.published",
 )

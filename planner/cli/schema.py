@@ -28,7 +28,8 @@ SEATS = {**span("seats_per_card", INT), "seats": STR}
 
 OPTION = obj({
     "policy": STR, "mode": STR, "sharing": STR, "derived": BOOL,
-    "cap": INT, "cap_low": INT, "cap_high": INT, "seats_per_instance": STR,
+    "cap": INT, "cap_low": INT, "cap_high": INT, "band_cap_low": INT, "band_cap_high": INT,
+    "uncalibrated_margin": nullable(NUM), "seats_per_instance": STR,
     "instances_per_card": INT, **SEATS, "card_share": NUM,
     "binding_constraint": STR, "failures": array(STR), "extrapolated": BOOL,
     "percentile": nullable(NUM), "latency_ms_at_cap": nullable(NUM),

@@ -202,6 +202,7 @@ class PlanParams(ParameterSet):
     flagged: bool = param("flagged")
     calibration: str | None = param("calibration")
     spread: bool = param("spread")
+    margin: int | None = param("margin")
 
     @property
     def stages(self) -> WorkerStages:

@@ -92,6 +92,10 @@ class Request:
     calibration, whose ``c`` is that cost as a load test measured it); ``spread`` says
     whether batch times spread as the curve's points say (a calibration that fitted a
     spread gives its own instead); off, every batch takes the table's value.
+
+    ``margin`` is the version of the uncalibrated range's margin (SPEC §6.2,
+    ``planner.plan.margin``): without a calibration, each cap's low end also carries the
+    model's error measured on published results. None: no margin, as plans before it.
     """
 
     curve: FittedCurve
@@ -122,9 +126,15 @@ class Request:
     timeout_action: str = "reject"
     per_request_ms: Milliseconds = 0.0
     spread: bool = True
+    margin: int | None = None
 
     def __post_init__(self) -> None:
         problems = []
+        if self.margin is not None and self.margin not in limits.UNCALIBRATED_MARGINS:
+            problems.append(
+                f"the margin's version must be one of "
+                f"{', '.join(map(str, limits.UNCALIBRATED_MARGINS))}"
+            )
         if not limits.PER_REQUEST_MS.holds(self.per_request_ms):
             problems.append(f"the per-request cost must be {limits.PER_REQUEST_MS.words()} ms")
         unknown = [p for p in self.policies if p not in POLICIES]
