@@ -133,7 +133,7 @@ DEFAULT_HEADROOM = 0.2
 DEFAULT_FPS = 30.0
 
 # -- the uncalibrated range's margin (SPEC §6.2, ``planner.plan.margin``) ------------------
-UNCALIBRATED_MARGINS: dict[int, float] = {1: 0.695}
+UNCALIBRATED_MARGINS: dict[int, float] = {1: 0.694}
 """Each version of the margin: the factor m an uncalibrated cap's low end may fall to
 (``min(band low, floor(m x cap))``). Version 1 is derived in ``docs/accuracy.md`` from 50
 published multi-stream results of 18 systems (``tests/data/published_multistream``),

@@ -21,13 +21,17 @@ import re
 import subprocess
 import sys
 
-RESULT = re.compile(r"^closed/([^/]+)/results/([^/]+)/([^/]+)/multistream/performance/run_1/"
-                    r"mlperf_log_summary\.txt$", re.IGNORECASE)
+RESULT = re.compile(
+    r"^closed/([^/]+)/results/([^/]+)/([^/]+)/multistream/performance/run_1/"
+    r"mlperf_log_summary\.txt$",
+    re.IGNORECASE,
+)
 
 
 def git(repo: str, *args: str) -> str:
-    return subprocess.run(["git", "--git-dir", repo, *args], check=True, capture_output=True,
-                          text=True).stdout
+    return subprocess.run(
+        ["git", "--git-dir", repo, *args], check=True, capture_output=True, text=True
+    ).stdout
 
 
 def number(text: str, pattern: str) -> float:
@@ -43,19 +47,28 @@ def summary(repo: str, commit: str, files: set[str], path: str) -> str | None:
 
 def scenario_path(submitter: str, system: str, bench: str, scenario: str, files: set[str]) -> str:
     for spelling in (scenario, scenario.lower()):
-        path = (f"closed/{submitter}/results/{system}/{bench}/{spelling}/performance/run_1/"
-                "mlperf_log_summary.txt")
+        path = (
+            f"closed/{submitter}/results/{system}/{bench}/{spelling}/performance/run_1/"
+            "mlperf_log_summary.txt"
+        )
         if path in files:
             return path
     return ""
 
 
 def cases(repo: str) -> list[dict[str, object]]:
-    remote = git(repo, "config", "--get", "remote.origin.url").strip() if False else ""
     commit = git(repo, "rev-parse", "HEAD").strip()
     files = set(git(repo, "ls-tree", "-r", "--name-only", commit).splitlines())
-    name = next(f for f in ("inference_results_v0.7", "inference_results_v1.0",
-                            "inference_results_v1.1", "inference_results_v2.0") if f in repo)
+    name = next(
+        f
+        for f in (
+            "inference_results_v0.7",
+            "inference_results_v1.0",
+            "inference_results_v1.1",
+            "inference_results_v2.0",
+        )
+        if f in repo
+    )
     out = []
     for path in sorted(files):
         m = RESULT.match(path)
@@ -74,27 +87,32 @@ def cases(repo: str) -> list[dict[str, object]]:
         if not all("Result is : VALID" in t for t in (multi, single, offline)):
             continue
         system_path = f"closed/{submitter}/systems/{system}.json"
-        described = json.loads(git(repo, "show", f"{commit}:{system_path}")) \
-            if system_path in files else {}
-        out.append({
-            "repository": f"mlcommons/{name}",
-            "version": name.rsplit("_v", 1)[1],
-            "commit": commit,
-            "submitter": submitter,
-            "system": system,
-            "benchmark": bench,
-            "accelerator": described.get("accelerator_model_name", ""),
-            "accelerators_per_node": described.get("accelerators_per_node"),
-            "system_file": system_path if described else "",
-            "streams": int(number(multi, r"^Samples per query\s*:\s*(\d+)")),
-            "target_ms": number(multi, r'"target_ns"\s*:\s*(\d+)') / 1e6,
-            "multistream_file": path,
-            "single_stream_p90_ms": number(single, r"^90th percentile latency \(ns\)\s*:\s*(\d+)")
-            / 1e6,
-            "single_stream_file": single_path,
-            "offline_samples_per_s": number(offline, r"^Samples per second\s*:\s*([\d.]+)"),
-            "offline_file": offline_path,
-        })
+        described = (
+            json.loads(git(repo, "show", f"{commit}:{system_path}")) if system_path in files else {}
+        )
+        out.append(
+            {
+                "repository": f"mlcommons/{name}",
+                "version": name.rsplit("_v", 1)[1],
+                "commit": commit,
+                "submitter": submitter,
+                "system": system,
+                "benchmark": bench,
+                "accelerator": described.get("accelerator_model_name", ""),
+                "accelerators_per_node": described.get("accelerators_per_node"),
+                "system_file": system_path if described else "",
+                "streams": int(number(multi, r"^Samples per query\s*:\s*(\d+)")),
+                "target_ms": number(multi, r'"target_ns"\s*:\s*(\d+)') / 1e6,
+                "multistream_file": path,
+                "single_stream_p90_ms": number(
+                    single, r"^90th percentile latency \(ns\)\s*:\s*(\d+)"
+                )
+                / 1e6,
+                "single_stream_file": single_path,
+                "offline_samples_per_s": number(offline, r"^Samples per second\s*:\s*([\d.]+)"),
+                "offline_file": offline_path,
+            }
+        )
     return out
 
 

@@ -7,6 +7,7 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from planner.errors import BadInput
 from planner.links.urls import decode, encode
 from planner.plan.answer import plan_answer
 from planner.plan.margin import low_end
+from planner.plan.options import Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.request import Request
@@ -26,6 +28,7 @@ from planner.validate.published import (
     CORPUS,
     K_GRID,
     SOURCE_FIELDS,
+    Predicted,
     judge,
     load,
     predict_all,
@@ -33,6 +36,8 @@ from planner.validate.published import (
 from planner.validate.published import derive as derive_margin
 
 SHIPPED = limits.UNCALIBRATED_MARGINS[limits.UNCALIBRATED_MARGIN]
+Corpus = tuple[Predicted, ...]
+Pair = tuple[Recommendation, Recommendation]
 
 
 # -- the corpus ------------------------------------------------------------------------
@@ -46,7 +51,8 @@ def test_the_corpus_loads_with_every_figure_sourced() -> None:
         assert case.repository.startswith("mlcommons/inference_results_v")
         assert len(case.commit) == 40
         # Each figure comes from the scenario's own summary of the same system and benchmark.
-        for name, scenario in zip(SOURCE_FIELDS, ("multistream", "singlestream", "offline")):
+        scenarios = ("multistream", "singlestream", "offline")
+        for name, scenario in zip(SOURCE_FIELDS, scenarios, strict=True):
             path = getattr(case, name)
             assert path.startswith(f"closed/{case.submitter}/results/{case.system}/")
             assert f"/{case.benchmark}/" in path
@@ -55,7 +61,9 @@ def test_the_corpus_loads_with_every_figure_sourced() -> None:
         assert all(source.startswith(case.repository + "@") for source in case.sources())
         # The legacy scenario: a stream count under a bound of 50 or 66.7 ms.
         assert case.streams >= 1
-        assert math.isclose(case.target_ms, 50.0) or math.isclose(case.target_ms, 200 / 3, rel_tol=1e-6)
+        assert math.isclose(case.target_ms, 50.0) or math.isclose(
+            case.target_ms, 200 / 3, rel_tol=1e-6
+        )
         assert case.single_stream_p90_ms > 0 and case.offline_samples_per_s > 0
 
 
@@ -73,18 +81,20 @@ def test_each_case_curve_is_built_from_its_two_published_figures() -> None:
     assert (one.batch, one.latency_ms) == (1, case.single_stream_p90_ms)
     # The large batch fills one frame period at the offline rate.
     assert large.latency_ms == pytest.approx(1000 * large.batch / case.offline_samples_per_s)
-    assert large.latency_ms >= case.target_ms > 1000 * (large.batch - 1) / case.offline_samples_per_s
+    assert (
+        large.latency_ms >= case.target_ms > 1000 * (large.batch - 1) / case.offline_samples_per_s
+    )
 
 
 # -- the margin, leave one system out ---------------------------------------------------
 
 
 @pytest.fixture(scope="module")
-def predicted():  # type: ignore[no-untyped-def]
+def predicted() -> Corpus:
     return predict_all(load())
 
 
-def test_left_out_systems_fall_inside_their_ranges_or_below_never_above(predicted) -> None:  # type: ignore[no-untyped-def]
+def test_left_out_systems_fall_inside_their_ranges_or_below_them(predicted: Corpus) -> None:
     found = derive_margin(predicted)
     assert found.coverage >= 0.9
     assert found.misses_high == 0
@@ -101,7 +111,7 @@ def test_left_out_systems_fall_inside_their_ranges_or_below_never_above(predicte
         assert "high" in verdicts or verdicts.count("inside") < 0.9 * len(verdicts)
 
 
-def test_each_system_is_judged_by_a_margin_fitted_without_it(predicted) -> None:  # type: ignore[no-untyped-def]
+def test_each_system_is_judged_by_a_margin_fitted_without_it(predicted: Corpus) -> None:
     found = derive_margin(predicted)
     # Leaving a system out changes the margin its cases are judged by (it is fitted on
     # the others), and every case of one system is judged by the same one.
@@ -112,12 +122,13 @@ def test_each_system_is_judged_by_a_margin_fitted_without_it(predicted) -> None:
     assert len({m for ms in by_system.values() for m in ms}) > 1
 
 
-def test_the_shipped_margin_is_what_the_corpus_asks_for(predicted) -> None:  # type: ignore[no-untyped-def]
+def test_the_shipped_margin_is_what_the_corpus_asks_for(predicted: Corpus) -> None:
     found = derive_margin(predicted)
-    # At least as wide as the corpus asks (never over-promises more than it allows), and
-    # not needlessly wider.
-    assert SHIPPED <= found.m + 0.005
-    assert SHIPPED >= found.m - 0.02
+    # At least as wide as the corpus asks (rounded down to three decimals; a cap moving by
+    # one seat in a few hundred moves the derived figure by about 0.002), and not
+    # needlessly wider.
+    assert found.m + 0.002 >= SHIPPED
+    assert found.m - 0.01 <= SHIPPED
 
 
 # -- the margin in a recommendation -----------------------------------------------------
@@ -125,20 +136,18 @@ def test_the_shipped_margin_is_what_the_corpus_asks_for(predicted) -> None:  # t
 POINTS = (Point(1, 5.0), Point(2, 6.0), Point(4, 8.0), Point(8, 12.0))
 
 
-def _request(**kw: object) -> Request:
-    return Request(
-        curve=fit_curve(POINTS), policies=("batch-all",), seeds=1, duration_s=5.0, **kw
-    )  # type: ignore[arg-type]
+def _request(**kw: Any) -> Request:
+    return Request(curve=fit_curve(POINTS), policies=("batch-all",), seeds=1, duration_s=5.0, **kw)
 
 
 @pytest.fixture(scope="module")
-def plain_and_margined():  # type: ignore[no-untyped-def]
+def plain_and_margined() -> Pair:
     plain = recommend(_request(peak_sessions=1000))
     margined = recommend(_request(peak_sessions=1000, margin=limits.UNCALIBRATED_MARGIN))
     return plain, margined
 
 
-def test_an_uncalibrated_low_end_carries_the_margin(plain_and_margined) -> None:  # type: ignore[no-untyped-def]
+def test_an_uncalibrated_low_end_carries_the_margin(plain_and_margined: Pair) -> None:
     plain, margined = plain_and_margined
     band, wide = plain.recommended, margined.recommended
     assert (wide.cap, wide.cap_high) == (band.cap, band.cap_high)
@@ -152,7 +161,7 @@ def test_an_uncalibrated_low_end_carries_the_margin(plain_and_margined) -> None:
     assert margined.fleet.gpus_span.low == plain.fleet.gpus_span.low
 
 
-def test_where_the_margin_sets_the_low_end_a_load_test_is_what_to_measure(plain_and_margined) -> None:  # type: ignore[no-untyped-def]
+def test_where_the_margin_sets_the_low_end_a_load_test_is_advised(plain_and_margined: Pair) -> None:
     plain, margined = plain_and_margined
     assert margined.recommended.margin_sets_low
     assert margined.measure_next is None
@@ -168,7 +177,11 @@ def test_a_calibrated_plan_keeps_the_band_range() -> None:
     plain = recommend(_request(calibration=calibration)).recommended
     pinned = recommend(_request(calibration=calibration, margin=1)).recommended
     assert pinned.margin is None
-    assert (pinned.cap_low, pinned.cap, pinned.cap_high) == (plain.cap_low, plain.cap, plain.cap_high)
+    assert (pinned.cap_low, pinned.cap, pinned.cap_high) == (
+        plain.cap_low,
+        plain.cap,
+        plain.cap_high,
+    )
 
 
 def test_the_low_end_never_rises_above_the_band() -> None:

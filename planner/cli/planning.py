@@ -376,7 +376,7 @@ def margin_of(args: argparse.Namespace) -> int | None:
     if text is None:
         return limits.UNCALIBRATED_MARGIN
     try:
-        return PARAMETERS["margin"].codec.parse(str(text))  # type: ignore[no-any-return]
+        return PARAMETERS["margin"].codec.parse(str(text))
     except BadInput as exc:
         raise BadInput([f"--margin: {p}" for p in exc.problems]) from None
 
