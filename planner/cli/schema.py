@@ -94,7 +94,7 @@ PLAN_SCHEMAS: dict[str, dict[str, Any]] = {
         "recommended": nullable(OPTION), "summary": STR, "options": array(OPTION),
         "measure_next": nullable(INT), "measure_next_basis": STR, "fleet": nullable(FLEET),
         "assumptions": array(STR), "simulations": INT,
-        "calibration": nullable({"type": "object"}),
+        "calibration": nullable({"type": "object"}), "margin": nullable(INT),
     }),
     "compare-cards": obj({"model": STR, "curves": array(CARD)}),
     "compare-plans": obj({

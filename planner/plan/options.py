@@ -319,6 +319,8 @@ class Recommendation:
             "calibration": None
             if self.request.calibration is None
             else self.request.calibration.as_dict(),
+            # The version of the uncalibrated range's margin the plan pins (SPEC §6.2).
+            "margin": self.request.margin,
         }
 
 
