@@ -30,7 +30,7 @@ from typing import Generic, TypeVar
 import numpy as np
 import streamlit as st
 
-from planner.plan.options import Recommendation, fleet
+from planner.plan.outcomes import Recommendation, fleet
 from planner.plan.recommend import option_sweep, recommend
 from planner.plan.request import Request
 from planner.views.runs import PoolCache, Pooled, Results, Scenario, Sharing, simulate_charged

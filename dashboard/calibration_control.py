@@ -17,12 +17,12 @@ from typing import TypeVar
 
 import streamlit as st
 
-from dashboard.text import md
 from planner.errors import NotFound, PlannerError
 from planner.plan.params import PlanParams, SimulateParams
 from planner.plan.resolve import PlanInputs, SimulationInputs, plan_curve
 from planner.store.calibrations import calibration, calibrations
 from planner.store.repository import Store
+from planner.text import md
 
 KEY = "plan_calibration"
 """The Plan page's control; the Simulate page passes its own key."""

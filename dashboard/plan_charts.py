@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from dashboard.charts import COLOURS, LEGEND, MODEBAR, trace_name
 from planner import display
-from planner.plan.options import Option
+from planner.plan.outcomes import Option
 from planner.spans import Span
 from planner.views.choices import POLICIES
 from planner.views.runs import PART_LABELS, PARTS, Pooled, Stages

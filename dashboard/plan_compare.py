@@ -10,13 +10,13 @@ import streamlit as st
 
 from dashboard import cache, url_state
 from dashboard.plan_url import COMPARE_KEY
-from dashboard.text import md_list
 from dashboard.ui import show_over_budget, show_problems, table
 from planner.errors import BadInput, NotFound
 from planner.plan.compare_plans import compare_plans, saved_plan
 from planner.plan.params import PlanParams
 from planner.plan.resolve import command_line
 from planner.store.repository import Store
+from planner.text import md_list
 from planner.views.work import OverBudget
 
 

@@ -13,14 +13,14 @@ from typing import Any
 import streamlit as st
 
 from dashboard.controls import Controls, chosen_card, pick_curve, queue_controls
-from dashboard.text import md
 from dashboard.ui import show_problems
 from planner import display, limits
 from planner.curves.cards import Card
 from planner.curves.curve import Curve
-from planner.errors import BadInput
+from planner.errors import BadInput, NotFound
 from planner.plan.params import PlanParams
 from planner.plan.resolve import modes_of
+from planner.text import md
 from planner.views.choices import (
     ALL_PROFILES,
     POLICIES,
@@ -111,6 +111,7 @@ def controls(c: Controls, db: Any, default: Curve, curves: list[Curve]) -> PlanP
         list(POLICIES),
         help="\n".join(f"- **{n}**: {p.summary}" for n, p in POLICIES.items()),
     )
+    batcher_fields = batcher_controls(c, bar, batcher_defaults(db, chosen, default))
     offered = offered_modes(card)
     if c.get("modes"):
         st.session_state[c.key("modes")] = [m for m in c.get("modes") if m in offered]
@@ -292,8 +293,8 @@ def controls(c: Controls, db: Any, default: Curve, curves: list[Curve]) -> PlanP
         "the case docs/design.md states.",
     )
 
-    names = [*CRITERIA, "policies", *mode_fields, *WORKER, *queue_fields, *FLEET, *EFFORT,
-             "flagged"]  # fmt: skip
+    names = [*CRITERIA, "policies", *batcher_fields, *mode_fields, *WORKER, *queue_fields,
+             *FLEET, *EFFORT, "flagged"]  # fmt: skip
     values, problems = c.values(names)
     values["flagged"] = bool(values.get("flagged"))  # only asked when a curve is flagged
     selected = tuple(modes)
@@ -319,6 +320,49 @@ def controls(c: Controls, db: Any, default: Curve, curves: list[Curve]) -> PlanP
     except BadInput as exc:
         show_problems("These settings do not make a plan:", c.explain(exc.problems))
         return None
+
+
+BATCHER_LABELS = {"max_batch": "Largest batch B", "max_queue_delay_us": "Queue delay D (µs)"}
+"""The batcher settings' labels, as on the Simulate page."""
+
+
+def batcher_controls(c: Controls, bar: Any, server: dict[str, float]) -> list[str]:
+    """The batcher settings of the chosen policies that take them (max-batch, triton),
+    empty for their default: the server's the curve was measured on (``server``), else
+    each policy's own; the names of the parameters shown."""
+    chosen = [POLICIES[p] for p in c.get("policies") or () if p in POLICIES]
+    shown = []
+    for name, label in BATCHER_LABELS.items():
+        defaults = {p.defaults[name] for p in chosen if name in p.params}
+        if not defaults:
+            continue
+        if name in server:
+            default = f"the server's, {server[name]:g}"
+        else:
+            default = f"{next(iter(defaults)):g}" if len(defaults) == 1 else "each policy's own"
+        c.number(
+            bar,
+            name,
+            label,
+            step=1.0 if name == "max_batch" else 500.0,
+            placeholder=f"default ({default})",
+            help="Triton's max_batch_size and dynamic_batching max_queue_delay_microseconds "
+            "(the largest batch is max-batch's B too); empty: the settings of the server the "
+            "curve was measured on, else the policy's own.",
+        )
+        shown.append(name)
+    return shown
+
+
+def batcher_defaults(db: Any, chosen: dict[str, Any], default: Curve) -> dict[str, float]:
+    """The batcher settings of the server the chosen curve was measured on (empty for a
+    curve measured elsewhere, or embedded in a link)."""
+    if chosen.get("points") is not None:
+        return {}
+    try:
+        return (db.curve(chosen["curve"]) if chosen.get("curve") else default).batcher
+    except (NotFound, BadInput):
+        return {}
 
 
 def offered_curves(c: Controls, everything: list[Curve]) -> list[Curve]:

@@ -12,7 +12,6 @@ import streamlit as st
 
 from dashboard import cache
 from dashboard.controls import Controls
-from dashboard.text import md, md_list
 from dashboard.ui import show_over_budget, show_problems, table
 from planner import display
 from planner.demand.fleet import DemandFleet
@@ -27,11 +26,12 @@ from planner.plan.fleet import (
     plan_profile,
     rule_text,
 )
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.resolve import command_line
 from planner.report.figures import demand_figure
 from planner.store.repository import Store
+from planner.text import md, md_list
 from planner.views.work import OverBudget
 
 DEMAND = ("profile", "lead_time_min")

@@ -8,13 +8,13 @@ import shlex
 import streamlit as st
 
 from dashboard.plan_url import DEPLOY_KEY, option_value
-from dashboard.text import md
 from dashboard.ui import show_problems
 from planner.errors import BadInput
 from planner.plan.deploy import choose_option, deployment, option_key
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.resolve import PlanInputs, command_line
+from planner.text import md
 
 LANGUAGES = {"json": "json", "yaml": "yaml", "pbtxt": "protobuf", "env": "bash"}
 

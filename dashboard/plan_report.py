@@ -8,7 +8,7 @@ import streamlit as st
 from dashboard import url_state
 from dashboard.state import store
 from planner.demand.fleet import DemandFleet
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.resolve import PlanInputs
 from planner.report.document import ReportContext

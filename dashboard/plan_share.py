@@ -9,7 +9,6 @@ import streamlit as st
 
 from dashboard import url_state
 from dashboard.controls import Controls, name_curve
-from dashboard.text import md
 from dashboard.ui import show_problems, table
 from planner.curves.curve import MAX_TEXT
 from planner.errors import BadInput
@@ -17,6 +16,7 @@ from planner.links.urls import saved_params, saved_plan_url, self_contained, url
 from planner.plan.params import PlanParams
 from planner.plan.resolve import PlanInputs, plan_curve
 from planner.store.repository import Store
+from planner.text import md
 from planner.views.plan import PlanView
 
 

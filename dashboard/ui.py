@@ -13,12 +13,12 @@ from typing import Any, Literal
 
 import streamlit as st
 
-from dashboard.text import md, md_list
 from planner.curves.curve import Curve
 from planner.curves.imports.base import capped
 from planner.errors import NotFound
 from planner.plan.resolve import default_curve
 from planner.store.repository import Store
+from planner.text import md, md_list
 from planner.views.work import OverBudget
 
 Kind = Literal["success", "info", "warning", "error"]
@@ -30,7 +30,7 @@ FORGET = object()
 def flash(kind: Kind, markdown: str) -> None:
     """Show ``markdown`` at the top of the page on the next run (after ``st.rerun``).
 
-    The caller escapes any user text in it with ``dashboard.text.md``.
+    The caller escapes any user text in it with ``planner.text.md``.
     """
     st.session_state.setdefault(_FLASH, []).append((kind, markdown))
 

@@ -19,11 +19,11 @@ from urllib.parse import urlsplit
 
 import streamlit as st
 
-from dashboard.text import md_list
 from planner.errors import BadInput, NotFound
 from planner.links.parameters import ParameterSet
 from planner.links.urls import PLAN_KEY, decode, encode
 from planner.store.repository import Store
+from planner.text import md_list
 
 P = TypeVar("P", bound=ParameterSet)
 QueryKey = tuple[tuple[str, tuple[str, ...]], ...]

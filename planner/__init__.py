@@ -44,7 +44,7 @@ _EXPORTS: dict[str, str] = {
     # The plan.
     "Criteria": "planner.plan.request",
     "Request": "planner.plan.request",
-    "Recommendation": "planner.plan.options",
+    "Recommendation": "planner.plan.outcomes",
     "recommend": "planner.plan.recommend",
     "PlanParams": "planner.plan.params",
     "plan_inputs": "planner.plan.resolve",
@@ -106,7 +106,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
     from planner.curves.fit import FittedCurve, fit_curve
     from planner.curves.imports import read_files
     from planner.errors import BadInput, NotFound, PlannerError, StoreError
-    from planner.plan.options import Recommendation
+    from planner.plan.outcomes import Recommendation
     from planner.plan.params import PlanParams
     from planner.plan.recommend import recommend
     from planner.plan.request import Criteria, Request

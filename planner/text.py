@@ -5,8 +5,7 @@ captions and headings (it escapes HTML, but links, images, colour directives and
 are live, and in a label an image is fetched and drawn as an icon), and whatever shows
 the report's Markdown file (GitHub, a wiki, an e-mail). Text from files, forms and URLs
 goes through ``md`` so that both show it as the characters given, never interpreted.
-This is the one place that escaping is written; the dashboard (``dashboard.text``) and
-the report call it.
+This is the one place that escaping is written; the dashboard and the report call it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@
 #   bash scripts/mutation.sh [MINUTES] [MUTANT-PATTERN...]
 #
 # MINUTES (default 35) bounds the wall time. Patterns pick mutants by name, e.g.
-# 'planner.sim.arrivals.*' or 'planner.plan.options.x_failures__mutmut_*' (a named
+# 'planner.sim.arrivals.*' or 'planner.plan.outcomes.x_failures__mutmut_*' (a named
 # mutant is checked again even if it was before); by default every configured one.
 # MUTMUT_CHILDREN sets the number of mutants tested at once (default 1, for a shared
 # machine); VENV the environment (default .venv; mutmut is installed there when missing).

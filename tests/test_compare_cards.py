@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from planner.links.urls import decode
 from planner.plan.compare_cards import compare_cards, settle
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.params import CompareParams, PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.request import Request

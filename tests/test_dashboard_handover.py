@@ -18,7 +18,7 @@ from planner.errors import StoreError
 from planner.links.urls import encode, saved_params
 from planner.plan.deploy import deployment, option_key
 from planner.plan.fleet import fleet_text, plan_fleet, plan_profile, rule_text
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs

@@ -30,7 +30,6 @@ from dashboard.tables import (
     run_rows,
     session_rows,
 )
-from dashboard.text import md
 from dashboard.uploads import UploadForm, preview
 from planner import display
 from planner.curves.curve import Curve, Point, make_curve
@@ -38,13 +37,14 @@ from planner.curves.fit import fit_curve
 from planner.curves.imports import MAX_FILE_BYTES
 from planner.demand.fleet import gpus_for
 from planner.errors import BadInput
-from planner.links.parameters import POLICIES
+from planner.links.parameters import DEFAULT_POLICIES
 from planner.plan.pareto import dominated
 from planner.plan.recommend import option_sweep, recommend
 from planner.plan.request import Request
 from planner.sim.scenario import MAX_FPS, Scenario, Sharing
 from planner.sim.simulate import simulate
 from planner.spans import Span
+from planner.text import md
 from planner.views.plan import option_rows
 
 REPO = Path(__file__).resolve().parent.parent
@@ -283,7 +283,7 @@ def test_run_figures_and_rows_describe_one_simulation() -> None:
 
 
 @given(
-    st.lists(st.sampled_from(POLICIES), min_size=1, unique=True),
+    st.lists(st.sampled_from(DEFAULT_POLICIES), min_size=1, unique=True),
     st.lists(st.floats(0, 1, allow_subnormal=False), max_size=5),
     st.lists(st.floats(1e-3, MAX_FPS, allow_subnormal=False), min_size=1, max_size=5),
 )

@@ -24,7 +24,7 @@ from planner.cli import build_parser
 from planner.cli.measure import options_from_args
 from planner.demand.fleet import gpus_for
 from planner.links.urls import encode, saved_params, self_contained, url
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.params import CompareParams, PlanParams, SimulateParams
 from planner.plan.recommend import recommend
 from planner.plan.resolve import default_curve, plan_inputs, simulation_inputs
@@ -58,7 +58,7 @@ def texts(elements: Any) -> list[str]:
 
 
 def plain(markdown: str) -> str:
-    """What a reader sees of Markdown made by ``dashboard.text.md``: no escapes."""
+    """What a reader sees of Markdown made by ``planner.text.md``: no escapes."""
     return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
 

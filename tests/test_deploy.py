@@ -23,7 +23,7 @@ from planner.curves.curve import Point
 from planner.curves.fit import fit_curve
 from planner.errors import BadInput
 from planner.plan.deploy import choose_option, deployment, mps_memory_mb, option_key
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.recommend import recommend
 from planner.plan.request import Criteria, Request
 from planner.sim.policies import POLICIES

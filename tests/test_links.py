@@ -29,7 +29,7 @@ from planner.links.codecs import (
     Text,
     Texts,
 )
-from planner.links.parameters import MODES, PARAMETERS, POLICIES, ParameterSet, schema
+from planner.links.parameters import DEFAULT_POLICIES, MODES, PARAMETERS, ParameterSet, schema
 from planner.links.urls import (
     decode,
     encode,
@@ -223,7 +223,7 @@ def test_each_bad_parameter_gives_one_message_and_its_default() -> None:
         "ignored budget_ms='abc': not a number; using the default 50",
         "ignored percentile='150': must be above 0 and below 100; using the default 99",
         "ignored policies='fifo,batch-all': 'fifo' not among "
-        + ", ".join(POLICIES)
+        + ", ".join(DEFAULT_POLICIES)
         + "; using the default (all)",
         "ignored min_fps='nan': not a finite number; using the default 28.5",
         "ignored unknown parameter 'colour'",
@@ -343,7 +343,7 @@ def test_every_parameter_has_a_valid_default_and_a_description() -> None:
         assert parameter.doc, name
         assert parameter.codec.check(parameter.default) == parameter.default, name
     assert set(PARAMETERS) == {n for cls in PARAM_SETS for n in schema(cls)}
-    assert PlanParams().modes is None and PlanParams().policies == POLICIES
+    assert PlanParams().modes is None and PlanParams().policies == DEFAULT_POLICIES
     assert set(MODES) == {"exclusive", "time-slicing", "mps", "mig"}
 
 

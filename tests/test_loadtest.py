@@ -17,7 +17,7 @@ import pytest
 from planner.curves.fit import fit_curve
 from planner.errors import BadInput, NotFound
 from planner.measure.options import MeasureOptions
-from planner.plan.options import failures
+from planner.plan.outcomes import failures
 from planner.plan.request import Criteria
 from planner.plan.resolve import default_curve
 from planner.sim.scenario import Scenario

@@ -16,9 +16,9 @@ from planner.curves.curve import PER_REQUEST_KEY, Curve, Point
 from planner.curves.fit import fit_curve
 from planner.demand.fleet import gpus_for
 from planner.errors import BadInput, StoreError
-from planner.links.parameters import MODES, PHASES, POLICIES
+from planner.links.parameters import DEFAULT_POLICIES, MODES, PHASES
 from planner.links.urls import self_contained
-from planner.plan.options import Option, fleet
+from planner.plan.outcomes import Option, fleet
 from planner.plan.params import PlanParams, SimulateParams
 from planner.plan.pareto import dominated, latency_at_cap
 from planner.plan.recommend import option_sweep, recommend
@@ -48,7 +48,7 @@ def request(**changes: object) -> Request:
 
 
 def test_links_use_the_policy_and_mode_names_of_the_simulator() -> None:
-    assert tuple(planner.sim.policies.POLICIES) == POLICIES
+    assert tuple(planner.sim.policies.POLICIES) == DEFAULT_POLICIES
     assert (planner.sim.scenario.MODES, planner.sim.scenario.PHASES) == (MODES, PHASES)
 
 

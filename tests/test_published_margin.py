@@ -18,7 +18,7 @@ from planner.errors import BadInput
 from planner.links.urls import decode, encode
 from planner.plan.answer import plan_answer
 from planner.plan.margin import low_end
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.request import Request

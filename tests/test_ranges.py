@@ -16,7 +16,7 @@ from planner.curves.fit import fit_curve
 from planner.demand.fleet import demand_fleet, gpus_for
 from planner.demand.profiles import builtin_profile
 from planner.plan.fleet import plan_fleet
-from planner.plan.options import Fleet, Recommendation, fleet
+from planner.plan.outcomes import Fleet, Recommendation, fleet
 from planner.plan.recommend import recommend
 from planner.plan.request import Request
 from planner.spans import Span, from_fields

@@ -14,7 +14,7 @@ from planner.curves.curve import Point
 from planner.curves.fit import fit_curve
 from planner.demand.fleet import gpus_for
 from planner.errors import BadInput
-from planner.plan.options import Failure
+from planner.plan.outcomes import Failure
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.request import Criteria, Request

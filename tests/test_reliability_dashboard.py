@@ -145,7 +145,7 @@ def test_hostile_names_are_shown_literally_on_every_page(app: AppTest) -> None:
 
 
 def plain(markdown: str) -> str:
-    """What a reader sees of Markdown made by ``dashboard.text.md``: no escapes, no joiners."""
+    """What a reader sees of Markdown made by ``planner.text.md``: no escapes, no joiners."""
     return re.sub(r"\\(.)", r"\1", markdown).replace("\u2060", "")
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from planner.curves.curve import Point
 from planner.links.urls import decode, encode
-from planner.plan.options import Option, Recommendation
+from planner.plan.outcomes import Option, Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.pareto import dominated
 from planner.plan.recommend import recommend

@@ -10,7 +10,6 @@ from dashboard.charts import Fitted, fit_figure
 from dashboard.controls import Controls, queue_controls
 from dashboard.plan_charts import caps_figure, cost_figure
 from dashboard.state import store
-from dashboard.text import md
 from dashboard.ui import (
     default_curve_or_stop,
     flash,
@@ -34,6 +33,7 @@ from planner.plan.compare_cards import (
 )
 from planner.plan.params import CompareParams, PlanParams
 from planner.plan.resolve import command_line
+from planner.text import md
 from planner.views.cards import card_comparison_view
 from planner.views.choices import POLICIES
 from planner.views.work import OverBudget

@@ -22,7 +22,6 @@ from dashboard.tables import (
     points_from_rows,
     preview_labels,
 )
-from dashboard.text import md, md_list
 from dashboard.ui import (
     FORGET,
     apply_next_run,
@@ -41,6 +40,7 @@ from planner.curves.imports import FORMAT_NAMES, FORMATS, MAX_FILE_BYTES, Import
 from planner.curves.imports.native import template_csv, to_csv
 from planner.errors import BadInput, NotFound
 from planner.store.repository import Store
+from planner.text import md, md_list
 
 BROWSE, UPLOAD = "Stored curves", "Upload"
 PREVIEW_CURVES = 20  # drawn in the upload preview; a 5 MiB file can hold thousands

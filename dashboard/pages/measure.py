@@ -11,7 +11,6 @@ import streamlit as st
 
 from dashboard.state import store
 from dashboard.tables import curve_name, point_table
-from dashboard.text import md, md_list
 from dashboard.ui import flash, show_flash, show_problems, table
 from planner.errors import BadInput, PlannerError
 from planner.measure.devices import DEVICES, INSTALL_HINT, local_device
@@ -30,6 +29,7 @@ from planner.measure.harness import (
     parse_input_shape,
 )
 from planner.measure.options import command_for
+from planner.text import md, md_list
 
 AUTO = "auto"
 # Small enough to finish in seconds on a laptop CPU; the study's settings are for GPUs.

@@ -3,6 +3,7 @@ floor, with which scheduling policy and sharing mode, and what a fleet costs."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,7 +25,6 @@ from dashboard.controls import QUEUE_FIELDS, Controls, load_curve
 from dashboard.plan_charts import pareto_figure, sessions_figure, stages_figure
 from dashboard.plan_controls import CRITERIA, EFFORT, FLEET, MODE_MEMORY, WORKER, controls
 from dashboard.state import store
-from dashboard.text import md, md_list
 from dashboard.ui import (
     default_curve_or_stop,
     show_over_budget,
@@ -37,11 +37,20 @@ from planner.limits import UNCALIBRATED_MARGIN
 from planner.links.urls import encode
 from planner.plan.answer import Paragraph
 from planner.plan.mig_profiles import plans_every_profile
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.pareto import dominated
 from planner.plan.recommend import CHART_EVERY_COUNT_UPTO, CHART_POINTS, chart_counts
-from planner.plan.resolve import PlanInputs, command_line, modes_of, plan_inputs
+from planner.plan.resolve import (
+    BATCHER,
+    PlanInputs,
+    command_line,
+    modes_of,
+    pin_batcher,
+    plan_curve,
+    plan_inputs,
+)
+from planner.text import md, md_list
 from planner.views.plan import PlanView, plan_view
 from planner.views.work import OverBudget
 
@@ -268,7 +277,8 @@ link = url_state.opened(
 )
 if link is not None:
     load_curve(c, link.params, default.id)
-    loaded = [*CRITERIA, "policies", *WORKER, *QUEUE_FIELDS, *FLEET, *EFFORT, "busy_period_ms"]
+    loaded = [*CRITERIA, "policies", *BATCHER, *WORKER, *QUEUE_FIELDS, *FLEET, *EFFORT,
+              "busy_period_ms"]  # fmt: skip
     c.load(link.params, [*loaded, "flagged"])
     for name in ("cotenants", "mps_share", "mig_profile", *MODE_MEMORY):
         # Unset, they start from the widget's default when their mode is picked.
@@ -294,6 +304,10 @@ params = replace(params, margin=st.session_state.get(MARGIN_KEY, UNCALIBRATED_MA
 answer_slot, calibration_slot = st.container(), st.container()
 with calibration_slot:
     params = calibration_control.choose(replace(params, **demand), db)
+with contextlib.suppress(BadInput, NotFound):  # a wrong curve: computing the plan says so
+    # The batcher settings taken from the server the curve was measured on go into the
+    # link, which then pins them.
+    params = pin_batcher(params, plan_curve(params, db))
 url_state.publish(params, extra=plan_url.view_extras(db))
 try:
     inputs = plan_inputs(params, db)

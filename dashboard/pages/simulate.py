@@ -23,7 +23,6 @@ from dashboard.run_charts import (
 )
 from dashboard.state import store
 from dashboard.tables import run_rows, session_rows
-from dashboard.text import md
 from dashboard.ui import (
     default_curve_or_stop,
     show_over_budget,
@@ -36,6 +35,7 @@ from planner.curves.fit import FittedCurve
 from planner.errors import BadInput, NotFound
 from planner.plan.params import SimulateParams
 from planner.plan.resolve import command_line, simulation_inputs
+from planner.text import md
 from planner.views.choices import PHASES, POLICIES, offered_modes, parameters_of
 from planner.views.runs import Results
 from planner.views.simulation import simulation_view

@@ -12,7 +12,6 @@ import streamlit as st
 from dashboard import url_state
 from dashboard.state import store
 from dashboard.study_charts import front_figure, heatmap_figure
-from dashboard.text import md
 from dashboard.ui import flash, show_flash, show_problems, table
 from planner import display
 from planner.errors import BadInput, NotFound, PlannerError
@@ -32,6 +31,7 @@ from planner.studies.view import (
     grid,
     value,
 )
+from planner.text import md
 from planner.views.work import OverBudget, Work
 
 PAGE_MAX_CELLS = 200

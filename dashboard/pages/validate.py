@@ -17,7 +17,6 @@ import streamlit as st
 
 from dashboard import cache, validate_charts
 from dashboard.state import store
-from dashboard.text import md
 from dashboard.ui import flash, show_flash, show_problems, table
 from dashboard.validate_charts import (
     accuracy,
@@ -30,6 +29,7 @@ from planner import display, limits
 from planner.errors import PlannerError
 from planner.measure.options import MeasureOptions
 from planner.store.calibrations import calibrations
+from planner.text import md
 from planner.validate.loadtest import run_loadtest
 from planner.validate.loadtest_import import import_scenario, import_upload
 from planner.validate.loadtest_store import load_loadtest, loadtests, save_loadtest

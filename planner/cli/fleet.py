@@ -19,7 +19,7 @@ from planner.plan.fleet import (
     option_fleets,
     plan_fleet,
 )
-from planner.plan.options import option_fields
+from planner.plan.outcomes import option_fields
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
 

@@ -12,7 +12,7 @@ from planner.cli.planning import add_plan_options, plan_params, profile_file, wi
 from planner.errors import BadInput
 from planner.links.urls import encode, saved_params, saved_plan_url, self_contained, url
 from planner.plan.params import PlanParams
-from planner.plan.resolve import plan_curve, plan_inputs
+from planner.plan.resolve import pin_batcher, plan_curve, plan_inputs
 from planner.store.repository import Store
 
 DEFAULT_BASE = "http://localhost:8501"
@@ -115,6 +115,8 @@ def _resolve(
             raise BadInput(f"--card {args.card} differs from the stored curve's card {stored.card}")
     params = with_calibration(params, args, store, default="none")
     plan_inputs(params, store)  # unknown curve, MIG on a card without it, ...: exit 2 now
+    # A curve measured on a server: the link pins the batcher settings the plan takes.
+    params = pin_batcher(params, plan_curve(params, store))
     if args.self_contained and params.points is None:
         params = self_contained(params, plan_curve(params, store))
     if args.save:

@@ -20,7 +20,8 @@ from planner.cli.loadtest_options import (
     DEFAULTS,
     IMPORT_SEEDS,
     SERVER_ONLY,
-    calibration_of,
+    add_import_queue_options,
+    calibration_option,
     check_files,
     criteria_from_args,
     find_cap,
@@ -28,11 +29,11 @@ from planner.cli.loadtest_options import (
     options_from_args,
     server_options_from_args,
 )
-from planner.cli.output import StatusLine, note, number, open_store, print_json, table
+from planner.cli.output import Bar, note, number, open_store, print_json, table
 from planner.errors import BadInput
 from planner.validate import view
 from planner.validate.options import shown_command
-from planner.validate.runs import LoadTest, Progress
+from planner.validate.runs import LoadTest
 from planner.validate.server.client import CALL_TIMEOUT_S
 from planner.views.choices import NO_STAGES, PHASES, POLICIES
 
@@ -95,6 +96,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     runs.add_argument("--max-batch", help="max-batch and triton: largest batch B")
     runs.add_argument("--max-queue-delay-us", help="triton: longest wait for a fuller batch, µs")
     runs.add_argument("--slo-ms", help="aimd and deadline: GPU-side objective, ms")
+    add_import_queue_options(parser)
     cpu = parser.add_argument_group("CPU work")
     cpu.add_argument(
         "--camera",
@@ -225,7 +227,7 @@ def _run(args: argparse.Namespace) -> int:
         curve = store.curve(args.curve) if args.curve else None
         if args.calibration is not None and curve is None:
             raise BadInput("--calibration needs --curve (a calibration belongs to a stored curve)")
-        applied = None if curve is None else calibration_of(store, args.calibration, curve.id)
+        applied = None if curve is None else calibration_option(store, args.calibration, curve.id)
     require_torch()
     resolve_device(options.measure.device)
     with Bar(sys.stderr) as bar:
@@ -389,24 +391,3 @@ def _report(args: argparse.Namespace, test: LoadTest) -> None:
         print(line)
     for warning in test.warnings:
         note(f"warning: {warning}")
-
-
-class Bar(StatusLine):
-    """The load test's progress on standard error: a bar redrawn in place on a terminal,
-    one line per run elsewhere; a context manager that closes it."""
-
-    message = ""
-
-    def __enter__(self) -> Bar:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __call__(self, event: Progress) -> None:
-        if not self.terminal:
-            if event.message != self.message:
-                self.message = event.message
-                self.log(f"[{event.fraction:4.0%}] {event.message}")
-        elif self.due(final=event.fraction >= 1):
-            self.draw(f"{self.bar(event.fraction)}  {event.message}")

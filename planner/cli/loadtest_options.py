@@ -95,6 +95,12 @@ def options_from_args(args: argparse.Namespace) -> LoadTestOptions:
         )
     if args.policy is not None:
         problems.append("--policy is for import; a load test takes --policies")
+    queued = [f"--{n.replace('_', '-')}" for n in QUEUE_OPTIONS if getattr(args, n, None)]
+    if queued:
+        problems.append(
+            f"{', '.join(queued)}: for import; the reference worker keeps each session's "
+            "newest frame, and a server's load test queues every frame, as the server does"
+        )
     if args.points is not None:
         problems.append("--points is for import; a load test measures its curve or takes --curve")
     measure_args = argparse.Namespace(
@@ -140,7 +146,7 @@ def criteria_from_args(args: argparse.Namespace) -> Any:
     return Criteria(**values)
 
 
-def calibration_of(store: Any, choice: str | None, curve_id: str) -> Any:
+def calibration_option(store: Any, choice: str | None, curve_id: str) -> Any:
     """The calibration ``--calibration`` names for this curve (None: none); ``latest``
     must find one here, since the user asked for it."""
     from planner.store.calibrations import resolve
@@ -249,6 +255,37 @@ IMPORT_BOUNDS = {
 scenario's defaults (the library's, so none is written here)."""
 
 
+QUEUE_OPTIONS = ("queue", "max_queue_size", "queue_timeout_us", "timeout_action")
+"""The server's queue settings an import takes, as ``planner simulate`` does."""
+
+
+def add_import_queue_options(parser: argparse.ArgumentParser) -> None:
+    """``--queue`` and, under ``--queue all``, the queue's settings: what the server whose
+    load test is imported keeps of a session's frames (the link parameters' meanings)."""
+    from planner.links.parameters import PARAMETERS
+
+    group = parser.add_argument_group("import: the server's queue (as planner simulate)")
+    for name in QUEUE_OPTIONS:
+        group.add_argument(f"--{name.replace('_', '-')}", help=PARAMETERS[name].doc)
+
+
+def queue_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The queue options given, read by their link parameters' codecs; BadInput for one
+    that does not read, or settings that do not go together (as ``planner simulate``)."""
+    from planner.cli.output import link_values
+    from planner.cli.planning import flag_spelling
+    from planner.plan.params import queue_conflicts
+
+    problems: list[str] = []
+    values: dict[str, Any] = {}
+    for name in QUEUE_OPTIONS:  # each on its own: one that does not read hides nothing
+        values.update(_get(problems, link_values, args, (name,)) or {})
+    problems += [message for _, message in queue_conflicts(values, flag_spelling)]
+    if problems:
+        raise BadInput(problems)
+    return values
+
+
 def import_scenario(args: argparse.Namespace, curve: Any, store: Any) -> Any:
     from planner.validate.imported import imported_scenario
 
@@ -266,9 +303,13 @@ def import_scenario(args: argparse.Namespace, curve: Any, store: Any) -> Any:
     }
     if args.phases is not None:
         values["phases"] = args.phases
+    values.update(_get(problems, queue_values, args) or {})
+    for name, value in curve.batcher.items():  # the server the curve was measured on
+        if name in POLICIES[args.policy].params:
+            values.setdefault(name, int(value) if name == "max_batch" else value)
     if problems:
         raise BadInput(problems)
-    applied = calibration_of(store, args.calibration, curve.id) if args.curve else None
+    applied = calibration_option(store, args.calibration, curve.id) if args.curve else None
     if args.calibration and not args.curve:
         raise BadInput("--calibration needs --curve (a calibration belongs to a stored curve)")
     return imported_scenario(curve, int(sessions), args.policy, values, applied)

@@ -110,7 +110,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     method.add_argument(
         "--device",
         metavar="DEVICE",
-        help="cuda, cpu or mps (Apple's Metal) (default: CUDA if present, else MPS, else CPU)",
+        help="cuda, cpu or mps (Apple's Metal) (default: CUDA if present, else Metal, else CPU)",
     )
     method.add_argument(
         "--warmup",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from planner.limits import Bound
+    from planner.validate.runs import Progress
 
 
 def print_json(document: Any) -> None:
@@ -237,3 +238,24 @@ class StatusLine:
             self.drawn = False
         self.clear()
         self.stream.flush()
+
+
+class Bar(StatusLine):
+    """A load test's progress on standard error: a bar redrawn in place on a terminal,
+    one line per run elsewhere; a context manager that closes it."""
+
+    message = ""
+
+    def __enter__(self) -> Bar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __call__(self, event: Progress) -> None:
+        if not self.terminal:
+            if event.message != self.message:
+                self.message = event.message
+                self.log(f"[{event.fraction:4.0%}] {event.message}")
+        elif self.due(final=event.fraction >= 1):
+            self.draw(f"{self.bar(event.fraction)}  {event.message}")

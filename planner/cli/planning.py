@@ -23,11 +23,11 @@ from planner.links.parameters import PARAMETERS
 from planner.plan.compare_plans import saved_plan
 from planner.plan.fleet import plan_profile as named_profile
 from planner.plan.fleet import rule_text
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams, queue_conflicts
 from planner.plan.recommend import recommend
 from planner.plan.request import Request
-from planner.plan.resolve import PlanInputs, plan_curve
+from planner.plan.resolve import PlanInputs, pin_batcher, plan_curve
 from planner.store.repository import Store
 from planner.views.choices import ALL_PROFILES, MODES, POLICIES
 from planner.views.work import Work
@@ -66,7 +66,9 @@ def plan_from_args(args: argparse.Namespace, store: Store) -> tuple[PlanParams, 
                 raise BadInput(
                     f"--card {args.card} differs from the stored curve's card {stored.card}"
                 )
-        return with_calibration(params, args, store), None
+        params = with_calibration(params, args, store)
+        # A curve measured on a server: the plan pins the batcher settings it takes.
+        return pin_batcher(params, plan_curve(params, store)), None
     given = [
         f"--{name.replace('_', '-')}"
         for name in PLAN_OPTIONS
@@ -210,6 +212,18 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--policies", help=f"comma-separated, from {', '.join(POLICIES)} (default: all)"
     )
+    option(
+        parser,
+        "max_batch",
+        "max-batch and triton: largest batch B, as for simulate (default: the batcher of "
+        "the server the curve was measured on, else each policy's own: max-batch 4, triton 8)",
+    )
+    option(
+        parser,
+        "max_queue_delay_us",
+        "triton: longest wait for a fuller batch, µs, as for simulate (default: the "
+        "server's, else 2000)",
+    )
     parser.add_argument(
         "--modes",
         help=f"comma-separated, from {', '.join(MODES)} (default: exclusive, plus each mode "
@@ -263,8 +277,9 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
 
 PLAN_OPTIONS = (
     "budget_ms", "percentile", "min_fps", "source_fps", "max_overwritten", "overhead_ms",
-    "policies", "modes", "cotenants", "busy_period_ms", "mps_share", "mig_profile", "seeds",
-    "duration_s", "max_sessions", "search", "peak_sessions", "headroom", "price_per_hour",
+    "policies", "max_batch", "max_queue_delay_us", "modes", "cotenants", "busy_period_ms",
+    "mps_share", "mig_profile", "seeds", "duration_s", "max_sessions", "search",
+    "peak_sessions", "headroom", "price_per_hour",
     "profile", "lead_time_min", "network_ms", "pre_ms", "post_ms", "cpu_workers",
     "cotenant_memory_mb", "mps_memory_mb", "spread", "queue", "max_queue_size",
     "queue_timeout_us", "timeout_action",
@@ -361,8 +376,9 @@ def plan_params(args: argparse.Namespace) -> PlanParams:
             raise BadInput("--model names the model of --points; a stored curve names its own")
         values["curve"] = args.curve
     queue = queue_conflicts(values, flag_spelling)  # in the options' own words
-    if queue:
-        raise BadInput([message for _, message in queue])
+    unused = batcher_unused(values)
+    if queue or unused:
+        raise BadInput([message for _, message in queue] + unused)
     try:
         return PlanParams(**values)
     except BadInput as exc:
@@ -379,6 +395,21 @@ def margin_of(args: argparse.Namespace) -> int | None:
         return PARAMETERS["margin"].codec.parse(str(text))
     except BadInput as exc:
         raise BadInput([f"--margin: {p}" for p in exc.problems]) from None
+
+
+def batcher_unused(values: dict[str, Any]) -> list[str]:
+    """A batcher setting given to a plan none of whose policies takes it (as ``simulate``
+    refuses it for a policy that does not take it)."""
+    policies = values.get("policies") or PARAMETERS["policies"].default
+    out = []
+    for name in ("max_batch", "max_queue_delay_us"):
+        takers = [p for p in POLICIES if name in POLICIES[p].params]
+        if values.get(name) is not None and not set(takers) & set(policies):
+            out.append(
+                f"{flag_spelling(name)} applies to {' and '.join(takers)} only, which "
+                "--policies leaves out"
+            )
+    return out
 
 
 def recommend_showing_progress(request: Request, *, quiet: bool = False) -> Recommendation:

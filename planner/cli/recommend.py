@@ -25,8 +25,8 @@ from planner.errors import BadInput
 from planner.plan.answer import Answer
 from planner.plan.fleet import plan_fleet
 from planner.plan.mig_profiles import plans_every_profile, profile_plans
-from planner.plan.options import Recommendation
-from planner.plan.resolve import plan_inputs
+from planner.plan.outcomes import Recommendation
+from planner.plan.resolve import pin_batcher, plan_inputs
 from planner.views.plan import PlanView, plan_view
 from planner.views.table import Table
 
@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
                 )
         params = with_calibration(params, args, store)
         inputs = plan_inputs(params, store)
+        params = pin_batcher(params, inputs.curve)  # the links it prints pin them
         profile = plan_profile(args, params, store)
     if not args.json:
         note(f"curve: {inputs.curve.label} ({inputs.curve.id}); {inputs.fitted.description}")

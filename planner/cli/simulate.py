@@ -129,8 +129,11 @@ def scenario_from(
         "slo_ms": (args.slo_ms, "--slo-ms", limits.SLO_MS),
     }  # fmt: skip
     params: dict[str, Any] = {}
+    server = curve.batcher if curve is not None else {}
     for name, (text, flag, bound) in options.items():
         if text is None:
+            if name in server and name in POLICIES[args.policy].params:
+                params[name] = server[name]  # the batcher of the server the curve was measured on
             continue
         if name not in POLICIES[args.policy].params:
             problems.append(f"{flag} does not apply to the {args.policy} policy")

@@ -41,6 +41,10 @@ _OPTIONAL_FIELD_SET = frozenset(OPTIONAL_POINT_FIELDS)
 
 PER_REQUEST_KEY = "per_request_ms"
 """The environment key that holds a curve's per-request cost (``Curve.per_request_ms``)."""
+BATCHER_KEY = "batcher"
+"""The environment key that holds the batcher settings of the server a curve was measured
+on (``Curve.batcher``): ``{"max_batch": 8, "max_queue_delay_us": 2000}``."""
+BATCHER_BOUNDS = {"max_batch": limits.MAX_BATCH, "max_queue_delay_us": limits.MAX_QUEUE_DELAY_US}
 
 _RESOLUTION = re.compile(r"^\s*(\d{1,5})\s*[xX×]\s*(\d{1,5})\s*$")
 
@@ -126,6 +130,13 @@ class Curve:
         """The per-request cost of a batch (ms per request; 0 when not given)."""
         value = self.environment.get(PER_REQUEST_KEY)
         return float(value) if isinstance(value, int | float) and value > 0 else 0.0
+
+    @property
+    def batcher(self) -> dict[str, float]:
+        """The batcher settings of the server this curve was measured on (``planner
+        loadtest --target`` reads them from the model's configuration): the defaults of a
+        plan on the curve that leaves them unset. Empty for every other curve."""
+        return dict(self.environment.get(BATCHER_KEY) or {})
 
     @property
     def label(self) -> str:
@@ -439,6 +450,12 @@ def make_curve(
             environment[PER_REQUEST_KEY] = per_request
         else:
             del environment[PER_REQUEST_KEY]  # 0 or a problem: no cost
+    if BATCHER_KEY in environment:
+        batcher = attempt(clean_batcher, environment[BATCHER_KEY])
+        if batcher:
+            environment[BATCHER_KEY] = batcher
+        else:
+            del environment[BATCHER_KEY]
     if source not in SOURCES:
         problems.append(f"source {source!r} is not one of {', '.join(SOURCES)}")
     if problems:
@@ -463,6 +480,22 @@ def clean_per_request(value: object) -> float | None:
     if number is not None and not limits.PER_REQUEST_MS.holds(number):
         raise BadInput(f"{PER_REQUEST_KEY} {_show(value)} must be {limits.PER_REQUEST_MS.words()}")
     return number
+
+
+def clean_batcher(value: object) -> dict[str, float] | None:
+    """A server's batcher settings: ``max_batch`` (a whole number) and/or
+    ``max_queue_delay_us``, each in the range a plan takes; empty means none."""
+    if value is None or value == {}:
+        return None
+    if not isinstance(value, Mapping) or not set(value) <= set(BATCHER_BOUNDS):
+        raise BadInput(f"{BATCHER_KEY} must be a table of {' and '.join(BATCHER_BOUNDS)}")
+    out: dict[str, float] = {}
+    for name, number in value.items():
+        bound = BATCHER_BOUNDS[name]
+        if isinstance(number, bool) or not bound.holds(number):
+            raise BadInput(f"{BATCHER_KEY} {name} {_show(number)} must be {bound.words()}")
+        out[name] = int(number) if bound.whole else float(number)
+    return out
 
 
 def flag_of(environment: Mapping[str, Any]) -> str | None:

@@ -35,8 +35,7 @@ from planner.links.codecs import (
     Text,
     Texts,
 )
-from planner.sim.policies import POLICIES as _POLICIES
-from planner.sim.policies import POLICY_NAMES
+from planner.sim.policies import POLICIES, POLICY_NAMES
 from planner.sim.scenario import (
     MODES,
     PHASES,
@@ -48,10 +47,11 @@ from planner.sim.stages import WorkerStages
 
 MIG_PROFILE_OR_ALL = re.compile(rf"^({ALL_PROFILES}|{MIG_PROFILE.pattern[1:-1]})$")
 """A MIG profile such as ``3g.40gb``, or ``all`` for every profile of the card."""
-POLICIES: tuple[str, ...] = tuple(_POLICIES)
-"""Scheduling policies, in the order the recommendation lists them (``planner.sim.policies``):
-the default list; the codecs read the registry itself, so a policy registered later is
-accepted too."""
+DEFAULT_POLICIES: tuple[str, ...] = tuple(POLICIES)
+"""The names of the scheduling policies registered when the links load, in the order the
+recommendation lists them: the ``policies`` parameter's default. The policies themselves
+are ``planner.sim.policies.POLICIES``; the codecs read that registry (``POLICY_NAMES``), so
+a policy registered later is accepted too."""
 
 # ---------------------------------------------------------------------------------------
 # The parameters. One table defines each parameter once (default, codec, meaning); the
@@ -111,7 +111,7 @@ PARAMETERS: dict[str, Parameter] = {
         Float.of(limits.OVERHEAD_MS),
         "per-frame overhead outside the GPU, ms",
     ),
-    "policies": Parameter(POLICIES, Subset(POLICY_NAMES), "candidate scheduling policies"),
+    "policies": Parameter(DEFAULT_POLICIES, Subset(POLICY_NAMES), "candidate scheduling policies"),
     "modes": Parameter(
         None, Maybe(Subset(MODES)), "candidate sharing modes (unset: from the mode parameters)"
     ),

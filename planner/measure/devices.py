@@ -23,7 +23,11 @@ from planner import __version__
 from planner.curves.cards import Card
 from planner.errors import BadInput
 
-DEVICES = ("cuda", "cpu", "mps")
+METAL = "mps"
+"""Apple's Metal GPU backend, under the name PyTorch and ``--device`` give it (``mps``, for
+Metal Performance Shaders). It has nothing to do with NVIDIA's Multi-Process Service, the
+sharing mode ``mps`` of ``planner.sim.sharing``; this code calls it Metal."""
+DEVICES = ("cuda", "cpu", METAL)
 """Devices a measurement can run on: NVIDIA (or ROCm) GPUs, the CPU, Apple's Metal."""
 
 INSTALL_HINT = (
@@ -58,23 +62,23 @@ def clean_device(value: str | None) -> str | None:
 
 
 def resolve_device(requested: str | None) -> str:
-    """The device to measure on: the one requested, else CUDA, else MPS, else the CPU.
+    """The device to measure on: the one requested, else CUDA, else Metal, else the CPU.
 
     Raises BadInput when the requested device is not usable here, saying why.
     """
     torch = require_torch()
     device = clean_device(requested)
     cuda = torch.cuda.is_available()
-    mps = _mps_available(torch)
+    metal = _metal_available(torch)
     if device is None:
-        return "cuda" if cuda else "mps" if mps else "cpu"
+        return "cuda" if cuda else METAL if metal else "cpu"
     if device == "cuda" and not cuda:
         if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
             why = f"this PyTorch ({torch.__version__}) was built without CUDA"
         else:
             why = "no CUDA device is visible (check the driver and CUDA_VISIBLE_DEVICES)"
         raise BadInput(f"--device cuda: CUDA is not available here: {why}")
-    if device == "mps" and not mps:
+    if device == METAL and not metal:
         raise BadInput(
             "--device mps: Apple's Metal backend is not available here (it needs an Apple "
             "silicon Mac and a PyTorch built with MPS)"
@@ -88,8 +92,8 @@ def local_device() -> str:
     return resolve_device(None)
 
 
-def _mps_available(torch: Any) -> bool:
-    backend = getattr(torch.backends, "mps", None)
+def _metal_available(torch: Any) -> bool:
+    backend = getattr(torch.backends, "mps", None)  # PyTorch's name for Metal
     return bool(backend is not None and backend.is_available())
 
 
@@ -127,7 +131,7 @@ def describe(device: str) -> dict[str, Any]:
         uuid = getattr(props, "uuid", None)
         info.update(nvidia_smi(str(uuid) if uuid is not None else None))
         info["cpu"] = cpu_model()
-    elif device == "mps":
+    elif device == METAL:
         info["device_name"] = apple_chip() or "Apple GPU (Metal)"
         info["macos"] = platform.mac_ver()[0]
     else:

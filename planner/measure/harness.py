@@ -39,6 +39,7 @@ from planner.curves.cards import Card, builtin_catalogue
 from planner.curves.curve import Curve, Point, make_curve
 from planner.errors import BadInput
 from planner.measure.devices import (
+    METAL,
     default_card_name,
     describe,
     mig_profile_in_name,
@@ -327,7 +328,7 @@ class _Sweep:
     def classify(self, exc: Exception) -> Exception:
         text = str(exc).lower()
         out_of_memory = isinstance(exc, self.torch.OutOfMemoryError | MemoryError) or (
-            # MPS and the CPU allocator raise plain RuntimeErrors for the same condition.
+            # Metal and the CPU allocator raise plain RuntimeErrors for the same condition.
             isinstance(exc, RuntimeError)
             and ("out of memory" in text or "can't allocate memory" in text)
         )
@@ -421,7 +422,7 @@ class _Sweep:
     def release_memory(self) -> None:
         if self.device == "cuda":
             self.torch.cuda.empty_cache()
-        elif self.device == "mps":
+        elif self.device == METAL:
             self.torch.mps.empty_cache()
 
     def curve(self, precision: str, points: list[Point], notes: dict[str, Any]) -> Curve:

@@ -56,7 +56,7 @@ class MeasureOptions:
     ``precisions`` empty means FP16 on a GPU and FP32 on the CPU. ``resolution``
     (``WIDTHxHEIGHT``) is the reference model's input size (default 512x288); for a
     model file it follows from ``model.input_shape`` and may be given only if it agrees.
-    ``device`` None picks CUDA, else Apple's MPS, else the CPU. ``model_name`` defaults
+    ``device`` None picks CUDA, else Apple's Metal (``mps``), else the CPU. ``model_name`` defaults
     to ``ball-detector`` for the reference model and to the file's stem otherwise;
     ``card`` to a name derived from the device (see ``planner.measure.devices``).
     """

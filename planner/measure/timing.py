@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planner.curves.curve import Point
+from planner.measure.devices import METAL
 from planner.units import Megabytes, Milliseconds
 
 Clock = Callable[[], int]
@@ -104,6 +105,6 @@ def synchronizer(torch: Any, device: str) -> Callable[[], None]:
     """A function that waits until ``device`` has finished all queued work."""
     if device == "cuda":
         return lambda: torch.cuda.synchronize()
-    if device == "mps":
+    if device == METAL:
         return lambda: torch.mps.synchronize()
     return lambda: None  # CPU operators return when their work is done

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from planner import display
 from planner.plan import margin
-from planner.plan.options import Option, Recommendation
+from planner.plan.outcomes import Option, Recommendation
 from planner.plan.request import Request
 from planner.sim.sweep import Pooled
 

@@ -16,7 +16,7 @@ from planner.curves.cards import Card
 from planner.curves.curve import Curve
 from planner.errors import BadInput, NotFound
 from planner.links.parameters import schema
-from planner.plan.options import Recommendation, option_fields, peak_fields
+from planner.plan.outcomes import Recommendation, option_fields, peak_fields
 from planner.plan.params import CompareParams, PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.request import Request

@@ -18,7 +18,7 @@ from planner.errors import BadInput, NotFound
 from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import decode
 from planner.plan.fleet import fleet_fields, plan_fleet, plan_profile
-from planner.plan.options import Recommendation, option_fields, peak_fields
+from planner.plan.outcomes import Recommendation, option_fields, peak_fields
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.request import Request

@@ -37,7 +37,7 @@ from typing import Any
 from planner import display
 from planner.curves.cards import Card
 from planner.errors import BadInput
-from planner.plan.options import Option, Recommendation
+from planner.plan.outcomes import Option, Recommendation
 from planner.sim.policies import POLICIES
 from planner.sim.sharing.deployment import ModeFile, Target, comment
 from planner.sim.sharing.mig import CONFIG_NAME

@@ -17,7 +17,7 @@ from planner.demand.fleet import DemandFleet, demand_fleet
 from planner.demand.profiles import SHAPES, DemandProfile, builtin_profile
 from planner.errors import BadInput
 from planner.plan.compare_cards import SHARED, CardPlan, compare_cards
-from planner.plan.options import Option, Recommendation
+from planner.plan.outcomes import Option, Recommendation
 from planner.plan.params import CompareParams, PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.request import Request

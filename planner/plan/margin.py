@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from planner import display, limits
 from planner.curves.measure_next import Advice
-from planner.plan.options import Option
+from planner.plan.outcomes import Option
 from planner.plan.request import Request
 
 LOAD_TEST = "planner loadtest"

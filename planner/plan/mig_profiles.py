@@ -16,7 +16,7 @@ from typing import Any
 
 from planner import display
 from planner.demand.profiles import HOURS_PER_MONTH
-from planner.plan.options import (
+from planner.plan.outcomes import (
     MONEY_DIGITS,
     Fleet,
     Option,

@@ -137,7 +137,11 @@ class PlanParams(ParameterSet):
     ``resolution``); with neither, the page picks its default curve. ``modes`` None means
     the recommendation's default: exclusive, plus each mode whose parameters are given.
     ``profile`` names a demand profile (a built-in shape or a stored one) and
-    ``lead_time_min`` the autoscaling lead time for the fleet over a day. The page's view
+    ``lead_time_min`` the autoscaling lead time for the fleet over a day. ``max_batch``
+    and ``max_queue_delay_us`` are the batcher settings of the policies that take them
+    (``max-batch``, ``triton``), as for one simulation; unset, a plan takes those of the
+    server its curve was measured on (``Curve.batcher``), else each policy's own (max-batch
+    4, triton 8 and 2,000 µs), which every plan used before they were parameters. The page's view
     settings beside them (``views``) are the saved plan it is compared with and the option
     whose deployment settings it shows.
     """
@@ -173,6 +177,8 @@ class PlanParams(ParameterSet):
     max_overwritten: float | None = param("max_overwritten")
     overhead_ms: Milliseconds = param("overhead_ms")
     policies: tuple[str, ...] = param("policies")
+    max_batch: int | None = param("max_batch")
+    max_queue_delay_us: Microseconds | None = param("max_queue_delay_us")
     modes: tuple[str, ...] | None = param("modes")
     cotenants: tuple[float, ...] = param("cotenants")
     busy_period_ms: Milliseconds = param("busy_period_ms")

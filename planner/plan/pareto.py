@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from planner.plan.options import Option
+from planner.plan.outcomes import Option
 
 
 def latency_at_cap(option: Option) -> float | None:

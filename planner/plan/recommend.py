@@ -1,7 +1,7 @@
 """The recommendation's search: seat caps per policy and sharing mode under a latency
 budget (SPEC §3.5), with ranges from the fit's band, plain-language reasons, and fleet
 size. What it is asked is ``planner.plan.request``; what it answers, option by option,
-``planner.plan.options``.
+``planner.plan.outcomes``.
 
 An option (policy, sharing mode) *meets* the criteria at n sessions when, over all seeds,
 the pooled latency percentile (end to end) is within the budget, the slowest session's
@@ -36,7 +36,7 @@ from planner.curves.fit import EDGES, Edge
 from planner.curves.measure_next import Advice
 from planner.errors import BadInput
 from planner.plan import margin
-from planner.plan.options import (
+from planner.plan.outcomes import (
     Failure,
     Option,
     Recommendation,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
+from typing import Any
 
 from planner.curves.cards import Card
 from planner.curves.curve import Curve
@@ -14,7 +15,7 @@ from planner.curves.fit import FittedCurve, fit_curve
 from planner.errors import BadInput, NotFound
 from planner.links.codecs import number_text
 from planner.links.urls import encode, linked_curve
-from planner.plan.options import Option
+from planner.plan.outcomes import Option
 from planner.plan.params import CompareParams, PlanParams, SimulateParams, stage_params
 from planner.plan.request import Criteria, Request, run_scenario
 from planner.sim.calibration import Calibration
@@ -39,7 +40,7 @@ class PlanInputs:
     latest: Calibration | None = None
 
 
-def calibration_of(
+def plan_calibrations(
     params: PlanParams | SimulateParams, curve: Curve, store: Store | None
 ) -> tuple[Calibration | None, Calibration | None]:
     """The calibration a plan pins (BadInput when the store does not hold it, or when it
@@ -64,6 +65,36 @@ def calibration_of(
             f"plan's curve {curve.id}"
         )
     return pinned, latest
+
+
+BATCHER = ("max_batch", "max_queue_delay_us")
+"""The batcher settings of the policies that take them (``max-batch``, ``triton``)."""
+
+
+def batcher_of(params: PlanParams | SimulateParams, curve: Curve) -> dict[str, Any]:
+    """The batcher settings a plan (or a run) takes: those it gives, else those of the
+    server its curve was measured on (``Curve.batcher``); None where neither gives one
+    (each policy's own default)."""
+    found = curve.batcher
+    out: dict[str, Any] = {}
+    for name in BATCHER:
+        given = getattr(params, name)
+        value = given if given is not None else found.get(name)
+        out[name] = int(value) if name == "max_batch" and value is not None else value
+    return out
+
+
+def pin_batcher(params: PlanParams, curve: Curve) -> PlanParams:
+    """``params`` with the batcher settings it takes from its curve written in, for those
+    a policy of the plan takes: a link, a saved plan and a study's cell pin the values
+    they used (a plan on a curve without server settings is returned as it is)."""
+    used = {name for policy in params.policies for name in POLICIES[policy].params}
+    changes: dict[str, Any] = {
+        name: value
+        for name, value in batcher_of(params, curve).items()
+        if name in used and value is not None and getattr(params, name) is None
+    }
+    return replace(params, **changes) if changes else params
 
 
 def default_curve(store: Store) -> Curve:
@@ -123,7 +154,7 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
     with snapshot(store):
         curve = plan_curve(params, store)
         card = card_of(curve, store)
-        calibration, latest = calibration_of(params, curve, store)
+        calibration, latest = plan_calibrations(params, curve, store)
         for mode in modes_of(params):
             for each in _each_profile(mode, params, card):
                 try:
@@ -173,6 +204,7 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         per_request_ms=curve.per_request_ms,
         spread=params.spread,
         margin=params.margin,
+        **batcher_of(params, curve),
     )
     return PlanInputs(
         curve=curve,
@@ -259,11 +291,12 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
     with snapshot(store):
         curve = plan_curve(params, store)
         card = card_of(curve, store)
-        calibration, latest = calibration_of(params, curve, store)
+        calibration, latest = plan_calibrations(params, curve, store)
         sharing, measured = _sharing(params.mode, params, card, curve, store)
     fitted = fit_curve(curve.points)
     source = fitted if measured is None else fit_curve(measured.points)
-    queued = (params.max_batch or 8) if params.queue == "all" else 1
+    batcher = batcher_of(params, curve)
+    queued = int(batcher["max_batch"] or 8) if params.queue == "all" else 1
     memory = memory_limit(
         memory_model(source.points),
         available(sharing, card.memory_gb if card is not None else None),
@@ -291,8 +324,7 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
             phases=params.phases,
             seed=params.seed,
             jitter_ms=params.jitter_ms,
-            max_batch=params.max_batch,
-            max_queue_delay_us=params.max_queue_delay_us,
+            **batcher,
             slo_ms=params.slo_ms,
             stages=params.stages,
             queue=params.queue,
@@ -334,7 +366,9 @@ def plan_simulation(
     on the charts. ``compare_policy`` is a second policy to show beside it.
     """
     sharing = option.sharing
-    uses_slo = "slo_ms" in POLICIES[option.policy].params
+    takes = POLICIES[option.policy].params
+    uses_slo = "slo_ms" in takes
+    batcher = {name: getattr(request, name) for name in BATCHER if name in takes}
     return SimulateParams(
         curve=params.curve,
         points=params.points,
@@ -349,6 +383,7 @@ def plan_simulation(
         duration_s=request.duration_s,
         overhead_ms=request.criteria.overhead_ms,  # the calibration adds its own
         slo_ms=request.objective_ms if uses_slo else None,
+        **batcher,
         mode=sharing.mode,
         **sharing.parameters(),
         **stage_params(request.stages),

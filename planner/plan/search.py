@@ -22,7 +22,7 @@ from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from planner.plan.options import failures
+from planner.plan.outcomes import failures
 from planner.plan.request import SEARCHES, Criteria
 from planner.sim.sweep import Pooled
 

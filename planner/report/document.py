@@ -33,10 +33,11 @@ from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import encode, saved_params
 from planner.plan.answer import Answer, Paragraph
 from planner.plan.fleet import option_fleets
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams
-from planner.plan.resolve import PlanInputs
+from planner.plan.resolve import BATCHER, PlanInputs
 from planner.report.figures import curve_figure, demand_figure, options_figure
+from planner.sim.policies import POLICIES
 from planner.store.repository import plan_key
 from planner.views.plan import PlanView, plan_view
 from planner.views.table import Link, Table
@@ -216,7 +217,9 @@ def _inputs(ctx: ReportContext) -> Section:
                 ",".join(s.mode for s in ctx.result.request.sharings)
                 + " (from the modes' settings)"
             )
-        if value is None or (name not in _CRITERIA and name not in given):
+        if name in BATCHER:
+            value = batcher_text(ctx, name) or (value if name in given else None)
+        if value is None or (name not in (*_CRITERIA, *BATCHER) and name not in given):
             continue
         shown = value.replace(",", ", ") if name in ("policies", "modes") else value
         if name not in given and "(" not in shown:
@@ -227,6 +230,21 @@ def _inputs(ctx: ReportContext) -> Section:
         '"Share this plan" reopen the plan with every input exactly.'
     )
     return Section("inputs", "Inputs", (Table(("input", "value"), tuple(rows)), note))
+
+
+def batcher_text(ctx: ReportContext, name: str) -> str | None:
+    """A batcher setting as the plan's policies take it: the value given (said to be the
+    server's where it is what the server the curve was measured on uses), else each
+    policy's own default; None when no policy of the plan takes it."""
+    request = ctx.result.request
+    takers = [POLICIES[p] for p in request.policies if name in POLICIES[p].params]
+    if not takers:
+        return None
+    found = getattr(request, name)
+    if found is None:
+        return ", ".join(f"{p.defaults[name]:g} ({p.name}'s default)" for p in takers)
+    server = ctx.inputs.curve.batcher.get(name)
+    return f"{found:g}" + (" (the server's the curve was measured on)" if found == server else "")
 
 
 def _curve(ctx: ReportContext) -> Section:

@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from planner.curves.curve import Point
 from planner.curves.fit import FittedCurve
 from planner.demand.fleet import DemandFleet
-from planner.plan.options import Option
+from planner.plan.outcomes import Option
 
 COLOURS = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#bf3989", "#0a3069")
 SESSIONS_AXIS = "concurrent sessions"

@@ -28,9 +28,11 @@ any. A cell is keyed by a hash of its plan parameters, the planner's version and
 calibration used, so a cell is computed once however many studies contain it.
 
 Each curve's cells use its newest calibration from a load test (SPEC §5.2), as a plan on
-the Plan page does, and pin it by id; ``calibration = "none"`` among the fixed values
-plans every cell uncalibrated, and a calibration made later makes new cells rather than
-changing stored ones.
+the Plan page does, and pin it by id; a curve measured on a server (``planner loadtest
+--target``) plans with that server's batcher settings unless the study gives
+``max_batch`` or ``max_queue_delay_us`` (fixed or as axes), and its cells pin them.
+``calibration = "none"`` among the fixed values plans every cell uncalibrated, and a
+calibration made later makes new cells rather than changing stored ones.
 """
 
 from __future__ import annotations
@@ -55,8 +57,9 @@ from planner.demand.profiles import SHAPES
 from planner.errors import BadInput, NotFound
 from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import saved_params
-from planner.plan.options import Recommendation
+from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams
+from planner.plan.resolve import pin_batcher
 from planner.sim.policies import POLICIES
 from planner.spans import Span, fields, int_fields
 from planner.store.calibrations import latest_calibration
@@ -411,6 +414,9 @@ def cells(store: Store, study: Study) -> list[Cell]:
                               PlanParams(curve=curve.id), tuple(exc.problems))  # fmt: skip
                 out.append(failed)
                 continue
+            # A curve measured on a server plans with its batcher unless the study says
+            # otherwise, and the cell pins the settings (as a plan's link does).
+            params = pin_batcher(params, curve)
             demand = _stored_demand(store, params.profile, demands)
             key = cell_key(params, demand=demand, spread=has_spread(curve.points))
             out.append(Cell(key, curve.id, coordinates, params))

@@ -10,6 +10,7 @@ from typing import Any
 from planner.curves.curve import Curve
 from planner.curves.fit import fit_curve
 from planner.sim.calibration import Calibration
+from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario
 from planner.sim.stages import STAGE_FIELDS, WorkerStages
 
@@ -23,13 +24,19 @@ def imported_scenario(
 ) -> Scenario:
     """``sessions`` sessions under ``policy`` on ``curve``'s fitted table, with the
     scenario's options in ``values`` (one frame rate ``fps``; the stages' fields become its
-    ``WorkerStages``), and ``calibration`` applied where given."""
+    ``WorkerStages``; ``queue`` and its settings what the server keeps of a session's
+    frames), and ``calibration`` applied where given."""
     options = dict(values)
     if "fps" in options:
         options["fps"] = (options["fps"],)
     options["stages"] = WorkerStages(
         **{name: options.pop(name) for name in STAGE_FIELDS if name in options}
     )
-    table = tuple(float(v) for v in fit_curve(curve.points).table(max(64, sessions)))
+    upto = max(64, sessions)
+    if options.get("queue") == "all" and "max_batch" in POLICIES[policy].params:
+        # A server that queues every frame forms batches up to its largest, however many
+        # sessions there are.
+        upto = max(upto, int(options.get("max_batch") or POLICIES[policy].defaults["max_batch"]))
+    table = tuple(float(v) for v in fit_curve(curve.points).table(upto))
     scenario = Scenario(latency_ms=table, sessions=sessions, policy=policy, **options)
     return scenario if calibration is None else calibration.apply(scenario)

@@ -13,7 +13,7 @@ import numpy as np
 
 from planner.curves.fit import FittedCurve
 from planner.errors import BadInput
-from planner.plan.options import failures
+from planner.plan.outcomes import failures
 from planner.plan.recommend import recommend
 from planner.plan.request import Criteria, Request, model_spread
 from planner.sim.calibration import Calibration
@@ -29,6 +29,8 @@ from planner.validate.worker.serve import serve
 def outcome(run: WorkerRun) -> Any:
     """A measured run as the simulator's per-run outcome (``planner.sim.ensemble.Outcome``),
     so that seeds are pooled exactly as the recommendation pools simulated ones."""
+    from planner.sim.arrivals import arrivals
+    from planner.sim.delivered import delivered_fps
     from planner.sim.ensemble import Outcome
     from planner.sim.pipeline import job_sums
 
@@ -58,7 +60,7 @@ def outcome(run: WorkerRun) -> Any:
         thirds = (int(first), int(last))
     return Outcome(
         scenario=s,
-        fps=r.delivered / s.duration_s,
+        fps=delivered_fps(s, arrivals(s), r.delivered, r.pending),
         arrived=int(r.arrived.sum()),
         delivered=int(r.delivered.sum()),
         overwritten=int(r.overwritten.sum()),

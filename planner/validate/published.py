@@ -44,7 +44,7 @@ from planner.curves.curve import Point
 from planner.curves.fit import fit_curve
 from planner.errors import BadInput
 from planner.plan.margin import low_end
-from planner.plan.options import Option
+from planner.plan.outcomes import Option
 from planner.plan.recommend import recommend
 from planner.plan.request import Criteria, Request
 from planner.units import FramesPerSecond, Milliseconds

@@ -21,7 +21,7 @@ from planner.errors import BadInput
 from planner.links.urls import saved_plan_url, self_contained, url
 from planner.plan.answer import Answer, plan_answer
 from planner.plan.mig_profiles import plans_every_profile, result_rows
-from planner.plan.options import Fleet, Option, Recommendation, fleet
+from planner.plan.outcomes import Fleet, Option, Recommendation, fleet
 from planner.plan.params import PlanParams, SimulateParams
 from planner.plan.pareto import dominated
 from planner.plan.resolve import PlanInputs, command_line, plan_simulation

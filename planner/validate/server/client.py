@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from planner import limits
 from planner.errors import BadInput, PlannerError
 from planner.validate.server.target import Target
 
@@ -170,6 +171,18 @@ class ServerModel:
     def largest_batch(self) -> int:
         """The most frames one execution takes: the model's batch limit, or 1."""
         return max(self.max_batch_size, 1)
+
+    @property
+    def batcher(self) -> dict[str, float]:
+        """The batcher settings the simulator's ``triton`` policy takes for this model: its
+        largest batch and its dynamic batcher's delay; a model without a dynamic batcher
+        runs every request alone (batch 1, no wait). Within the ranges a plan takes."""
+        if self.max_queue_delay_us is None or self.max_batch_size < 1:
+            return {"max_batch": 1, "max_queue_delay_us": 0.0}
+        return {
+            "max_batch": min(self.largest_batch, int(limits.MAX_BATCH.high)),
+            "max_queue_delay_us": min(self.max_queue_delay_us, limits.MAX_QUEUE_DELAY_US.high),
+        }
 
     def describe(self) -> dict[str, Any]:
         """The model's settings as plain values, for a load test's environment."""

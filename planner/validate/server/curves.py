@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.curves.curve import Curve, Point, make_curve
+from planner.curves.curve import BATCHER_KEY, Curve, Point, make_curve
 from planner.errors import BadInput
 from planner.limits import MIN_LATENCY_MS
 from planner.units import Milliseconds
@@ -192,6 +192,8 @@ def make_server_curve(
         "server_batches": {
             str(b): {str(s): n for s, n in sorted(found.ran[b].items())} for b in found.batches
         },
+        # The server's batcher: the defaults of a plan on this curve (``Curve.batcher``).
+        BATCHER_KEY: model.batcher,
         **({"per_request_ms": per_request} if per_request else {}),
         **({"statistics": list(found.notes)} if found.notes else {}),
     }

@@ -113,12 +113,12 @@ def server_options(options: LoadTestOptions, model: ServerModel) -> LoadTestOpti
     """The load test's options with the server's batcher as the prediction's policy:
     ``triton`` with the model's ``max_batch_size`` and ``max_queue_delay_microseconds``.
     A model without a dynamic batcher runs each request on its own (B = 1, no wait)."""
-    batching = model.max_queue_delay_us is not None and model.max_batch_size > 0
+    batcher = model.batcher
     return replace(
         options,
         policies=(POLICY,),
-        max_batch=model.largest_batch if batching else 1,
-        max_queue_delay_us=model.max_queue_delay_us if batching else 0.0,
+        max_batch=int(batcher["max_batch"]),
+        max_queue_delay_us=batcher["max_queue_delay_us"],
     )
 
 
