@@ -27,6 +27,10 @@ export PLANNER_DB=${ACCURACY_DB:-$(mktemp -d)/accuracy.duckdb}
     --report "$out"
 
 { echo; cat scripts/accuracy_notes.md; } >> "$out"
+# The summary on the first screen, and the section against published multi-stream results
+# (its table from `planner bench --only published`, kept in scripts/accuracy_published.md).
+{ head -n 2 "$out"; cat scripts/accuracy_summary.md; echo; tail -n +3 "$out"; echo
+  cat scripts/accuracy_published.md; } > "$out.tmp" && mv "$out.tmp" "$out"
 echo "wrote $out (load test stored in $PLANNER_DB)"
 
 # Then the section "Against a real Triton server" (about 10 minutes more; needs PyTriton,

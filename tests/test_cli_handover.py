@@ -12,6 +12,7 @@ import yaml
 
 from planner.demand.fleet import demand_fleet
 from planner.demand.profiles import read_profile_csv
+from planner.limits import UNCALIBRATED_MARGIN
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
 from planner.plan.resolve import plan_inputs
@@ -219,7 +220,9 @@ def test_a_link_cannot_carry_a_profile_file(cli, tmp_path: Path) -> None:
     run = cli("link", "--profile", good)
     assert run.status == 2 and "store it first" in run.err
     named = cli("link", "--profile", "office-hours", "--lead-time-min", "30", "--json")
-    assert named.json["params"] == {"profile": "office-hours", "lead_time_min": "30"}
+    margin = str(UNCALIBRATED_MARGIN)  # a link pins the uncalibrated range's margin
+    assert named.json["params"] == {"profile": "office-hours", "lead_time_min": "30",
+                                    "margin": margin}  # fmt: skip
 
 
 @pytest.mark.parametrize(

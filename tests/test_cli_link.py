@@ -11,6 +11,7 @@ import pytest
 
 from planner.cli import build_parser
 from planner.cli.measure import options_from_args
+from planner.limits import UNCALIBRATED_MARGIN
 from planner.links.urls import decode
 from planner.measure.harness import MeasureOptions, ModelSpec
 from planner.measure.options import command_for
@@ -34,19 +35,24 @@ def test_a_plain_link_carries_the_options_and_leaves_defaults_out(cli) -> None:
     assert run.status == 0, run.err
     link = run.out.strip()
     assert link.startswith("http://localhost:8501/?")
+    # A link pins the margin of the uncalibrated range it was made with (SPEC §6.2).
     assert params_of(link) == PlanParams(
-        budget_ms=40.0, policies=("batch-all", "oldest-first"), peak_sessions=120
+        budget_ms=40.0,
+        policies=("batch-all", "oldest-first"),
+        peak_sessions=120,
+        margin=UNCALIBRATED_MARGIN,
     )
-    assert cli("link").out.strip() == "http://localhost:8501/"
+    assert cli("link").out.strip() == f"http://localhost:8501/?margin={UNCALIBRATED_MARGIN}"
 
 
 def test_base_and_json(cli) -> None:
     run = cli("link", "--base", "https://plans.example.com/seats/", "--min-fps", "25", "--json")
     assert run.status == 0, run.err
     doc = run.json
-    assert doc["url"] == "https://plans.example.com/seats/?min_fps=25"
+    margin = str(UNCALIBRATED_MARGIN)
+    assert doc["url"] == f"https://plans.example.com/seats/?min_fps=25&margin={margin}"
     assert doc == {"url": doc["url"], "plan_id": None, "self_contained": False,
-                   "params": {"min_fps": "25"}}  # fmt: skip
+                   "params": {"min_fps": "25", "margin": margin}}  # fmt: skip
 
 
 def test_points_are_embedded_as_given(cli) -> None:

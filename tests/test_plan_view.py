@@ -11,6 +11,7 @@ from typing import Any
 from streamlit.testing.v1 import AppTest
 
 from dashboard.state import store
+from planner.limits import UNCALIBRATED_MARGIN
 from planner.links.urls import decode, saved_plan_url
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
@@ -28,7 +29,9 @@ from tests.conftest import run
 PLAN = {"points": "1:4.69,4:9.29", "card": "h100-80gb", "mig_profile": "all",
         "modes": "exclusive,mig", "policies": "oldest-first", "seeds": "2", "duration_s": "5",
         "peak_sessions": "100", "price_per_hour": "4", "pre_ms": "2",
-        "cpu_workers": "1"}  # fmt: skip
+        "cpu_workers": "1",
+        # The margin the command line pins by default, so the link is the same plan.
+        "margin": str(UNCALIBRATED_MARGIN)}  # fmt: skip
 Cells = tuple[tuple[str, ...], ...]  # a table's header row, then its rows
 
 

@@ -33,6 +33,7 @@ from dashboard.ui import (
 )
 from planner.demand.profiles import HOURS_PER_MONTH
 from planner.errors import BadInput, NotFound
+from planner.limits import UNCALIBRATED_MARGIN
 from planner.links.urls import encode
 from planner.plan.answer import Paragraph
 from planner.plan.mig_profiles import plans_every_profile
@@ -54,6 +55,9 @@ from planner.views.plan import PlanView, plan_view
 from planner.views.work import OverBudget
 
 c = Controls("plan_")
+MARGIN_KEY = "plan_margin"
+"""The margin version the page's plan pins: an opened link's (None for none), else the
+current one."""
 STYLE = Path(__file__).resolve().parent.parent / "assets" / "plan.css"
 """How the page lays out on a narrow screen (a phone), where Streamlit's own layout does
 not suffice."""
@@ -286,11 +290,15 @@ if link is not None:
     url_state.show_ignored(link.ignored)
     plan_url.opened(c, link.params, db)
     calibration_control.load(link.params)
+    # A link pins its margin, or none (a link from before it keeps the band's range).
+    st.session_state[MARGIN_KEY] = link.params.margin
 
 params = controls(c, db, default, curves)
 demand = plan_demand.demand_controls(c, db)  # drawn even when the rest does not make a plan
 if params is None or demand is None:
     st.stop()
+# A plan opened afresh pins the current margin of the uncalibrated range (SPEC §6.2).
+params = replace(params, margin=st.session_state.get(MARGIN_KEY, UNCALIBRATED_MARGIN))
 # The answer comes first and the calibration control below it, though the control's
 # choice is read before the plan is computed: each is drawn into its own slot.
 answer_slot, calibration_slot = st.container(), st.container()

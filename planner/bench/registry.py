@@ -94,4 +94,5 @@ BENCH_MODULES: tuple[str, ...] = (
     "planner.bench.measure",
     "planner.bench.store",
     "planner.bench.study",
+    "planner.bench.published",
 )

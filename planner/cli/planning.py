@@ -86,6 +86,8 @@ def plan_from_args(args: argparse.Namespace, store: Store) -> tuple[PlanParams, 
         given.append("--other-jobs")
     if getattr(args, "calibration", None) is not None:
         given.append("--calibration")
+    if getattr(args, "margin", None) is not None:
+        given.append("--margin")
     if given:
         raise BadInput(
             f"--plan uses the saved plan as it is; {', '.join(given)} would change it "
@@ -190,6 +192,13 @@ def print_fleet_summary(fleet: DemandFleet) -> None:
 def add_plan_options(parser: argparse.ArgumentParser) -> None:
     """The options of a plan (shared with ``planner link``); defaults and ranges are the
     library's, read from the link parameters (``planner.links.urls.PARAMETERS``)."""
+    parser.add_argument(
+        "--margin",
+        metavar="VERSION|none",
+        help="the uncalibrated range's margin, the model's error on published results, by "
+        f"version (default {limits.UNCALIBRATED_MARGIN}, the current one; none: the band's "
+        "range alone, as links from before it)",
+    )
     parser.add_argument("--card", help="the card (default: the stored curve's card)")
     parser.add_argument(
         "--model",
@@ -428,6 +437,7 @@ def plan_params(args: argparse.Namespace) -> PlanParams:
     values["other_jobs"] = bool(args.other_jobs)
     values["cascade"] = cascade_option(getattr(args, "cascade", None))
     values.update(workload_options(args))
+    values["margin"] = margin_of(args)
     if args.points is not None:
         values["points"] = parse_points_option(args.points)
         if args.card:
@@ -446,6 +456,18 @@ def plan_params(args: argparse.Namespace) -> PlanParams:
         return PlanParams(**values)
     except BadInput as exc:
         raise BadInput([option_name(p) for p in exc.problems]) from None
+
+
+def margin_of(args: argparse.Namespace) -> int | None:
+    """The margin version ``--margin`` names: the current one by default, ``none`` for
+    none (SPEC §6.2)."""
+    text = getattr(args, "margin", None)
+    if text is None:
+        return limits.UNCALIBRATED_MARGIN
+    try:
+        return PARAMETERS["margin"].codec.parse(str(text))
+    except BadInput as exc:
+        raise BadInput([f"--margin: {p}" for p in exc.problems]) from None
 
 
 def batcher_unused(values: dict[str, Any]) -> list[str]:

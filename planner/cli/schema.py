@@ -28,7 +28,8 @@ SEATS = {**span("seats_per_card", INT), "seats": STR}
 
 OPTION = obj({
     "policy": STR, "mode": STR, "sharing": STR, "derived": BOOL,
-    "cap": INT, "cap_low": INT, "cap_high": INT, "seats_per_instance": STR,
+    "cap": INT, "cap_low": INT, "cap_high": INT, "band_cap_low": INT, "band_cap_high": INT,
+    "uncalibrated_margin": nullable(NUM), "seats_per_instance": STR,
     "instances_per_card": INT, **SEATS, "card_share": NUM,
     "binding_constraint": STR, "failures": array(STR), "extrapolated": BOOL,
     "percentile": nullable(NUM), "latency_ms_at_cap": nullable(NUM),
@@ -93,7 +94,7 @@ PLAN_SCHEMAS: dict[str, dict[str, Any]] = {
         "recommended": nullable(OPTION), "summary": STR, "options": array(OPTION),
         "measure_next": nullable(INT), "measure_next_basis": STR, "fleet": nullable(FLEET),
         "assumptions": array(STR), "simulations": INT,
-        "calibration": nullable({"type": "object"}),
+        "calibration": nullable({"type": "object"}), "margin": nullable(INT),
     }),
     "compare-cards": obj({"model": STR, "curves": array(CARD)}),
     "compare-plans": obj({

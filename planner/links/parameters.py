@@ -210,6 +210,14 @@ PARAMETERS: dict[str, Parameter] = {
         Choice(limits.TIMEOUT_ACTIONS),
         "queue all: reject a timed-out request, or delay it behind the others",
     ),
+    # The uncalibrated range's margin (SPEC §6.2), pinned by version; absent: none, so a
+    # link from before it reopens with the same range.
+    "margin": Parameter(
+        None,
+        NoneOr(Int.of(limits.MARGIN_VERSION)),
+        "version of the uncalibrated range's margin, the model's error on published "
+        "results (unset or none: no margin)",
+    ),
     "spread": Parameter(
         True,
         Bool(),

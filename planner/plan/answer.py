@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner import display
+from planner.plan import margin
 from planner.plan.outcomes import Option, Recommendation
 from planner.plan.request import Request
 from planner.sim.sweep import Pooled
@@ -95,7 +96,9 @@ def plan_answer(result: Recommendation) -> Answer:
             else None
         ),
         measure_next=(
-            f"No batch size is worth measuring next, relative to {result.measure_next_basis}."
+            f"Measure with {margin.LOAD_TEST} next, relative to {result.measure_next_basis}."
+            if best is not None and best.margin_sets_low
+            else f"No batch size is worth measuring next, relative to {result.measure_next_basis}."
             if result.measure_next is None
             else f"Measure batch {result.measure_next} next, relative to "
             f"{result.measure_next_basis}."
@@ -114,7 +117,10 @@ def headline(best: Option | None) -> str:
     """``3 seats per card — oldest-first, exclusive``, or that no seat fits."""
     if best is None:
         return "No seat fits these criteria"
-    return f"{best.seats} {'seat' if best.seats == '1' else 'seats'} per card — {best.label}"
+    text = f"{best.seats} {'seat' if best.seats == '1' else 'seats'} per card — {best.label}"
+    if best.margin is not None:
+        text += f" ({margin.uncalibrated_note(best)})"
+    return text
 
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
@@ -197,8 +203,11 @@ def _why(best: Option) -> Paragraph:
         if best.failures:
             return Paragraph(f"Why not {best.cap + 1}{unit}?", _sentence(best.binding_constraint))
         return Paragraph("No limit found:", f"it {best.binding_constraint}.")
+    # Uncalibrated, the low end can be the model's error rather than the band's edge.
+    widened = (best.cap_low, "Until a load test calibrates the curve", margin.low_end_reason(best))
     ends = (
-        (best.cap_low, "If the card is as slow as the band's pessimistic edge",
+        *((widened,) if best.margin_sets_low else ()),
+        (best.band_cap_low, "If the card is as slow as the band's pessimistic edge",
          best.edge_constraint("pessimistic")),
         (best.cap, "On the fitted curve", best.binding_constraint),
         (best.cap_high, "If it is as fast as the band's optimistic edge",
@@ -210,12 +219,13 @@ def _why(best: Option) -> Paragraph:
         for cap, where, reason in ends
         if reason is not None
     )
-    return Paragraph(
-        f"Why {best.seats_per_instance}{unit}?",
+    lead = (
         "The measured points leave the curve uncertain, so the cap depends on how fast the "
-        "card really is inside the fit's band:",
-        items,
+        "card really is inside the fit's band"
     )
+    if best.margin_sets_low:
+        lead += ", and until a load test calibrates it the range also carries the model's error"
+    return Paragraph(f"Why {best.seats_per_instance}{unit}?", lead + ":", items)
 
 
 def _closest(option: Option | None) -> Paragraph:

@@ -67,12 +67,32 @@ class Option:
     per_card: int = 1
     card_share: float = 1.0
     edge_constraints: tuple[tuple[Edge, str], ...] = ()  # (edge, why its next seat fails)
+    # The uncalibrated range (SPEC §6.2, ``planner.plan.margin``): the factor m that
+    # widened ``cap_low`` to min(band low, floor(m x cap)), and the band's own caps; None
+    # where no margin applies (a calibrated plan, or one that pins none).
+    margin: float | None = None
+    band_low: int | None = None
+    band_high: int | None = None
 
     def edge_constraint(self, edge: Edge) -> str | None:
         """Why the next seat fails on one edge of the band (``pessimistic`` at
         ``cap_low + 1``, ``optimistic`` at ``cap_high + 1``), in the words of
         ``binding_constraint``; None where that edge's cap equals the central one."""
         return dict(self.edge_constraints).get(edge)
+
+    @property
+    def band_cap_low(self) -> int:
+        """The cap on the band's pessimistic edge, whatever the margin made of ``cap_low``."""
+        return self.cap_low if self.band_low is None else self.band_low
+
+    @property
+    def band_cap_high(self) -> int:
+        return self.cap_high if self.band_high is None else self.band_high
+
+    @property
+    def margin_sets_low(self) -> bool:
+        """Whether the margin, not the band, sets the low end of the range."""
+        return self.cap_low < self.band_cap_low
 
     @property
     def mode(self) -> str:
@@ -135,6 +155,9 @@ class Option:
             "cap": self.cap,
             "cap_low": self.cap_low,
             "cap_high": self.cap_high,
+            "band_cap_low": self.band_cap_low,
+            "band_cap_high": self.band_cap_high,
+            "uncalibrated_margin": self.margin,
             "seats_per_instance": self.seats_per_instance,
             "instances_per_card": self.per_card,
             "seats_per_card": self.seats_per_card,
@@ -296,6 +319,8 @@ class Recommendation:
             "calibration": None
             if self.request.calibration is None
             else self.request.calibration.as_dict(),
+            # The version of the uncalibrated range's margin the plan pins (SPEC §6.2).
+            "margin": self.request.margin,
         }
 
 

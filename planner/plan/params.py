@@ -213,6 +213,7 @@ class PlanParams(ParameterSet):
     cotenant_curve: tuple[str, ...] = param("cotenant_curve")
     cotenant_batch: tuple[float, ...] = param("cotenant_batch")
     cotenant_rps: tuple[float, ...] = param("cotenant_rps")
+    margin: int | None = param("margin")
 
     @property
     def stages(self) -> WorkerStages:

@@ -35,6 +35,7 @@ from planner.curves import measure_next
 from planner.curves.fit import EDGES, Edge
 from planner.curves.measure_next import Advice
 from planner.errors import BadInput
+from planner.plan import margin
 from planner.plan.cascade import chain_clause
 from planner.plan.outcomes import (
     Failure,
@@ -95,6 +96,8 @@ def recommend(
     built = [
         _option(request, o, caps, history, memory[o[1]], cpu_free.get(o), stable) for o in options
     ]
+    # Uncalibrated, each range also carries the model's measured error (SPEC §6.2).
+    built = margin.widen(request, built)
     order = {p: i for i, p in enumerate(request.policies)}
     modes = {s: i for i, s in enumerate(request.sharings)}
     ranked = sorted(
@@ -118,7 +121,7 @@ def recommend(
     if recommended is None:
         # Nothing holds one session: describe the option that came closest at one session.
         best = closest(ranked, request.criteria)
-    advice = _measure_next(request, best, ranked)
+    advice = margin.advice(best, _measure_next(request, best, ranked))
     measure = advice.batch
     sized = sized_fleet(request, recommended)
     return Recommendation(
@@ -510,6 +513,8 @@ def _summary(request: Request, best: Option, recommended: bool, measure: int | N
         text += f". It rests on batch sizes beyond the measured {display.batches(measured)}"
     if measure is not None:
         text += f"; measuring batch {measure} next would settle it best"
+    if best.margin is not None:
+        text += f"; {margin.uncalibrated_note(best)}"
     if request.calibration is not None:
         text += f". Calibrated by {request.calibration.source}"
     return text + "."

@@ -97,6 +97,9 @@ class Request:
     ``cascade`` is the models the worker runs after the curve's on each batch, in order,
     each on the crops the one before produced (``planner.plan.cascade``; SPEC §6.3);
     ``model_name`` names the curve's model when the answer speaks of the chain.
+    ``margin`` is the version of the uncalibrated range's margin (SPEC §6.2,
+    ``planner.plan.margin``): without a calibration, each cap's low end also carries the
+    model's error measured on published results. None: no margin, as plans before it.
     """
 
     curve: FittedCurve
@@ -129,9 +132,15 @@ class Request:
     spread: bool = True
     cascade: tuple[CascadeStep, ...] = ()
     model_name: str = "the first model"
+    margin: int | None = None
 
     def __post_init__(self) -> None:
         problems = []
+        if self.margin is not None and self.margin not in limits.UNCALIBRATED_MARGINS:
+            problems.append(
+                f"the margin's version must be one of "
+                f"{', '.join(map(str, limits.UNCALIBRATED_MARGINS))}"
+            )
         if not limits.PER_REQUEST_MS.holds(self.per_request_ms):
             problems.append(f"the per-request cost must be {limits.PER_REQUEST_MS.words()} ms")
         unknown = [p for p in self.policies if p not in POLICIES]

@@ -208,6 +208,7 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         timeout_action=params.timeout_action,
         per_request_ms=curve.per_request_ms,
         spread=params.spread,
+        margin=params.margin,
         **batcher_of(params, curve),
         cascade=cascade,
         model_name=curve.model,
@@ -494,4 +495,7 @@ def command_line(command: str, params: PlanParams | SimulateParams | ComparePara
         # The command line applies a stored curve's latest calibration unless told not to;
         # this plan has none, and the command must compute the same plan.
         argv += ["--calibration", "none"]
+    if isinstance(params, PlanParams) and params.margin is None:
+        # The command line pins the current margin unless told not to (SPEC §6.2).
+        argv += ["--margin", "none"]
     return argv
