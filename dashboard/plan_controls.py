@@ -13,11 +13,13 @@ from typing import Any
 import streamlit as st
 
 from dashboard.controls import Controls, chosen_card, pick_curve, queue_controls
+from dashboard.plan_worker import chain_controls, workload_controls
 from dashboard.ui import show_problems
 from planner import display, limits
 from planner.curves.cards import Card
 from planner.curves.curve import Curve
 from planner.errors import BadInput, NotFound
+from planner.plan.cotenants import WORKLOAD_FIELDS
 from planner.plan.params import PlanParams
 from planner.plan.resolve import modes_of
 from planner.text import md
@@ -156,6 +158,7 @@ def controls(c: Controls, db: Any, default: Curve, curves: list[Curve]) -> PlanP
             "Time-slicing has no memory isolation, so ours is the card's memory less theirs.",
         )
         mode_fields += ["cotenants", "busy_period_ms", "cotenant_memory_mb"]
+        mode_fields += workload_controls(c, bar, db, curves)
     if "mps_share" in asked:
         c.default("mps_share", 50.0)
         c.number(
@@ -223,7 +226,7 @@ def controls(c: Controls, db: Any, default: Curve, curves: list[Curve]) -> PlanP
         step=1.0,
         help="CPU work per frame after the GPU.",
     )
-    queue_fields = queue_controls(c, bar)
+    queue_fields = chain_controls(c, bar, curves) + queue_controls(c, bar)
 
     bar.markdown("**Fleet and cost**")
     left, right = bar.columns(2)
@@ -304,12 +307,15 @@ def controls(c: Controls, db: Any, default: Curve, curves: list[Curve]) -> PlanP
         "mig_profile": None,
         "cotenant_memory_mb": (),
         "mps_memory_mb": None,
+        "cotenant_curve": (),
+        "cotenant_batch": (),
+        "cotenant_rps": (),
     }
     values = {**defaults, **values}
     values["other_jobs"] = bool(values.get("other_jobs"))  # only asked with MIG or MPS
     if not selected:
         problems.append("Sharing modes: pick at least one")
-    triggers = ("cotenants", "mps_share", "mig_profile", "mps_memory_mb")
+    triggers = ("cotenants", "mps_share", "mig_profile", "mps_memory_mb", *WORKLOAD_FIELDS)
     derived = modes_of(PlanParams(**{k: values[k] for k in triggers}))
     values["modes"] = None if selected == derived else selected
     if problems:
