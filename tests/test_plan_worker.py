@@ -115,3 +115,19 @@ def test_a_co_tenant_by_workload_shows_its_derivation_and_is_linked(app: AppTest
         (20.0, 10.0),
     )
     assert len([c for c in app.caption if "in busy periods of" in plain(c.value)]) == 2
+
+
+def test_the_simulate_page_keeps_a_linked_chain_says_so_and_can_drop_it(app: AppTest) -> None:
+    from planner.plan.params import SimulateParams
+
+    first, other = _ids()
+    linked = SimulateParams(curve=first, sessions=4, duration_s=2.0, cascade=(f"{other}:3",))
+    open_page(app, "simulate.py", encode(linked))
+    assert not app.exception
+    assert ignored(app) == []
+    assert any("From the link" in c.value and other in c.value for c in app.caption)
+    assert query(app)["cascade"] == f"{other}:3"  # kept in the page's own link
+    app.button(key="sim_worker_remove").click()
+    app.run()
+    assert not app.exception
+    assert "cascade" not in query(app)

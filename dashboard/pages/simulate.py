@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from dashboard import cache, calibration_control, url_state
@@ -63,6 +65,28 @@ RUN_FIELDS = (
 MODE_MEMORY = ("cotenant_memory_mb", "mps_memory_mb")
 CRITERIA = ("budget_ms", "percentile", "min_fps")
 CALIBRATION_KEY = "sim_calibration"
+WORKER_KEY = "sim_worker_from_link"
+WORKER_FIELDS = ("cascade", "cotenant_curve", "cotenant_batch", "cotenant_rps")
+"""What a link (a plan's "see it in detail") gives of the worker that this page has no
+controls for: the chain of models after the curve's and the co-tenants given by workload.
+They are kept as the link gave them, said, and can be removed, never dropped unsaid."""
+
+
+def worker_from_link() -> dict[str, Any]:
+    """The link's chain and co-tenants by workload, shown with a button that removes them."""
+    carried = {k: v for k, v in st.session_state.get(WORKER_KEY, {}).items() if v}
+    if not carried:
+        return {}
+    parts = []
+    if carried.get("cascade"):
+        parts.append("a chain of models after the curve's: " + ", ".join(carried["cascade"]))
+    if carried.get("cotenant_curve"):
+        parts.append("co-tenants by workload on curves " + ", ".join(carried["cotenant_curve"]))
+    st.sidebar.caption(md("From the link: " + "; ".join(parts) + "."))
+    if st.sidebar.button("Simulate without them", key="sim_worker_remove"):
+        st.session_state.pop(WORKER_KEY, None)
+        st.rerun()
+    return carried
 
 
 def controls() -> SimulateParams | None:
@@ -195,7 +219,7 @@ def controls() -> SimulateParams | None:
         show_problems("These settings do not make a scenario:", problems)
         return None
     try:
-        return SimulateParams(**chosen, **values)
+        return SimulateParams(**chosen, **values, **worker_from_link())
     except BadInput as exc:
         show_problems("These settings do not make a scenario:", c.explain(exc.problems))
         return None
@@ -303,6 +327,7 @@ if link is not None:
             st.session_state.pop(c.key(name), None)
     url_state.show_ignored(link.ignored)
     calibration_control.load(link.params, CALIBRATION_KEY)
+    st.session_state[WORKER_KEY] = {name: getattr(link.params, name) for name in WORKER_FIELDS}
 
 st.title("Simulate one scenario")
 params = controls()
