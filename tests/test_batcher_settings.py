@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from planner.curves.curve import BATCHER_KEY, Point, make_curve
 from planner.errors import BadInput
+from planner.limits import UNCALIBRATED_MARGIN
 from planner.links.urls import decode, encode, saved_params
 from planner.plan.params import PlanParams
 from planner.plan.recommend import recommend
@@ -61,7 +62,9 @@ def test_recommend_and_the_plan_page_link_take_the_same_settings(cli: Any, app: 
     # A larger batch serves more frames per second: the cap moves with the setting.
     assert tuned["cap"] > default["cap"]
     assert seats(cli, "--max-batch", "8", "--max-queue-delay-us", "2000") == default
-    link = encode(plan(points=points(), max_batch=32, max_queue_delay_us=500.0))
+    # The margin the command line pins by default, so the link is the same plan.
+    link = encode(plan(points=points(), max_batch=32, max_queue_delay_us=500.0,
+                       margin=UNCALIBRATED_MARGIN))  # fmt: skip
     assert link["max_batch"] == "32" and link["max_queue_delay_us"] == "500"
     for key, value in link.items():
         app.query_params[key] = value
