@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,12 @@ SAMPLES_MISSING = (
     "which this checkout does not have"
 )
 needs_samples = pytest.mark.skipif(not SAMPLES.is_dir(), reason=SAMPLES_MISSING)
+
+# A suite started in the background of a non-interactive shell (``bash scripts/test.sh &``)
+# inherits Ctrl-C ignored, and every command it starts would too; the Ctrl-C tests send
+# SIGINT to commands, which must receive it as a user's terminal delivers it.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 TORCH_MISSING = "needs PyTorch: pip install torch==2.13.0, then the project's measure extra"
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
