@@ -13,6 +13,7 @@ always imported from this module are imported here too, so those imports keep wo
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import ClassVar
 
 from planner.curves.imports.files import MAX_FILE_BYTES, MAX_JSON_DEPTH, decode_text, read_limited
@@ -84,7 +85,7 @@ __all__ = [
 ]
 
 
-class ImportFormat:
+class ImportFormat(ABC):
     """One kind of file the planner reads curves from.
 
     Set ``name`` (the ``--format`` value), ``title`` (how a sentence names a file of it:
@@ -101,17 +102,17 @@ class ImportFormat:
     needs: ClassVar[tuple[str, ...]] = ()
     fallback: ClassVar[bool] = False
 
+    @abstractmethod
     def detect(self, text: str) -> bool:
         """Whether ``text`` (a whole file, decoded) is of this format; from the content
         only, since file names are not trusted."""
-        raise NotImplementedError
 
+    @abstractmethod
     def parse(self, name: str, text: str, options: ImportOptions) -> ParsedFile:
         """The rows of the file ``name``. Every bad row is reported with its line (see
         ``Problems``): as ``FileProblems``, or, where the rows that are good still tell
         something (the planner's CSV), in the result's ``problems``. A file that is not
         of this format at all raises ``BadInput`` with the reason."""
-        raise NotImplementedError
 
     def fields_needed(self, text: str) -> tuple[str, ...]:
         """The options a file with this content needs from the user (``needs``)."""
