@@ -67,9 +67,11 @@ def wait_for_plan(page: Page) -> None:
 
 
 def choose(page: Page, kind: str, label: str, option: str) -> None:
-    """Pick ``option`` in the select box (or multiselect) ``label`` as a person does: open
+    """Pick ``option`` in the select box (or multiselect) labelled exactly ``label`` (the
+    page has "Batch curve" and a co-tenant's "Its batch curve") as a person does: open
     it, type, press Enter; then wait for the plan."""
-    page.get_by_test_id(kind).filter(has_text=label).locator("input").click()
+    named = page.get_by_test_id("stWidgetLabel").get_by_text(label, exact=True)
+    page.get_by_test_id(kind).filter(has=named).locator("input").click()
     page.keyboard.type(option)
     page.keyboard.press("Enter")
     page.keyboard.press("Escape")

@@ -41,7 +41,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def choose(page: Page, box: str, option: str) -> None:
     """Pick ``option`` in the select box labelled ``box``: the list opens on a click of its
     combobox, and a click that lands while the page is still settling may not open it."""
-    combobox = page.get_by_test_id("stSelectbox").filter(has_text=box).get_by_role("combobox")
+    named = page.get_by_test_id("stWidgetLabel").get_by_text(box, exact=True)
+    combobox = page.get_by_test_id("stSelectbox").filter(has=named).get_by_role("combobox")
     wanted = page.get_by_role("option", name=option, exact=False)
     for _ in range(3):
         combobox.click()

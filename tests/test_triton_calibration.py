@@ -50,6 +50,10 @@ def test_a_server_load_test_stores_a_calibration_that_recommend_uses(
     assert "The calibration fitted on every run and stored with the curve" in text
     assert "With the calibration stored with the curve (what `recommend` uses): triton" in text
     assert "## What the calibration leaves out" in text
+    # Over the loaded runs, or every run where none loaded the server (a fast machine).
+    loaded = any(r.loaded for r in test.runs)
+    covered = "the loaded runs" if loaded else "every run (none loaded the server)"
+    assert f"Their size, over {covered}, with the stored calibration" in text
     # The cap keeps the measured figures of the last count that held and the first that
     # failed (or, holding to the end, of the last two searched).
     (cap,) = test.caps

@@ -96,12 +96,16 @@ def leaves_out(
     test: LoadTest, loaded: Sequence[Run], stored: Sequence[ErrorStats] = ()
 ) -> list[str]:
     """The report's section on what the stored calibration leaves out (Markdown lines;
-    none for a test without a stored calibration or without loaded runs), with the
-    loaded runs' errors against it (``stored_errors``) where given."""
+    none for a test without a stored calibration), with the loaded runs' errors against
+    it (``stored_errors``) where given. Its table covers the loaded runs, or every run
+    where none loaded the server (a fast server, a light test): what the calibration
+    leaves out is worth showing at any load, and the text says which runs it covers."""
     calibration = test.calibration
     notes = test.environment.get("runs") or []
-    if calibration is None or not loaded or len(notes) != len(test.runs):
+    if calibration is None or not test.runs or len(notes) != len(test.runs):
         return []
+    covered = "the loaded runs" if loaded else "every run (none loaded the server)"
+    loaded = loaded or test.runs
     env = test.environment
     per_request = float(test.curve.per_request_ms)
     lines = [
@@ -116,7 +120,7 @@ def leaves_out(
         f"threads: the server ran {env.get('instances') or 1} model instance"
         f"{'s' if (env.get('instances') or 1) != 1 else ''} (the simulator runs one batch "
         "at a time) on the cores the client shares (its sending delay is under 'What ran, "
-        "and where'). Their size, over the loaded runs, with the stored calibration:",
+        f"and where'). Their size, over {covered}, with the stored calibration:",
         "",
     ]
     index = {id(r): i for i, r in enumerate(test.runs)}
@@ -170,7 +174,7 @@ def leaves_out(
     if missing:
         lines.append(
             f"The batch sizes run, the busy time and the queue time are unavailable for "
-            f"{len(missing)} of {len(loaded)} loaded runs: {missing[0]}. The errors above "
+            f"{len(missing)} of {len(loaded)} runs: {missing[0]}. The errors above "
             "rest on the answers as the client saw them, which need no statistics."
         )
     return [*lines, ""]
