@@ -35,8 +35,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -97,11 +99,11 @@ def _cap(cap: tuple[int, int, int] | None) -> str:
     return str(value) if low == high else f"{value} ({low}–{high})"
 
 
-def _held_above(runs: object, measured: int) -> str:
+def _held_above(runs: Iterable[Any], measured: int) -> str:
     """The first session count above the measured cap whose run met the criteria (the
     search stops at the first failure; a later count that holds says the failure was a
     stall of the machine as much as the load), e.g. ``8: p99 33.4 ms``; "" if none."""
-    for run in sorted(runs, key=lambda r: r.sessions):  # type: ignore[attr-defined]
+    for run in sorted(runs, key=lambda r: r.sessions):
         m = run.measured
         if run.sessions <= measured or m.e2e_p99_ms is None or m.min_fps is None:
             continue
@@ -162,7 +164,7 @@ def run_case(settings: Settings, workdir: Path, quick: bool, again: bool = False
     if again:
         if not db.exists():
             raise SystemExit(f"--again: no load test kept at {db}")
-        done = subprocess.CompletedProcess([], 0)
+        done: subprocess.CompletedProcess[str] = subprocess.CompletedProcess([], 0)
     else:
         done = _load_test(settings, db, workdir, quick)
     if done.returncode != 0 and not db.exists():
