@@ -229,7 +229,8 @@ def run_view(
     results: Results, index: int, wide: bool, params: SimulateParams, fitted: FittedCurve
 ) -> None:
     s = results.scenario
-    view = simulation_view(results, fitted, min_fps=params.min_fps)
+    first_model = inputs.curve.model
+    view = simulation_view(results, fitted, min_fps=params.min_fps, first_model=first_model)
     cells = st.columns(3)
     below = results.min_fps < params.min_fps
     slowest, *others = view.figures
@@ -282,7 +283,29 @@ def run_view(
     )
     for note in view.notes:
         st.warning(md(note), icon=":material/warning:")
-    st.plotly_chart(timeline_figure(results), width="stretch", key=f"sim_chart_timeline_{index}")
+    st.plotly_chart(
+        timeline_figure(results, first_model=first_model),
+        width="stretch",
+        key=f"sim_chart_timeline_{index}",
+    )
+    if view.models:
+        st.caption(
+            "Each batch on the GPU lane is split by model of the chain, in the order they "
+            "run; the batch is answered when the last one finishes."
+        )
+        static_table(
+            [
+                {
+                    "Model": m.model,
+                    "Mean per batch": display.ms(m.mean_ms),
+                    "p99 per batch": display.ms(m.p99_ms),
+                    "Longest": display.ms(m.max_ms),
+                    "Share of the GPU's time": display.fraction(m.share),
+                }
+                for m in view.models
+            ],
+            key=f"sim_models_{index}",
+        )
     drawn = timeline_window(results)
     if drawn.sampled:
         which = (
