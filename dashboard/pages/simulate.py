@@ -35,6 +35,7 @@ from dashboard.ui import (
 from planner import display
 from planner.curves.fit import FittedCurve
 from planner.errors import BadInput, NotFound
+from planner.links.codecs import is_points
 from planner.plan.params import SimulateParams
 from planner.plan.resolve import command_line, simulation_inputs
 from planner.text import md
@@ -81,7 +82,8 @@ def worker_from_link() -> dict[str, Any]:
     if carried.get("cascade"):
         parts.append("a chain of models after the curve's: " + ", ".join(carried["cascade"]))
     if carried.get("cotenant_curve"):
-        parts.append("co-tenants by workload on curves " + ", ".join(carried["cotenant_curve"]))
+        on = [f"points {x}" if is_points(x) else f"curve {x}" for x in carried["cotenant_curve"]]
+        parts.append("co-tenants by workload on " + " and ".join(on))
     st.sidebar.caption(md("From the link: " + "; ".join(parts) + "."))
     if st.sidebar.button("Simulate without them", key="sim_worker_remove"):
         st.session_state.pop(WORKER_KEY, None)
