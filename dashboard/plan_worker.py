@@ -1,7 +1,8 @@
 """The Plan page's worker beyond one model (SPEC §6.3): the chain of models it runs on each
 frame batch (a stored curve and its crops per frame, added and removed one at a time) and
-the co-tenants given by what they run under time-slicing (a stored curve, a batch and a
-request rate each), with the busy fraction and busy period the library derives from them.
+the co-tenants given by what they run under time-slicing (a stored curve or its points, a
+batch and a request rate each), with the busy fraction and busy period the library
+derives from them.
 
 Each is a link parameter (``cascade``; ``cotenant_curve``, ``cotenant_batch``,
 ``cotenant_rps``), held in the page's session state in its widget form, so a link opens
@@ -21,7 +22,7 @@ from dashboard.controls import Controls, from_widget, to_widget
 from dashboard.tables import curve_name
 from planner.curves.curve import Curve
 from planner.errors import BadInput
-from planner.links.codecs import cascade_entry
+from planner.links.codecs import cascade_entry, points_text
 from planner.links.parameters import ParameterSet
 from planner.plan.cotenants import WORKLOAD_FIELDS, workloads_of
 from planner.store.repository import Store
@@ -33,6 +34,7 @@ CROPS = {"fixed": "A fixed number", "poisson": "A Poisson mean"}
 """How a later model's crops per frame are given on this page (a histogram comes by link
 or on the command line)."""
 _ERROR = "worker_error"
+_COTENANT_ERROR = "cotenant_error"
 
 
 def opened(c: Controls, params: ParameterSet) -> None:
@@ -170,6 +172,13 @@ def workload_controls(
             format_func=lambda i: labels.get(i, i),
             help="The stored curve of what the co-tenant runs (a text-to-speech model, say).",
         )
+        st.text_input(
+            "Or its points (batch:ms)",
+            key=c.key("cotenant_pick_points"),
+            placeholder="e.g. 1:5,4:12",
+            help="The co-tenant's batch curve as measured points, batch:latency in ms, "
+            "used instead of a stored curve when given.",
+        )
         left, right = st.columns(2)
         st.session_state.setdefault(c.key("cotenant_pick_batch"), 4)
         left.number_input("Batch", min_value=1, step=1, key=c.key("cotenant_pick_batch"))
@@ -183,11 +192,25 @@ def workload_controls(
             help="Frames per second it serves, in batches of the size given.",
         )
         st.button("Add the co-tenant", key=c.key("cotenant_add"), on_click=_add_cotenant, args=(c,))
+    error = st.session_state.pop(c.key(_COTENANT_ERROR), None)
+    if error:
+        bar.error(md(error))
     return list(WORKLOAD_FIELDS)
 
 
 def _add_cotenant(c: Controls) -> None:
-    new = (c.get("cotenant_pick"), float(c.get("cotenant_pick_batch")), c.get("cotenant_pick_rps"))
+    given = str(c.get("cotenant_pick_points") or "").strip()
+    curve = c.get("cotenant_pick")
+    if given:
+        try:
+            curve = points_text(given)
+        except BadInput as exc:
+            st.session_state[c.key(_COTENANT_ERROR)] = "Cannot add this co-tenant: " + "; ".join(
+                exc.problems
+            )
+            return
+        st.session_state[c.key("cotenant_pick_points")] = ""  # added: the box is free again
+    new = (curve, float(c.get("cotenant_pick_batch")), c.get("cotenant_pick_rps"))
     for name, value in zip(WORKLOAD_FIELDS, new, strict=True):
         _hold(c, name, (*_held(c, name), value))
 

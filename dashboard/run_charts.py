@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from dashboard.charts import COLOURS, LEGEND, MODEBAR, rgba
+from dashboard.charts import COLOURS, LEGEND, MODEBAR, rgba, trace_name
 from planner import display
 from planner.views.runs import Results
+from planner.views.simulation import FIRST_MODEL, model_ends, model_names
 
 TIMELINE_MS = 400.0
 """The timeline opens on the first 0.4 s; the first ``TIMELINE_DATA_MS`` can be panned."""
@@ -26,6 +27,9 @@ large run was hundreds of megabytes, more than a page can be sent."""
 HISTOGRAM_BINS = 60
 CPU_COLOURS = ("#8250df", "#bf8700")  # post jobs, pre jobs (``Records.job_kind``)
 BATCH_SHADES = (COLOURS[0], "#0a3069")
+MODEL_COLOURS = (COLOURS[0], COLOURS[2], COLOURS[3], COLOURS[5], "#0a3069", "#57606a")
+"""A cascade's models on the GPU lane, in the chain's order (the first model in the
+batches' own blue); a chain longer than this reuses them."""
 """Neighbouring batches alternate between two shades of one colour (never red, which
 marks what fails: a starved session, a budget)."""
 CRITERIA = "#d1242f"
@@ -83,14 +87,18 @@ def timeline_window(results: Results) -> TimelineWindow:
     return TimelineWindow(sessions, total, horizon, sessions < total or horizon < window)
 
 
-def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.Figure:
+def timeline_figure(
+    results: Results, *, window_ms: float = TIMELINE_MS, first_model: str = FIRST_MODEL
+) -> go.Figure:
     """Which session's frame went into which batch, when: for each delivered frame a thin
     grey line while it waited for the GPU and a thick bar while its batch ran on the GPU,
     with its CPU stages (waiting for a thread and the work itself, before and after the
     GPU) in their own colours; the GPU lane shows the batches themselves (colours
     alternate so neighbouring batches stand apart), with the number of frames in each,
     and with a finite pool of CPU threads a CPU lane above it shows the jobs the threads
-    ran (overlapping when several run at once). It draws what ``timeline_window`` says."""
+    ran (overlapping when several run at once). With a cascade, each batch on the GPU
+    lane is split by model, each model of the chain (the first named ``first_model``) in
+    its own colour. It draws what ``timeline_window`` says."""
     table = results.frame_table()
     records = results.records
     drawn = timeline_window(results)
@@ -164,20 +172,23 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
     shown = records.batch_start < horizon
     starts, ends = records.batch_start[shown], records.batch_end[shown]
     sizes = records.batch_size[shown]
-    for parity in (0, 1):
-        mine = np.arange(starts.size) % 2 == parity
-        xs, ys = _segments(starts[mine], ends[mine], np.full(int(mine.sum()), gpu_lane))
-        figure.add_trace(
-            go.Scatter(
-                x=xs,
-                y=ys,
-                mode="lines",
-                line={"color": rgba(BATCH_SHADES[parity], 0.85), "width": 14},
-                name="batch, with its frames (top lane)",
-                showlegend=parity == 0,
-                hoverinfo="skip",
+    if results.scenario.cascade:
+        _model_segments(figure, results, shown, gpu_lane, first_model)
+    else:
+        for parity in (0, 1):
+            mine = np.arange(starts.size) % 2 == parity
+            xs, ys = _segments(starts[mine], ends[mine], np.full(int(mine.sum()), gpu_lane))
+            figure.add_trace(
+                go.Scatter(
+                    x=xs,
+                    y=ys,
+                    mode="lines",
+                    line={"color": rgba(BATCH_SHADES[parity], 0.85), "width": 14},
+                    name="batch, with its frames (top lane)",
+                    showlegend=parity == 0,
+                    hoverinfo="skip",
+                )
             )
-        )
     figure.add_trace(
         go.Scatter(
             x=(starts + ends) / 2,
@@ -250,6 +261,28 @@ def timeline_figure(results: Results, *, window_ms: float = TIMELINE_MS) -> go.F
         showgrid=False,
     )
     return figure
+
+
+def _model_segments(
+    figure: go.Figure, results: Results, shown: np.ndarray, lane: float, first_model: str
+) -> None:
+    """A cascade's batches on the GPU lane, each split into its models' parts
+    (``planner.sim.split``: when each model finished the batch), a trace per model."""
+    records = results.records
+    ends = model_ends(results.scenario, records)[shown]
+    begins = np.c_[records.batch_start[shown], ends[:, :-1]]
+    for j, name in enumerate(model_names(results.scenario, first_model)):
+        xs, ys = _segments(begins[:, j], ends[:, j], np.full(begins.shape[0], lane))
+        figure.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                line={"color": rgba(MODEL_COLOURS[j % len(MODEL_COLOURS)], 0.85), "width": 14},
+                name=f"batch on the GPU: {trace_name(name)} (top lane)",
+                hoverinfo="skip",
+            )
+        )
 
 
 def fps_figure(results: Results, floor: float | None = None) -> go.Figure:

@@ -20,6 +20,7 @@ from planner.links.codecs import (
     Cascade,
     CascadeEntry,
     Choice,
+    CotenantCurves,
     CurveIds,
     Float,
     Int,
@@ -32,6 +33,7 @@ from planner.links.codecs import (
     Subset,
     Text,
     Texts,
+    number_text,
 )
 from planner.links.parameters import DEFAULT_POLICIES, MODES, PARAMETERS, ParameterSet, schema
 from planner.links.urls import (
@@ -100,6 +102,12 @@ def values(codec: Any) -> st.SearchStrategy[Any]:
         return st.lists(st.from_regex(CURVE_ID, fullmatch=True), max_size=3).map(tuple)
     if isinstance(codec, Cascade):
         return st.lists(cascade_entries(), max_size=3).map(codec.check)
+    if isinstance(codec, CotenantCurves):  # stored curve ids, or points given inline
+        points = values(Points()).map(
+            lambda ps: ",".join(f"{p.batch}:{number_text(p.latency_ms)}" for p in ps)
+        )
+        entry = st.from_regex(CURVE_ID, fullmatch=True) | points
+        return st.lists(entry, max_size=3).map(codec.check)
     raise AssertionError(f"no strategy for {codec!r}")
 
 

@@ -35,6 +35,7 @@ from dashboard.ui import (
 from planner import display
 from planner.curves.fit import FittedCurve
 from planner.errors import BadInput, NotFound
+from planner.links.codecs import is_points
 from planner.plan.params import SimulateParams
 from planner.plan.resolve import command_line, simulation_inputs
 from planner.text import md
@@ -81,7 +82,8 @@ def worker_from_link() -> dict[str, Any]:
     if carried.get("cascade"):
         parts.append("a chain of models after the curve's: " + ", ".join(carried["cascade"]))
     if carried.get("cotenant_curve"):
-        parts.append("co-tenants by workload on curves " + ", ".join(carried["cotenant_curve"]))
+        on = [f"points {x}" if is_points(x) else f"curve {x}" for x in carried["cotenant_curve"]]
+        parts.append("co-tenants by workload on " + " and ".join(on))
     st.sidebar.caption(md("From the link: " + "; ".join(parts) + "."))
     if st.sidebar.button("Simulate without them", key="sim_worker_remove"):
         st.session_state.pop(WORKER_KEY, None)
@@ -229,7 +231,8 @@ def run_view(
     results: Results, index: int, wide: bool, params: SimulateParams, fitted: FittedCurve
 ) -> None:
     s = results.scenario
-    view = simulation_view(results, fitted, min_fps=params.min_fps)
+    first_model = inputs.curve.model
+    view = simulation_view(results, fitted, min_fps=params.min_fps, first_model=first_model)
     cells = st.columns(3)
     below = results.min_fps < params.min_fps
     slowest, *others = view.figures
@@ -282,7 +285,29 @@ def run_view(
     )
     for note in view.notes:
         st.warning(md(note), icon=":material/warning:")
-    st.plotly_chart(timeline_figure(results), width="stretch", key=f"sim_chart_timeline_{index}")
+    st.plotly_chart(
+        timeline_figure(results, first_model=first_model),
+        width="stretch",
+        key=f"sim_chart_timeline_{index}",
+    )
+    if view.models:
+        st.caption(
+            "Each batch on the GPU lane is split by model of the chain, in the order they "
+            "run; the batch is answered when the last one finishes."
+        )
+        static_table(
+            [
+                {
+                    "Model": m.model,
+                    "Mean per batch": display.ms(m.mean_ms),
+                    "p99 per batch": display.ms(m.p99_ms),
+                    "Longest": display.ms(m.max_ms),
+                    "Share of the GPU's time": display.fraction(m.share),
+                }
+                for m in view.models
+            ],
+            key=f"sim_models_{index}",
+        )
     drawn = timeline_window(results)
     if drawn.sampled:
         which = (

@@ -19,7 +19,7 @@ from planner.curves.imports.base import read_limited
 from planner.demand.fleet import DemandFleet
 from planner.demand.profiles import DemandProfile, read_profile_csv
 from planner.errors import BadInput
-from planner.links.codecs import number_text
+from planner.links.codecs import number_text, points_text
 from planner.links.parameters import PARAMETERS
 from planner.plan.cascade import parse_shares
 from planner.plan.compare_plans import saved_plan
@@ -336,6 +336,16 @@ def add_worker_options(parser: argparse.ArgumentParser) -> None:
             "fraction r / b x L(b) and busy period L(b) they give)",
         )
     parser.add_argument(
+        "--cotenant-points",
+        action="append",
+        dest="cotenant_curve",
+        type=_points,
+        metavar="BATCH:MS,...",
+        help="time-slicing: a co-tenant's curve given as points instead of a stored curve "
+        "(--cotenant-curve), e.g. 1:5,4:12; with its --cotenant-batch and --cotenant-rps, "
+        "in the order the co-tenants are given",
+    )
+    parser.add_argument(
         "--cascade",
         action="append",
         metavar="ID[:K|:poisson=MEAN|:hist=FILE][:max=B]",
@@ -404,6 +414,15 @@ def cascade_option(given: list[str] | None) -> tuple[str, ...]:
         raise BadInput([f"--cascade: {p}" for p in exc.problems]) from None
 
 
+def _points(text: str) -> str:
+    """``--cotenant-points``: points as their canonical text (argparse names the flag and
+    exits 2 otherwise)."""
+    try:
+        return points_text(text)
+    except BadInput as exc:
+        raise argparse.ArgumentTypeError("; ".join(exc.problems)) from None
+
+
 def workload_options(args: argparse.Namespace) -> dict[str, Any]:
     """``--cotenant-curve``, ``--cotenant-batch`` and ``--cotenant-rps`` as link
     parameters (read by their codecs; BadInput naming the flag otherwise)."""
@@ -413,8 +432,10 @@ def workload_options(args: argparse.Namespace) -> dict[str, Any]:
         given = getattr(args, name, None)
         if not given:
             continue
+        # Curves are ';'-separated where points (which hold commas) are among them.
+        joined = ";".join(given) if name == "cotenant_curve" else ",".join(given)
         try:
-            out[name] = PARAMETERS[name].codec.check(",".join(given))
+            out[name] = PARAMETERS[name].codec.check(joined)
         except BadInput as exc:
             problems.extend(option_name(f"{name}: {p}") for p in exc.problems)
     if problems:

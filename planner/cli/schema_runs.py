@@ -56,6 +56,8 @@ SIMULATION = obj({
     "queue_growth": nullable(obj({"p99_first_third_ms": nullable(NUM),
                                   "p99_last_third_ms": nullable(NUM),
                                   "queued_at_end": INT, "grows": BOOL})),
+    "cascade_models": nullable(array(obj({"model": STR, "mean_ms": NUM, "p99_ms": NUM,
+                                          "max_ms": NUM, "share": NUM}))),
     "calibration": nullable(CALIBRATION),
 })  # fmt: skip
 

@@ -46,7 +46,9 @@ from planner.views.choices import (
 )
 from planner.views.runs import Calibration, Scenario
 from planner.views.simulation import (
+    FIRST_MODEL,
     memory_of,
+    model_shares,
     simulate,
     simulation_scenario,
     simulation_view,
@@ -284,10 +286,16 @@ def run(args: argparse.Namespace) -> int:
     if args.frames:
         _write_frames(args.frames, results.frame_table())
         note(f"wrote {len(results.records.frame_latency)} frames to {args.frames}")
+    first = curve.model if curve is not None else FIRST_MODEL
     if args.json:
-        print_json({**results.as_dict(), "calibration": calibration and calibration.as_dict()})
+        shares = model_shares(results.scenario, results.records, first)
+        print_json({
+            **results.as_dict(),
+            "cascade_models": [m.as_dict() for m in shares] if shares else None,
+            "calibration": calibration and calibration.as_dict(),
+        })  # fmt: skip
         return 0
-    for line in simulation_view(results, fitted, calibration=calibration).text:
+    for line in simulation_view(results, fitted, calibration=calibration, first_model=first).text:
         print(line)
     sys.stdout.flush()
     return 0

@@ -22,6 +22,7 @@ from planner.curves.curve import (
     clean_text,
     make_point,
     normalise_points,
+    parse_points_option,
 )
 from planner.errors import BadInput
 from planner.limits import CASCADE_MODELS, Bound
@@ -527,3 +528,64 @@ class CurveIds(Codec[tuple[str, ...]]):
 
     def describe(self) -> str:
         return f"comma-separated list of up to {self.max_len} curve ids"
+
+
+@dataclass(frozen=True)
+class CotenantCurves(Codec[tuple[str, ...]]):
+    """Co-tenants' curves, in order: each a stored curve id or its points given inline
+    (``BATCH:MS`` pairs, ``1:5,4:12``, kept sorted by batch as their shortest text). Ids
+    alone are comma-separated, as links wrote them before points were taken; with points
+    among them the entries are separated by ``;`` (a ``;``-separated piece without ``:``
+    is a comma-separated list of ids)."""
+
+    max_len: int
+
+    def check(self, value: object) -> tuple[str, ...]:
+        if isinstance(value, str):
+            pieces: list[Any] = [p for p in value.split(";") if p.strip()]
+        elif isinstance(value, list | tuple):
+            pieces = list(value)
+        else:
+            raise BadInput("not a list of curve ids or points")
+        items: list[str] = []
+        for piece in pieces:
+            text = str(piece).strip()
+            items += [text] if ":" in text else [i for i in text.split(",") if i.strip()]
+        if len(items) > self.max_len:
+            raise BadInput(f"has {len(items)} co-tenant curves; at most {self.max_len}")
+        out = []
+        for item in items:
+            if ":" in item:
+                out.append(points_text(item))
+                continue
+            text = item.strip().lower()
+            if not CURVE_ID.match(text):
+                raise BadInput(
+                    f"{quoted(text)} is neither a 12-character curve id nor points such as 1:5,4:12"
+                )
+            out.append(text)
+        return tuple(out)
+
+    def format(self, value: tuple[str, ...]) -> str:
+        return (";" if any(is_points(v) for v in value) else ",").join(value)
+
+    def describe(self) -> str:
+        return (
+            f"up to {self.max_len} co-tenant curves, each a stored curve id or points "
+            "BATCH:MS,... (separated by ';' when points are among them)"
+        )
+
+
+def is_points(entry: str) -> bool:
+    """Whether a co-tenant's curve entry is its points given inline (not a curve id)."""
+    return ":" in entry
+
+
+def points_text(text: str) -> str:
+    """Inline points as their canonical text: ``1:5,4:12``, sorted by batch (BadInput
+    with the reason when they do not read as points)."""
+    try:
+        points = parse_points_option(text)
+    except BadInput as exc:
+        raise BadInput([f"points {quoted(text)}: {p}" for p in exc.problems]) from None
+    return ",".join(f"{p.batch}:{number_text(p.latency_ms)}" for p in points)

@@ -23,7 +23,7 @@ from planner.links.codecs import (
     Cascade,
     Choice,
     Codec,
-    CurveIds,
+    CotenantCurves,
     Float,
     Int,
     Maybe,
@@ -126,8 +126,8 @@ PARAMETERS: dict[str, Parameter] = {
     # Co-tenants by workload (SPEC §6.3): a stored curve, a batch and a rate each.
     "cotenant_curve": Parameter(
         (),
-        CurveIds(int(limits.COTENANTS.high)),
-        "time-slicing: co-tenants given by what they run, their stored curves",
+        CotenantCurves(int(limits.COTENANTS.high)),
+        "time-slicing: co-tenants given by what they run, their stored curves or points",
     ),
     "cotenant_batch": Parameter(
         (),

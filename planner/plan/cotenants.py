@@ -1,15 +1,17 @@
-"""Co-tenants given by what they run (SPEC §6.3): a stored curve, a batch and a request
-rate each, turned into the time-slicing model's figures (``CotenantWorkload``: busy
-``r / b x L(b)`` of the time in busy periods of ``L(b)``, holding the curve's memory at
-that batch), which the answer shows."""
+"""Co-tenants given by what they run (SPEC §6.3): a stored curve (or its points given
+inline, ``1:5,4:12``), a batch and a request rate each, turned into the time-slicing
+model's figures (``CotenantWorkload``: busy ``r / b x L(b)`` of the time in busy periods
+of ``L(b)``, holding the curve's memory at that batch), which the answer shows."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from planner.curves.curve import parse_points_option
 from planner.curves.fit import fit_curve
 from planner.errors import BadInput, NotFound
+from planner.links.codecs import is_points
 from planner.sim.memory import memory_model
 from planner.sim.sharing.time_slicing import CotenantWorkload
 from planner.store.repository import Store
@@ -52,7 +54,7 @@ def workloads_of(
     curves = tuple(getattr(values, "cotenant_curve", ()) or ())
     if not curves:
         return ()
-    if store is None:
+    if store is None and not all(is_points(c) for c in curves):
         raise BadInput("co-tenants given by curve need the store that holds their curves")
     batches = tuple(getattr(values, "cotenant_batch", ()) or ())
     rates = tuple(getattr(values, "cotenant_rps", ()) or ())
@@ -61,22 +63,27 @@ def workloads_of(
         raise BadInput(problems)
     out, problems = [], []
     for curve_id, batch, rps in zip(curves, batches, rates, strict=True):
-        try:
-            curve = store.curve(curve_id)
-        except NotFound:
-            problems.append(f"co-tenant curve: no stored curve has the id {curve_id}")
-            continue
-        wrong_card = other_card("co-tenant curve", curve, card)
-        if wrong_card:
-            problems.extend(wrong_card)
-            continue
+        if is_points(curve_id):  # its points given inline: no store, no card to check
+            points, name = parse_points_option(curve_id), f"a co-tenant on points {curve_id}"
+        else:
+            assert store is not None  # an id needs the store: refused above without one
+            try:
+                curve = store.curve(curve_id)
+            except NotFound:
+                problems.append(f"co-tenant curve: no stored curve has the id {curve_id}")
+                continue
+            wrong_card = other_card("co-tenant curve", curve, card)
+            if wrong_card:
+                problems.extend(wrong_card)
+                continue
+            points, name = curve.points, f"{curve.model} ({curve.id})"
         b = int(batch)
-        latency = float(fit_curve(curve.points).latency(b)[()])
-        memory = memory_model(curve.points)
+        latency = float(fit_curve(points).latency(b)[()])
+        memory = memory_model(points)
         try:
             out.append(
                 CotenantWorkload(
-                    f"{curve.model} ({curve.id})",
+                    name,
                     b,
                     float(rps),
                     latency,

@@ -37,6 +37,7 @@ from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.resolve import BATCHER, PlanInputs
 from planner.report.figures import curve_figure, demand_figure, options_figure
+from planner.report.worker import DEPLOYMENT_NOTE, stages_figure, stages_table, worker_stages
 from planner.sim.policies import POLICIES
 from planner.store.repository import plan_key
 from planner.views.plan import PlanView, plan_view
@@ -511,12 +512,20 @@ WORKER_STAGES = (
 
 
 def _worker(ctx: ReportContext) -> Section | None:
+    """The worker's settings, and its stages drawn with the time each takes at the cap
+    (``planner.report.worker``), when it has CPU stages or a chain of models."""
     stages = getattr(ctx.result.request, "stages", None)
     values = [(words, getattr(stages, name, None)) for name, words in WORKER_STAGES]
-    if not any(v for _, v in values):
+    drawn = worker_stages(ctx.result)
+    if not any(v for _, v in values) and drawn is None:
         return None
     rows = tuple((words, f"{v:g}") for words, v in values if v is not None)
-    return Section("worker", "The worker", (Table(("stage", "value"), rows),))
+    blocks: list[Block] = [Table(("stage", "value"), rows)] if rows else []
+    if drawn is not None:
+        blocks += [stages_table(drawn), Chart("chart-worker", stages_figure(drawn))]
+        if getattr(ctx.result.request, "cascade", ()):
+            blocks.append(Text(DEPLOYMENT_NOTE, lead="Deployment: "))
+    return Section("worker", "The worker", tuple(blocks))
 
 
 def _calibration(ctx: ReportContext) -> Section:

@@ -21,7 +21,11 @@ parameters every cell shares, and the axes whose every combination is a cell::
 Fixed values and axes are plan parameters by their link names (``planner.links.urls``), read
 by the same codecs as links and the command line, so a study accepts exactly what a plan
 does; ``modes`` and ``policies`` take one name per cell (``policies = "all"`` plans every
-policy). ``[prices]`` gives each card its hourly price, so that cards compare at their
+policy). ``crops``, an axis of its own, varies the crops per frame of the chain fixed
+under ``cascade``: a value is one crop law (``3``, ``"poisson=2.5"``, ``"hist=0:0.2,2:0.8"``)
+for the chain's first model after the curve's, or a list of laws, one per model of the
+chain; a cell is the plan of the cascade with those crops (the same cell as that cascade
+given as an axis). ``[prices]`` gives each card its hourly price, so that cards compare at their
 own prices: a cell takes its curve's card's price unless ``price_per_hour`` is fixed or an
 axis (then that one); without either, the card's stored price (``planner cards``), if
 any. A cell is keyed by a hash of its plan parameters, the planner's version and the
@@ -44,22 +48,24 @@ import math
 import tomllib
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from planner import __version__
+from planner import __version__, limits
 from planner.curves.batch_cost import has_spread
 from planner.curves.cards import clean_price
 from planner.curves.curve import MAX_TEXT, Curve, clean_text
 from planner.demand.fleet import DemandFleet
 from planner.demand.profiles import SHAPES
 from planner.errors import BadInput, NotFound
+from planner.links.codecs import cascade_entry
 from planner.links.parameters import PARAMETERS, schema
 from planner.links.urls import saved_params
 from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.resolve import pin_batcher
+from planner.sim.crops import parse_crops
 from planner.sim.policies import POLICIES
 from planner.spans import Span, fields, int_fields
 from planner.store.calibrations import latest_calibration
@@ -76,6 +82,9 @@ _TOP_KEYS = {"name", "description", "curves", "fixed", "axes", "prices"}
 _CURVE_KEYS = {"ids", "filters"}
 _FILTER_KEYS = ("model", "card", "precision", "resolution")
 _CURVE_PARAMS = {"curve", "points", "model", "card", "precision", "resolution"}
+CROPS_AXIS = "crops"
+"""The axis over the crops per frame of the study's chain of models (a study's own key:
+no plan parameter has the name)."""
 
 
 @dataclass(frozen=True)
@@ -209,6 +218,11 @@ def study_from_dict(raw: object) -> Study:
     axes = _axes(raw.get("axes", {}), problems)
     for key in dict(fixed).keys() & dict(axes).keys():
         problems.append(f"{key}: is both fixed and an axis; give it in one place")
+    if CROPS_AXIS in dict(axes) and "cascade" not in dict(fixed):
+        problems.append(
+            "axes.crops: varies the crops per frame of a chain of models; give the chain "
+            'under [fixed], such as cascade = ["ID:1"]'
+        )
     prices = _prices(raw.get("prices", {}), problems)
     if prices and "price_per_hour" in dict(fixed).keys() | dict(axes).keys():
         problems.append(
@@ -314,7 +328,7 @@ def _axes(raw: object, problems: list[str]) -> tuple[tuple[str, tuple[Any, ...]]
     names = schema(PlanParams)
     out = []
     for key, values in raw.items():
-        if key not in names or key in _CURVE_PARAMS:
+        if (key not in names or key in _CURVE_PARAMS) and key != CROPS_AXIS:
             problems.append(f"axes: unknown plan parameter {key!r}" + _curve_hint(key))
             continue
         if not isinstance(values, list):
@@ -323,11 +337,53 @@ def _axes(raw: object, problems: list[str]) -> tuple[tuple[str, tuple[Any, ...]]
         if not values:
             problems.append(f"axes.{key}: is empty; give at least one value")
             continue
-        checked = [_value(key, v, f"axes.{key}[{i}]", problems) for i, v in enumerate(values, 1)]
+        read = _crops if key == CROPS_AXIS else _value
+        checked = [read(key, v, f"axes.{key}[{i}]", problems) for i, v in enumerate(values, 1)]
         if len({json.dumps(_plain(v), sort_keys=True) for v in checked}) != len(checked):
             problems.append(f"axes.{key}: a value is listed twice")
         out.append((key, tuple(checked)))
     return tuple(out)
+
+
+def _crops(key: str, value: Any, where: str, problems: list[str]) -> Any:
+    """A value of the ``crops`` axis: one crop law, or a list of them (one per model of
+    the chain), kept as their texts (``parse_crops``)."""
+    laws = value if isinstance(value, list) else [value]
+    if not laws or len(laws) > limits.CASCADE_MODELS.high:
+        problems.append(f"{where}: one crop law, or a list of one per model of the chain")
+        return None
+    texts = []
+    for law in laws:
+        if isinstance(law, bool) or not isinstance(law, int | str):
+            problems.append(f'{where}: a crop law is a count or text such as "poisson=2.5"')
+            return None
+        try:
+            texts.append(parse_crops(str(law)).text)
+        except BadInput as exc:
+            problems.extend(f"{where}: {p}" for p in exc.problems)
+            return None
+    return tuple(texts) if isinstance(value, list) else texts[0]
+
+
+def with_crops(values: dict[str, Any]) -> dict[str, Any]:
+    """A cell's plan parameters with its ``crops`` coordinate written into its chain:
+    one law for the chain's first model after the curve's, a list for each in order
+    (BadInput when the list is longer than the chain)."""
+    if CROPS_AXIS not in values:
+        return values
+    out = dict(values)
+    given = out.pop(CROPS_AXIS)
+    laws = given if isinstance(given, tuple) else (given,)
+    entries = [cascade_entry(text) for text in out.get("cascade", ())]
+    if len(laws) > len(entries):
+        raise BadInput(
+            f"crops: {len(laws)} crop laws for a chain of {len(entries)} "
+            f"model{'' if len(entries) == 1 else 's'} after the curve's"
+        )
+    for j, law in enumerate(laws):
+        entries[j] = replace(entries[j], crops=parse_crops(law))
+    out["cascade"] = tuple(e.text for e in entries)
+    return out
 
 
 def _curve_hint(key: str) -> str:
@@ -406,7 +462,7 @@ def cells(store: Store, study: Study) -> list[Cell]:
             if latest is not None:
                 values["calibration"] = latest.id
             try:
-                params = PlanParams(**values)
+                params = PlanParams(**with_crops(values))
             except BadInput as exc:
                 # A combination a plan refuses (say, an overhead above the budget) is a
                 # cell that fails with the reason, not a bad file.

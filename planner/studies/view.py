@@ -44,6 +44,7 @@ _AXIS_WORDS = {
     "search": "cap search",
     "other_jobs": "rest of the card to other jobs",
     "jitter_ms": "arrival jitter (ms)",
+    "crops": "crops per frame of the chain",
 }
 
 

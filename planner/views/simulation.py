@@ -30,12 +30,18 @@ from planner.sim.pipeline import PART_LABELS, PARTS
 from planner.sim.results import Results
 from planner.sim.scenario import Scenario, Sharing
 from planner.sim.simulate import simulate
+from planner.sim.split import FIRST_MODEL, ModelShare, model_ends, model_names, model_shares
 from planner.views.table import Metric
 
 __all__ = [
+    "FIRST_MODEL",
     "MemoryLimit",
+    "ModelShare",
     "SimulationView",
     "memory_of",
+    "model_ends",
+    "model_names",
+    "model_shares",
     "simulate",
     "simulation_scenario",
     "simulation_view",
@@ -109,6 +115,8 @@ class SimulationView:
     cpu_figures: tuple[Metric, ...]
     notes: tuple[str, ...]
     text: tuple[str, ...]
+    models: tuple[ModelShare, ...] = ()
+    """A cascade's batch time by model (``planner.sim.split``); empty without one."""
 
 
 def simulation_view(
@@ -117,16 +125,35 @@ def simulation_view(
     *,
     calibration: Calibration | None = None,
     min_fps: float | None = None,
+    first_model: str = FIRST_MODEL,
 ) -> SimulationView:
     """The view of ``results``, a run on ``fitted`` (with ``calibration``, if any); the
-    slowest session's figure is judged against ``min_fps`` when one is given."""
+    slowest session's figure is judged against ``min_fps`` when one is given; a
+    cascade's first model is named ``first_model``."""
     notes = overload_notes(results, fitted)
+    models = model_shares(results.scenario, results.records, first_model)
     text = (
         *_summary(results),
+        *_model_lines(models),
         *notes,
         calibration.description if calibration is not None else NOT_CALIBRATED,
     )
-    return SimulationView(_figures(results, min_fps), _cpu_figures(results), notes, text)
+    return SimulationView(_figures(results, min_fps), _cpu_figures(results), notes, text, models)
+
+
+def _model_lines(models: tuple[ModelShare, ...]) -> list[str]:
+    """A cascade's batch time by model, one line each, in the chain's order."""
+    if not models:
+        return []
+    width = max(len(m.model) for m in models)
+    return [
+        "each batch's time by model (mean / p99 / max per batch, share of the GPU's time):",
+        *(
+            f"  {m.model:<{width}} {display.ms_column(m.mean_ms)} {display.ms_column(m.p99_ms)} "
+            f"{display.ms_column(m.max_ms)}  {display.fraction(m.share)}"
+            for m in models
+        ),
+    ]
 
 
 def _figures(results: Results, min_fps: float | None) -> tuple[Metric, ...]:
