@@ -122,8 +122,9 @@ def sessions_figure(
 def pareto_figure(
     options: Sequence[Option], dominated: Sequence[Option | None], height: int = 380
 ) -> go.Figure:
-    """Seats (with the band's range as error bars) against the latency at the cap, one
-    marker per group of options at the same point; dominated options hollow and grey."""
+    """Seats (with the seat range as error bars: the band's, or the uncalibrated range
+    where a margin applies) against the latency at the cap, one marker per group of options
+    at the same point; dominated options (``planner.plan.pareto``) hollow and grey."""
     groups: dict[tuple[int, float, bool], list[Option]] = {}
     for option, beaten in zip(options, dominated, strict=True):
         at = option.at_cap

@@ -12,15 +12,17 @@ import pytest
 
 import planner.sim.policies
 import planner.sim.scenario
+from planner import limits
 from planner.curves.curve import PER_REQUEST_KEY, Curve, Point
 from planner.curves.fit import fit_curve
 from planner.demand.fleet import gpus_for
 from planner.errors import BadInput, StoreError
 from planner.links.parameters import DEFAULT_POLICIES, MODES, PHASES
 from planner.links.urls import self_contained
+from planner.plan import margin
 from planner.plan.outcomes import Option, fleet
 from planner.plan.params import PlanParams, SimulateParams
-from planner.plan.pareto import dominated, latency_at_cap
+from planner.plan.pareto import dominated, latency_at_cap, rank
 from planner.plan.recommend import option_sweep, recommend
 from planner.plan.request import Criteria, Request
 from planner.plan.resolve import (
@@ -122,6 +124,52 @@ def test_dominated_options_need_as_many_seats_at_no_higher_latency() -> None:
     )
     assert dominated([a, b, c, d, e, f]) == [None, a, None, a, None, None]
     assert latency_at_cap(f) is None and latency_at_cap(c) == 45.0
+
+
+def _ranged(policy: str, low: int, cap: int, high: int, latency: float) -> Option:
+    return replace(_option(policy, cap, latency), cap_low=low, cap_high=high)
+
+
+def test_dominance_reads_the_whole_seat_range_not_only_the_likely_value() -> None:
+    wide = _ranged("wide", 6, 10, 12, 20.0)  # more seats likely, fewer at the low end
+    narrow = _ranged("narrow", 8, 9, 9, 20.0)
+    # Neither is no worse at every end of its range: neither dominates.
+    assert dominated([wide, narrow]) == [None, None]
+    # At least as many seats at each end and the likely value, at no higher latency.
+    better = _ranged("better", 8, 10, 12, 20.0)
+    assert dominated([better, wide, narrow]) == [None, better, better]
+    # A higher high end alone keeps an option from being dominated.
+    upside = _ranged("upside", 8, 9, 14, 20.0)
+    assert dominated([better, upside]) == [None, None]
+    # The same seats at a lower latency dominate; equal options do not.
+    assert dominated([narrow, replace(narrow, policy="slower", at_cap=wide.at_cap)]) == [
+        None,
+        None,
+    ]
+    faster = _ranged("faster", 8, 9, 9, 15.0)
+    assert dominated([narrow, faster]) == [faster, None]
+
+
+def test_an_uncalibrated_range_is_what_dominance_and_the_ranking_read() -> None:
+    # Band ranges: a wide band under the larger likely count, a narrow one under the smaller.
+    wide = _ranged("wide", 7, 12, 12, 20.0)
+    narrow = _ranged("narrow", 11, 11, 11, 20.0)
+    assert dominated([wide, narrow]) == [None, None]
+    # Uncalibrated, the margin sets both low ends to 7 (floor(0.694 x 11) = 7): the
+    # narrow band no longer promises 11, and the larger likely count dominates.
+    m = limits.UNCALIBRATED_MARGINS[limits.UNCALIBRATED_MARGIN]
+    wide_u, narrow_u = margin.widened(wide, m), margin.widened(narrow, m)
+    assert (wide_u.seats_per_card_low, narrow_u.seats_per_card_low) == (7, 7)
+    assert dominated([wide_u, narrow_u]) == [None, wide_u]
+    # The ranking's second key is the range's low end. On the band's range the higher low
+    # edge comes first; uncalibrated, both low ends are the margin's (floor(0.694 x 12) =
+    # 8), they tie there, and the lower latency at the cap decides.
+    tight, loose = _ranged("tight", 10, 12, 12, 30.0), _ranged("loose", 9, 12, 12, 20.0)
+    policies, sharings = ("tight", "loose"), [Sharing()]
+    assert [o.policy for o in rank([loose, tight], policies, sharings)] == ["tight", "loose"]
+    both = [margin.widened(o, m) for o in (tight, loose)]
+    assert [o.seats_per_card_low for o in both] == [8, 8]
+    assert [o.policy for o in rank(both, policies, sharings)] == ["loose", "tight"]
 
 
 def test_dominance_on_a_real_recommendation_marks_only_worse_options() -> None:

@@ -232,8 +232,9 @@ def charts(view: PlanView, result: Recommendation, inputs: PlanInputs) -> None:
         "*The batch curve the plan runs on*: latency of one batched call; the shaded band is "
         "how far the fit could be off (optimistic to pessimistic), dotted where it is "
         "extrapolated. *Seats per card against latency at the cap*: every option's "
-        "seats against its latency at the cap; a hollow grey option is dominated (another "
-        "holds as many seats or more at no higher latency). Options with the same seats and "
+        "seats (its range as error bars) against its latency at the cap; a hollow grey "
+        "option is dominated (another holds as many seats or more at each end of its range "
+        "and at the likely count, at no higher latency). Options with the same seats and "
         "latency share a marker: a label such as “oldest-first and 5 more” stands for "
         "oldest-first and five other options at that point (hover over it for the list)."
     )

@@ -11,7 +11,8 @@ likely value and high end stay the band's. The band's own caps stay on the optio
 link or saved plan from before it), keeps the band's range.
 
 The margin is applied where an option's range is formed, after the search: it changes no
-simulation, only the low end every ``_low`` figure, the ranking and dominance read.
+simulation, only the low end every ``_low`` figure, the ranking and dominance
+(``planner.plan.pareto``) read.
 """
 
 from __future__ import annotations

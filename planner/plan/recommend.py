@@ -47,6 +47,7 @@ from planner.plan.outcomes import (
     limit_reached,
     sized_fleet,
 )
+from planner.plan.pareto import rank
 from planner.plan.request import Request
 from planner.plan.search import FULL, PROBE, Found, Hint, Run, probe_duration, search
 from planner.plan.stability import service_at, stable_upto
@@ -98,20 +99,7 @@ def recommend(
     ]
     # Uncalibrated, each range also carries the model's measured error (SPEC §6.2).
     built = margin.widen(request, built)
-    order = {p: i for i, p in enumerate(request.policies)}
-    modes = {s: i for i, s in enumerate(request.sharings)}
-    ranked = sorted(
-        built,
-        key=lambda o: (
-            -o.seats_per_card,
-            -o.seats_per_card_low,
-            o.at_cap.e2e_latency_ms
-            if o.at_cap and o.at_cap.e2e_latency_ms is not None
-            else math.inf,
-            order[o.policy],
-            modes[o.sharing],
-        ),
-    )
+    ranked = rank(built, request.policies, request.sharings)
     best = ranked[0]
     recommended = best if best.cap >= 1 else None
     if recommended is not None:

@@ -28,6 +28,16 @@ their logarithms; every system is judged with m fitted on the others only
 published cap in at least ``COVERAGE`` of the cases with no range above it (a miss may only
 be low: the range below the published count). The margin shipped is that rule fitted on
 every case.
+
+The corpus also holds the repository's own load tests (``planner.validate.own_runs``: the
+reference worker's and the Triton test server's seat caps, measured): ``corpus`` is both.
+A measured cap of 0 (not one session held: on the Triton test server, a p99 over its
+budget at one session, which a busy shared machine can cause) has no logarithm and is not
+a fraction of any cap: no factor m < 1 brings floor(m x cap) to 0 unless it also empties
+every small range. Such a case is predicted and reported, but its ratio does not enter
+the fit of m, it has no relative error, and where its range lies above 0 its verdict is
+``none held``, counted apart: the rule (coverage, misses only low) is judged on the cases
+that held at least one session. Only a load test shows a server that holds none.
 """
 
 from __future__ import annotations
@@ -48,6 +58,7 @@ from planner.plan.outcomes import Option
 from planner.plan.recommend import recommend
 from planner.plan.request import Criteria, Request
 from planner.units import FramesPerSecond, Milliseconds
+from planner.validate.own_runs import OwnCase, load_own
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "published_multistream"
 """Where a source checkout keeps the corpus (it ships with the tests, not the wheel)."""
@@ -59,6 +70,8 @@ K_GRID = tuple(i / 4 for i in range(0, 17))
 FLOOR_SHARE = 0.99
 """The frame-rate floor as a share of the source rate: the scenario lets 1% of queries
 overrun their period."""
+NONE_HELD = "none held"
+"""The verdict on a measured cap of 0 that the whole range lies above."""
 DURATION_S = 1.0
 """Simulated seconds per run: phases are aligned and batch times do not spread, so every
 period repeats the first (20 or 15 of them)."""
@@ -117,6 +130,12 @@ class Case:
             f"{self.repository}@{self.commit[:12]}:{getattr(self, name)}" for name in SOURCE_FIELDS
         )
 
+    def answer(self) -> tuple[int, int, int]:
+        """The planner's uncalibrated cap (cap, band low, band high) on its own
+        recommendation path."""
+        option: Option = recommend(self.request()).options[0]
+        return option.cap, option.cap_low, option.cap_high
+
     def request(self) -> Request:
         """The scenario as a plan: see the module docstring. No margin: the corpus judges
         the model itself."""
@@ -137,11 +156,14 @@ class Case:
         )
 
 
+AnyCase = Case | OwnCase
+
+
 @dataclass(frozen=True)
 class Predicted:
     """A case and the planner's uncalibrated answer to it."""
 
-    case: Case
+    case: AnyCase
     cap: int
     band_low: int
     band_high: int
@@ -152,8 +174,11 @@ class Predicted:
         return self.case.streams / max(self.cap, 1)
 
     @property
-    def error(self) -> float:
-        """(predicted - published) / published: positive where the model over-promised."""
+    def error(self) -> float | None:
+        """(predicted - published) / published: positive where the model over-promised;
+        None where the measured cap is 0."""
+        if self.case.streams == 0:
+            return None
         return (self.cap - self.case.streams) / self.case.streams
 
     def range_with(self, m: float) -> tuple[int, int]:
@@ -162,10 +187,12 @@ class Predicted:
         return low_end(self.cap, self.cap, m), max(self.cap, self.band_high)
 
     def judged(self, m: float) -> str:
-        """``inside``, ``low`` (the range below the published cap) or ``high`` (above it)."""
+        """``inside``, ``low`` (the range below the published cap), ``high`` (above it),
+        or ``none held`` (a measured cap of 0 above which the whole range lies: see the
+        module docstring)."""
         low, high = self.range_with(m)
         if self.case.streams < low:
-            return "high"
+            return NONE_HELD if self.case.streams == 0 else "high"
         return "low" if self.case.streams > high else "inside"
 
 
@@ -182,8 +209,17 @@ class Derivation:
     verdicts: tuple[str, ...]
 
     @property
+    def judged(self) -> int:
+        """The cases the rule judges: every case but those that held no session."""
+        return len(self.verdicts) - self.none_held
+
+    @property
     def coverage(self) -> float:
-        return self.verdicts.count("inside") / len(self.verdicts)
+        return self.verdicts.count("inside") / max(self.judged, 1)
+
+    @property
+    def none_held(self) -> int:
+        return self.verdicts.count(NONE_HELD)
 
     @property
     def misses_high(self) -> int:
@@ -215,15 +251,20 @@ def _case(entry: dict[str, Any]) -> Case:
     return Case(**{k: v for k, v in entry.items() if k in names})
 
 
-def predict(case: Case) -> Predicted:
+def corpus() -> tuple[AnyCase, ...]:
+    """The whole corpus: the published cases, then the repository's own."""
+    return (*load(), *load_own())
+
+
+def predict(case: AnyCase) -> Predicted:
     """The planner's uncalibrated answer to one case, on its own recommendation path."""
-    option: Option = recommend(case.request()).options[0]
-    return Predicted(case, option.cap, option.cap_low, option.cap_high)
+    return Predicted(case, *case.answer())
 
 
 def lower_bound(ratios: Sequence[float], k: float) -> float:
-    """exp(mean - k x sd) of the ratios' logarithms: the rule's margin on ``ratios``."""
-    logs = [math.log(r) for r in ratios]
+    """exp(mean - k x sd) of the ratios' logarithms: the rule's margin on ``ratios`` (a
+    ratio of 0, a measured cap of 0, has no logarithm and is left out)."""
+    logs = [math.log(r) for r in ratios if r > 0]
     return math.exp(statistics.fmean(logs) - k * statistics.stdev(logs))
 
 
@@ -243,7 +284,7 @@ def derive(predicted: Sequence[Predicted]) -> Derivation:
     BadInput when no width on the grid meets it."""
     for k in K_GRID:
         margins, verdicts = judge(predicted, k)
-        inside = verdicts.count("inside") / len(verdicts)
+        inside = verdicts.count("inside") / max(len(verdicts) - verdicts.count(NONE_HELD), 1)
         if inside >= COVERAGE and "high" not in verdicts:
             return Derivation(
                 k=k,
@@ -256,7 +297,7 @@ def derive(predicted: Sequence[Predicted]) -> Derivation:
 
 
 def predict_all(
-    cases: Sequence[Case], progress: Callable[[str], None] = lambda _m: None
+    cases: Sequence[AnyCase], progress: Callable[[str], None] = lambda _m: None
 ) -> tuple[Predicted, ...]:
     """Every case's prediction, in order."""
     out = []
