@@ -11,7 +11,7 @@ from planner.sim.scenario import Scenario
 from planner.sim.simulate import simulate
 from planner.validate.measured_vs_predicted import Summary
 from planner.validate.runs import Run
-from planner.validate.server.calibration import calibrated, fit_server
+from planner.validate.server.calibration import _error, calibrated, fit_server
 
 TABLE = tuple(4.0 + 1.5 * b for b in range(1, 65))
 PER_REQUEST = 0.5
@@ -68,3 +68,15 @@ def test_no_latencies_no_fit() -> None:
     run = Run(Scenario(latency_ms=(1.0,), sessions=1), Summary(), Summary())
     with pytest.raises(BadInput, match="no run measured latencies"):
         fit_server([run], "c")
+
+
+
+def test_a_trial_a_rounding_error_outside_the_bounds_is_judged_at_the_bound() -> None:
+    """Powell's method keeps to its bounds only up to rounding: a load test of a Triton
+    server had its line search try c = -1.39e-17 ms, which no calibration may hold, and
+    the whole fit was refused, so the server's load test stored no calibration. Such a
+    trial is judged as the point on the bound."""
+    runs = _runs(Calibration("c", a_ms=0.0, c_ms=0.0, d_ms=3.0), range(2, 9, 3))
+    at_bound = _error(runs, PER_REQUEST, 0.04, 0.0, 6.1)
+    assert _error(runs, PER_REQUEST, 0.04, -1.3877787807814457e-17, 6.1) == at_bound
+    assert _error(runs, PER_REQUEST, -1e-18, 0.0, 6.1) == _error(runs, PER_REQUEST, 0.0, 0.0, 6.1)

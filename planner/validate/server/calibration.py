@@ -56,8 +56,15 @@ def calibrated(calibration: Calibration, scenario: Scenario, per_request_ms: flo
     )
 
 
+def _within(value: float, low: float) -> float:
+    """``value`` held in ``[low, BOUND_MS]``: Powell's method keeps to its bounds only up
+    to rounding, and its line search can try a point a hair outside them (a c of
+    -1e-17), which no calibration may hold."""
+    return min(max(float(value), low), BOUND_MS)
+
+
 def _error(runs: Sequence[Run], per_request: float, a: float, c: float, d: float) -> float:
-    trial = Calibration("fit", a_ms=a, c_ms=c, d_ms=d)
+    trial = Calibration("fit", a_ms=_within(a, 0.0), c_ms=_within(c, 0.0), d_ms=d)
     total = 0.0
     for run in runs:
         predicted = Summary.of(simulate(calibrated(trial, run.scenario, per_request)))
@@ -92,9 +99,9 @@ def fit_server(runs: Sequence[Run], curve_id: str, per_request_ms: float = 0.0) 
     a, c, d = (float(v) for v in found.x)
     return Calibration(
         curve_id,
-        a_ms=max(a, 0.0),
-        c_ms=max(c, 0.0),
-        d_ms=max(d, lowest_d),
+        a_ms=_within(a, 0.0),
+        c_ms=_within(c, 0.0),
+        d_ms=_within(d, lowest_d),
         frames=sum(r.measured.frames for r in usable),
         note=(
             "fitted to the runs' p50, p99 and slowest-session frame rate (a server's records "
