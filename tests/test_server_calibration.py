@@ -70,7 +70,6 @@ def test_no_latencies_no_fit() -> None:
         fit_server([run], "c")
 
 
-
 def test_a_trial_a_rounding_error_outside_the_bounds_is_judged_at_the_bound() -> None:
     """Powell's method keeps to its bounds only up to rounding: a load test of a Triton
     server had its line search try c = -1.39e-17 ms, which no calibration may hold, and
