@@ -1,0 +1,118 @@
+"""The decode stage (SPEC §6.3): decoder engines before the CPU pre stage, in both engines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner.errors import BadInput
+from planner.sim.arrivals import arrivals
+from planner.sim.decode import Decoding, decoded_times, decoded_times_reference
+from planner.sim.engine_fast import run_fast
+from planner.sim.engine_reference import run_reference
+from planner.sim.scenario import Scenario
+from planner.sim.stages import WorkerStages
+
+from .simulation_cases import scenarios
+
+
+@st.composite
+def decodings(draw: st.DrawFn, scenario: Scenario) -> Decoding:
+    engines = draw(st.integers(0, 4))
+    codec = draw(st.sampled_from(["h264", "h265", "jpeg"]))
+    if engines == 0 and scenario.stages.cpu_workers > 0:
+        codec = "jpeg"  # a video stream on a finite pool of CPU threads is refused
+    # From far below to far above what the engines can keep up with.
+    return Decoding(decode_ms=draw(st.sampled_from([0.5, 3.0, 11.0, 40.0])), engines=engines,
+                    codec=codec)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_fast_engine_matches_reference_engine_exactly_with_decoders(data: st.DataObject) -> None:
+    scenario = data.draw(scenarios(max_sessions=24, durations_s=(0.2, 0.5, 1.0)))
+    scenario = scenario.with_(decode=data.draw(decodings(scenario)))
+    assert run_fast(scenario).same_as(run_reference(scenario), tolerance_ms=1e-9) == []
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.booleans(), st.sampled_from([0.0, 2.5]))
+def test_compiled_decoders_match_the_event_by_event_ones(
+    data: st.DataObject, replaces: bool, network: float
+) -> None:
+    scenario = data.draw(scenarios(max_sessions=24, durations_s=(0.2, 0.5)))
+    decoding = Decoding(
+        decode_ms=data.draw(st.sampled_from([1.0, 7.0, 33.0])), engines=data.draw(st.integers(1, 5))
+    )
+    a = arrivals(scenario)
+    args = (decoding, a.times, a.start, network, scenario.duration_ms, replaces)
+    np.testing.assert_array_equal(decoded_times(*args), decoded_times_reference(*args))
+
+
+def _run(decoding: Decoding | None, sessions: int = 8, **changes: object) -> Scenario:
+    table = tuple(0.5 + 0.01 * b for b in range(1, 65))
+    return Scenario(latency_ms=table, sessions=sessions, duration_s=4.0, decode=decoding,
+                    **changes)  # type: ignore[arg-type]  # fmt: skip
+
+
+def test_video_decoders_carry_every_frame_and_bind_at_their_capacity() -> None:
+    # 8 sessions at 30 fps offer 240 frames/s; two engines of 12.5 ms decode 160.
+    decoding = Decoding(decode_ms=12.5, engines=2, codec="h264")
+    r = run_fast(_run(decoding))
+    served_per_s = r.delivered.sum() / 4.0
+    assert served_per_s <= decoding.capacity_fps + 2  # a frame in flight at each end
+    assert served_per_s >= 0.95 * decoding.capacity_fps
+    assert r.overwritten.sum() == 0  # nothing is dropped before the GPU: it falls behind
+    assert r.pending.sum() > 0.2 * r.arrived.sum()
+
+
+def test_still_images_waiting_for_a_decoder_are_replaced_by_newer_ones() -> None:
+    decoding = Decoding(decode_ms=12.5, engines=2, codec="jpeg")
+    r = run_fast(_run(decoding))
+    assert r.delivered.sum() / 4.0 <= decoding.capacity_fps + 2
+    assert r.overwritten.sum() > 0.2 * r.arrived.sum()
+    # Every frame still waiting at the end is the newest of its session, at most.
+    assert (r.pending <= 2).all()
+
+
+def test_decoders_that_keep_up_add_their_time_to_every_frame() -> None:
+    plain = run_fast(_run(None, sessions=2))
+    decoded = run_fast(_run(Decoding(decode_ms=3.0, engines=4), sessions=2))
+    # The same frames, each 3 ms later at the GPU and back (the last may end after the run).
+    assert plain.delivered.sum() - decoded.delivered.sum() in (0, 1, 2)
+    plain_worker = {
+        (s, k): done - at
+        for s, k, done, at in zip(plain.frame_session, plain.frame_index, plain.frame_done,
+                                  plain.frame_arrival, strict=True)
+    }  # fmt: skip
+    for s, k, done, at in zip(decoded.frame_session, decoded.frame_index, decoded.frame_done,
+                              decoded.frame_arrival, strict=True):  # fmt: skip
+        assert done - at == pytest.approx(plain_worker[(s, k)] + 3.0)
+
+
+def test_decoding_on_the_cpu_is_pre_work_there() -> None:
+    stages = WorkerStages(pre_ms=1.0, cpu_workers=2)
+    on_cpu = _run(Decoding(decode_ms=4.0, engines=0, codec="jpeg"), stages=stages)
+    as_pre = _run(None, stages=WorkerStages(pre_ms=5.0, cpu_workers=2))
+    assert run_fast(on_cpu).same_as(run_fast(as_pre), tolerance_ms=0.0) == []
+
+
+def test_a_video_stream_decoded_on_a_finite_pool_of_cpu_threads_is_refused() -> None:
+    with pytest.raises(BadInput, match="not modelled"):
+        _run(Decoding(decode_ms=4.0, engines=0, codec="h264"),
+             stages=WorkerStages(cpu_workers=2))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"decode_ms": -1.0}, "decode time"),
+        ({"decode_ms": 2.0, "codec": "vp9"}, "codec 'vp9'"),
+        ({"decode_ms": 2.0, "engines": -1}, "decoder count"),
+    ],
+)
+def test_bad_decoding_is_refused_in_words(fields: dict[str, object], words: str) -> None:
+    with pytest.raises(BadInput, match=words):
+        Decoding(**fields)  # type: ignore[arg-type]
