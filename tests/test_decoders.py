@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from planner.curves.cards import builtin_catalogue
+from planner.curves.decoders import decoder_count
 from planner.errors import BadInput
 from planner.sim.arrivals import arrivals
 from planner.sim.decode import Decoding, decoded_times, decoded_times_reference
@@ -20,7 +25,7 @@ from .simulation_cases import scenarios
 
 @st.composite
 def decodings(draw: st.DrawFn, scenario: Scenario) -> Decoding:
-    engines = draw(st.integers(0, 4))
+    engines = draw(st.one_of(st.integers(0, 4), st.none()))  # None: unknown, a delay
     codec = draw(st.sampled_from(["h264", "h265", "jpeg"]))
     if engines == 0 and scenario.stages.cpu_workers > 0:
         codec = "jpeg"  # a video stream on a finite pool of CPU threads is refused
@@ -116,3 +121,83 @@ def test_a_video_stream_decoded_on_a_finite_pool_of_cpu_threads_is_refused() -> 
 def test_bad_decoding_is_refused_in_words(fields: dict[str, object], words: str) -> None:
     with pytest.raises(BadInput, match=words):
         Decoding(**fields)  # type: ignore[arg-type]
+
+
+# -- the plan and the command line -----------------------------------------------------
+
+
+def builtin_card(name: str) -> Any:
+    return next(card for card in builtin_catalogue() if card.name == name)
+
+
+FAST = ("--points", "1:0.5,8:1.0", "--policies", "oldest-first", "--seeds", "2",
+        "--duration-s", "5")  # fmt: skip
+
+
+def test_every_mig_profile_lists_its_decoders_and_one_without_decodes_on_the_cpu(
+    cli: Any,
+) -> None:
+    said = cli("recommend", *FAST, "--card", "a100-40gb", "--modes", "mig", "--mig-profile",
+               "all", "--decode-ms", "2", "--cpu-decode-ms", "6", "--json")  # fmt: skip
+    assert said.status == 0, said.err
+    note = next(a for a in said.json["assumptions"] if a.startswith("Decoding comes before"))
+    for profile in builtin_card("a100-40gb").mig_profiles:
+        count = decoder_count("a100-40gb", profile.name)
+        assert count is not None
+        if count.nvdec == 0:
+            expected = f"MIG {profile.name}: no video decoder, so decoding runs on the CPU"
+        else:
+            plural = "" if count.nvdec == 1 else "s"
+            expected = f"MIG {profile.name}: {count.nvdec} video decoder{plural} of 2 ms"
+        assert expected in note
+    assert "MIG 1g.5gb: no video decoder, so decoding runs on the CPU threads (6 ms" in note
+
+
+def test_decoders_bind_when_they_cannot_decode_every_frame(cli: Any) -> None:
+    decode_ms = 7.0
+    gpu = cli("recommend", *FAST, "--card", "a100-40gb", "--min-fps", "30", "--json")
+    assert gpu.status == 0, gpu.err
+    gpu_cap = gpu.json["options"][0]["cap"]
+    said = cli("recommend", *FAST, "--card", "a100-40gb", "--min-fps", "30",
+               "--decode-ms", str(decode_ms), "--json")  # fmt: skip
+    assert said.status == 0, said.err
+    option = said.json["options"][0]
+    engines = decoder_count("a100-40gb")
+    assert engines is not None
+    decoders_cap = math.floor(engines.nvdec * 1000 / decode_ms / 30)
+    assert decoders_cap < gpu_cap  # the case this test is about
+    assert option["cap"] == min(decoders_cap, gpu_cap)
+    assert (
+        "the video decoders are busy 100%: more GPU does not add a seat"
+        in (option["binding_constraint"])
+    )
+    # More decoders lift the cap back towards the GPU's.
+    more = cli("recommend", *FAST, "--card", "a100-40gb", "--min-fps", "30",
+               "--decode-ms", str(decode_ms), "--decoders", "50", "--json")  # fmt: skip
+    assert more.json["options"][0]["cap"] == gpu_cap
+
+
+def test_a_plan_without_a_decode_time_has_no_decode_stage(cli: Any) -> None:
+    plain = cli("recommend", *FAST, "--card", "a100-40gb", "--json").json
+    again = cli("recommend", *FAST, "--card", "a100-40gb", "--codec", "h264", "--json").json
+    assert plain["options"] == again["options"]
+    assert not any(a.startswith("Decoding comes before") for a in plain["assumptions"])
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--decode-ms", "-2"), "--decode-ms"),
+        (("--decode-ms", "2", "--codec", "vp9"), "--codec"),
+        (("--decoders", "3"), "needs decode_ms"),
+        (("--decoders", "0"), "needs cpu_decode_ms"),
+        (("--decode-ms", "2", "--modes", "mig", "--mig-profile", "1g.5gb"), "cpu_decode_ms"),
+    ],
+)
+def test_bad_decoder_input_exits_2_with_one_line(
+    cli: Any, args: tuple[str, ...], words: str
+) -> None:
+    said = cli("recommend", *FAST, "--card", "a100-40gb", *args)
+    assert said.status == 2
+    assert words in said.err
+    assert len(said.err.strip().splitlines()) == 1

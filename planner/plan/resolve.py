@@ -17,6 +17,7 @@ from planner.links.codecs import cascade_entry, number_text
 from planner.links.urls import encode, linked_curve
 from planner.plan.cascade import CascadeStep, memory_note, models, with_cascade_memory
 from planner.plan.cotenants import WORKLOAD_FIELDS, other_card, workloads_of
+from planner.plan.decoders import Decoders
 from planner.plan.outcomes import Option
 from planner.plan.params import CompareParams, PlanParams, SimulateParams, stage_params
 from planner.plan.request import Criteria, Request, run_scenario
@@ -212,6 +213,7 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         **batcher_of(params, curve),
         cascade=cascade,
         model_name=curve.model,
+        decoders=decoders_of(params, curve.card),
     )
     return PlanInputs(
         curve=curve,
@@ -220,6 +222,20 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         request=request,
         calibration=calibration,
         latest=latest,
+    )
+
+
+def decoders_of(params: PlanParams, card: str | None) -> Decoders | None:
+    """The plan's decode stage (``planner.plan.decoders``): None unless a decode time is
+    given, as in every plan before it."""
+    if params.decode_ms is None and params.cpu_decode_ms is None:
+        return None
+    return Decoders(
+        decode_ms=params.decode_ms,
+        cpu_decode_ms=params.cpu_decode_ms,
+        codec=params.codec,
+        given=params.decoders,
+        card=card,
     )
 
 

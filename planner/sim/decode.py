@@ -2,7 +2,9 @@
 
 ``Decoding`` says how: ``engines`` E decoder engines (the card's NVDEC, or a MIG slice's
 share of them), each taking ``decode_ms`` per frame, first come first served; or, with
-E = 0, on the worker's CPU threads, ``decode_ms`` being then the CPU's time per frame.
+E = 0, on the worker's CPU threads, ``decode_ms`` being then the CPU's time per frame; or,
+with E unknown (None), a pure delay of ``decode_ms`` that never queues (what a plan can
+still say of a card whose decoder count no source gives).
 
 What each codec asks of the decoders:
 
@@ -57,7 +59,7 @@ class Decoding:
     on the CPU threads, ``decode_ms`` per frame there), for a stream of ``codec``."""
 
     decode_ms: Milliseconds
-    engines: int = 1
+    engines: int | None = 1
     codec: str = DEFAULT_CODEC
 
     def __post_init__(self) -> None:
@@ -71,10 +73,12 @@ class Decoding:
                 f"the decode time per frame must be above 0 and at most "
                 f"{limits.STAGE_MS.high:g} ms, not {self.decode_ms!r}"
             )
-        if not (isinstance(self.engines, int) and 0 <= self.engines <= MAX_ENGINES):
+        if self.engines is not None and not (
+            isinstance(self.engines, int) and 0 <= self.engines <= MAX_ENGINES
+        ):
             problems.append(
                 f"the decoder count must be a whole number from 0 to {MAX_ENGINES} "
-                f"(0: decoding on the CPU), not {self.engines!r}"
+                f"(0: decoding on the CPU; unset: unknown, a delay), not {self.engines!r}"
             )
         if self.codec not in CODECS:
             problems.append(f"codec {self.codec!r} is not one of {', '.join(CODECS)}")
@@ -93,10 +97,17 @@ class Decoding:
         return self.engines == 0
 
     @property
+    def known(self) -> bool:
+        """Whether the engine count is known (else decoding is a delay that never queues)."""
+        return self.engines is not None
+
+    @property
     def capacity_fps(self) -> float:
         """The most frames per second the engines decode (infinite on the CPU, whose
-        threads are judged as the CPU stages are)."""
-        return math.inf if self.on_cpu else self.engines * 1000.0 / self.decode_ms
+        threads are judged as the CPU stages are, and where the count is unknown)."""
+        if self.engines is None or self.engines == 0:
+            return math.inf
+        return self.engines * 1000.0 / self.decode_ms
 
     def busy_fraction(self, frames_per_s: float) -> float:
         """How busy the engines are decoding ``frames_per_s`` (may exceed 1)."""
@@ -138,6 +149,8 @@ def decoded_times(
     """When each frame (capture ``times``, session after session from ``start``) leaves
     the decoder engines; infinite for one never decoded. ``replaces``: a waiting frame is
     replaced by its session's newer one (JPEG under ``queue = newest``)."""
+    if decoding.engines is None:
+        return delayed(decoding, times, network_ms)
     arrival = times + network_ms if network_ms else times.astype(np.float64)
     session = np.repeat(np.arange(start.size - 1), np.diff(start))
     order = np.lexsort((np.arange(times.size), session, arrival))
@@ -145,6 +158,11 @@ def decoded_times(
         arrival, session, order, start.size - 1, float(decoding.decode_ms),
         int(decoding.engines), float(duration_ms), bool(replaces),
     )  # fmt: skip
+
+
+def delayed(decoding: Decoding, times: np.ndarray, network_ms: float) -> np.ndarray:
+    """When each frame leaves decoders of unknown count: a pure delay, no queue."""
+    return (times + network_ms) + decoding.decode_ms
 
 
 @jit(nogil=True)
@@ -217,12 +235,14 @@ def decoded_times_reference(
 ) -> np.ndarray:
     """``decoded_times``, event by event: a heap of arrivals and engines finishing, a
     plain list for the queue. Slow on purpose; the engines' tests compare the two."""
+    if decoding.engines is None:
+        return delayed(decoding, times, network_ms)
     n = start.size - 1
     events: list[tuple[float, int, int, int, int]] = []  # (time, kind, session, frame, g)
     for s in range(n):
         for k in range(int(start[s]), int(start[s + 1])):
             heapq.heappush(events, (float(times[k]) + network_ms, 1, s, k, k))
-    free = [0.0] * decoding.engines
+    free = [0.0] * int(decoding.engines)
     queue: list[list[int]] = []  # [session, g], oldest first
     replaced: dict[int, int] = {}
     out = np.full(times.size, math.inf)

@@ -38,16 +38,15 @@ engine (``planner.sim.ensemble``) runs it on several threads at once.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
 import numpy as np
 
-from planner.sim.arrivals import Arrivals, arrival_order, arrivals
+from planner.sim.arrivals import arrival_order, arrivals
 from planner.sim.batch_time import NO_SPREAD, spread_arrays, stretch
 from planner.sim.cascade import NO_CHAIN, Chain, prepared, reach_table, work_ms
-from planner.sim.decode import decoded_times
+from planner.sim.decoded import arrived_at_worker, loop_times
 from planner.sim.dispatch import by_policy
 from planner.sim.pending import add, pending_set, remove
 from planner.sim.policies import POLICIES, STATE_SIZE, switched
@@ -96,31 +95,6 @@ def run_fast(scenario: Scenario) -> Records:
             chain,
         )
     return arrived_at_worker(records, scenario, arrival)
-
-
-def loop_times(scenario: Scenario, capture: Arrivals) -> np.ndarray:
-    """The times the loops take as the frames' capture times: the capture times, or with
-    decoder engines, when each frame leaves them (``planner.sim.decode.decoded_times``,
-    the network delay included, so the loops run with none: ``Scenario.engine_stages``)."""
-    decoding = scenario.decode
-    if decoding is None or decoding.on_cpu:
-        return capture.times
-    replaces = scenario.queue == "newest" and not decoding.every_frame
-    return decoded_times(
-        decoding, capture.times, capture.start, scenario.stages.network_ms,
-        scenario.duration_ms, replaces,
-    )  # fmt: skip
-
-
-def arrived_at_worker(records: Records, scenario: Scenario, capture: Arrivals) -> Records:
-    """``records`` with each frame's arrival at the worker (capture + network) where the
-    loop saw its time out of the decoders instead; unchanged otherwise."""
-    decoding = scenario.decode
-    if decoding is None or decoding.on_cpu:
-        return records
-    rows = capture.start[records.frame_session] + records.frame_index
-    arrival = capture.times[rows] + scenario.stages.network_ms
-    return dataclasses.replace(records, frame_arrival=arrival)
 
 
 def run_prepared(

@@ -27,8 +27,9 @@ import numpy as np
 from planner.sim.arrivals import Arrivals, Order, arrival_order, arrivals
 from planner.sim.batch_time import spread_arrays, stretch
 from planner.sim.cascade import prepared, reach_table
+from planner.sim.decoded import arrived_at_worker, loop_times
 from planner.sim.delivered import delivered_fps
-from planner.sim.engine_fast import arrived_at_worker, fast_loop, loop_times, records_of
+from planner.sim.engine_fast import fast_loop, records_of
 from planner.sim.pipeline import frame_parts
 from planner.sim.policies import POLICIES
 from planner.sim.queue_all import run_queue_all
