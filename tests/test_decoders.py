@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 import pytest
@@ -13,6 +14,9 @@ from hypothesis import strategies as st
 from planner.curves.cards import builtin_catalogue
 from planner.curves.decoders import decoder_count
 from planner.errors import BadInput
+from planner.links.urls import decode, encode
+from planner.plan.params import PlanParams
+from planner.plan.resolve import plan_inputs
 from planner.sim.arrivals import arrivals
 from planner.sim.decode import Decoding, decoded_times, decoded_times_reference
 from planner.sim.engine_fast import run_fast
@@ -201,3 +205,58 @@ def test_bad_decoder_input_exits_2_with_one_line(
     assert said.status == 2
     assert words in said.err
     assert len(said.err.strip().splitlines()) == 1
+
+
+# -- links ------------------------------------------------------------------------------
+
+
+def test_the_command_line_links_the_decode_stage_and_the_link_plans_the_same(cli: Any) -> None:
+    args = (*FAST, "--card", "a100-40gb", "--min-fps", "30", "--decode-ms", "7",
+            "--decoders", "4", "--codec", "jpeg", "--cpu-decode-ms", "9")  # fmt: skip
+    run = cli("link", *args)
+    assert run.status == 0, run.err
+    query = parse_qs(urlsplit(run.out.strip()).query)
+    params, ignored = decode(PlanParams, query)
+    assert ignored == []
+    assert (params.decode_ms, params.decoders, params.codec, params.cpu_decode_ms) == (
+        7.0, 4, "jpeg", 9.0,
+    )  # fmt: skip
+    assert encode(params) == encode(decode(PlanParams, encode(params))[0])
+    # Reopened, the link plans what the command line planned.
+    asked = cli("recommend", *args, "--json").json
+    reopened = plan_inputs(params, None).request
+    assert reopened.decoders is not None
+    decoding = reopened.decoders.decoding(reopened.sharings[0])
+    assert (decoding.engines, decoding.decode_ms, decoding.codec) == (4, 7.0, "jpeg")
+    note = next(a for a in asked["assumptions"] if a.startswith("Decoding comes before"))
+    assert "4 video decoders of 7 ms a frame" in note
+
+
+def test_an_old_link_has_no_decode_stage_and_writes_none() -> None:
+    params, ignored = decode(PlanParams, {"points": ["1:0.5,8:1.0"], "card": ["a100-40gb"]})
+    assert ignored == []
+    assert plan_inputs(params, None).request.decoders is None
+    written = encode(params)
+    assert not {"decode_ms", "decoders", "codec", "cpu_decode_ms"} & set(written)
+
+
+def test_a_link_that_asks_for_what_is_not_modelled_says_what_it_ignored() -> None:
+    link = {"points": ["1:0.5,8:1.0"], "cpu_decode_ms": ["5"], "cpu_workers": ["2"]}
+    params, ignored = decode(PlanParams, link)
+    assert len(ignored) == 1 and "not modelled" in ignored[0]
+    assert params.cpu_decode_ms is None and params.cpu_workers == 0
+
+
+def test_simulate_runs_the_decode_stage_and_refuses_what_it_needs_in_one_line(cli: Any) -> None:
+    base = ("simulate", "--points", "1:0.5,8:1.0", "--card", "a100-40gb", "--sessions", "30",
+            "--duration-s", "3", "--decode-ms", "7", "--json")  # fmt: skip
+    engines = decoder_count("a100-40gb")
+    assert engines is not None
+    capacity = engines.nvdec * 1000 / 7.0
+    short = cli(*base).json
+    assert short["mean_fps"] * 30 <= capacity * 1.01  # the decoders' rate, shared out
+    assert short["mean_fps"] < 30
+    enough = cli(*base, "--decoders", "10").json
+    assert enough["min_fps"] == 30
+    said = cli(*base[:-3], "--decoders", "2")
+    assert said.status == 2 and said.err.count("\n") == 1 and "--decoders" in said.err

@@ -20,7 +20,9 @@ with "the video decoders are busy 100%: more GPU does not add a seat"
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from planner import display
 from planner.curves.decoders import decoder_count
@@ -54,6 +56,20 @@ class Decoders:
             problems.append("decoders: 0 decoders (decoding on the CPU) needs cpu_decode_ms")
         if problems:
             raise BadInput(problems)
+
+    @classmethod
+    def given_as(cls, values: Mapping[str, Any], card: str | None) -> Decoders | None:
+        """The decode stage the parameters ``decode_ms``, ``cpu_decode_ms``, ``codec`` and
+        ``decoders`` of ``values`` describe, on ``card``; None without a decode time."""
+        if values.get("decode_ms") is None and values.get("cpu_decode_ms") is None:
+            return None
+        return cls(
+            decode_ms=values.get("decode_ms"),
+            cpu_decode_ms=values.get("cpu_decode_ms"),
+            codec=values.get("codec") or DEFAULT_CODEC,
+            given=values.get("decoders"),
+            card=card,
+        )
 
     def engines(self, sharing: Sharing) -> int | None:
         """The engines one instance of ``sharing`` has: given, or the catalogue's (for a

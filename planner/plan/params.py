@@ -314,6 +314,10 @@ class SimulateParams(ParameterSet):
     cotenant_curve: tuple[str, ...] = param("cotenant_curve")
     cotenant_batch: tuple[float, ...] = param("cotenant_batch")
     cotenant_rps: tuple[float, ...] = param("cotenant_rps")
+    decode_ms: Milliseconds | None = param("decode_ms")
+    decoders: int | None = param("decoders")
+    codec: str = param("codec")
+    cpu_decode_ms: Milliseconds | None = param("cpu_decode_ms")
 
     @property
     def stages(self) -> WorkerStages:
@@ -323,7 +327,7 @@ class SimulateParams(ParameterSet):
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
         out = curve_conflicts(values) + _memory_conflicts(values) + queue_conflicts(values)
-        out += workload_conflicts(values)
+        out += workload_conflicts(values) + decoder_conflicts(values)
         fps = values.get("fps") or ()
         sessions = values.get("sessions", 3)
         if len(fps) not in (1, sessions):

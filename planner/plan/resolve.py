@@ -225,18 +225,10 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
     )
 
 
-def decoders_of(params: PlanParams, card: str | None) -> Decoders | None:
-    """The plan's decode stage (``planner.plan.decoders``): None unless a decode time is
-    given, as in every plan before it."""
-    if params.decode_ms is None and params.cpu_decode_ms is None:
-        return None
-    return Decoders(
-        decode_ms=params.decode_ms,
-        cpu_decode_ms=params.cpu_decode_ms,
-        codec=params.codec,
-        given=params.decoders,
-        card=card,
-    )
+def decoders_of(params: PlanParams | SimulateParams, card: str | None) -> Decoders | None:
+    """The plan's or the run's decode stage (``planner.plan.decoders``): None unless a
+    decode time is given, as in every plan before it."""
+    return Decoders.given_as(vars(params), card)
 
 
 def cascade_steps(
@@ -397,8 +389,10 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
             queue_timeout_us=params.queue_timeout_us,
             timeout_action=params.timeout_action,
             cascade=models(cascade, "central"),
+            decode=None if decoders is None else decoders.decoding(sharing),
         )
 
+    decoders = decoders_of(params, curve.card)
     scenario = run(params.policy)
     compare = None if params.compare_policy is None else run(params.compare_policy)
     return SimulationInputs(
