@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from streamlit.testing.v1 import AppTest
 
 from planner.curves.cards import builtin_catalogue
 from planner.curves.decoders import decoder_count
@@ -24,6 +26,7 @@ from planner.sim.engine_reference import run_reference
 from planner.sim.scenario import Scenario
 from planner.sim.stages import WorkerStages
 
+from . import test_dashboard_pages as pages
 from .simulation_cases import scenarios
 
 
@@ -260,3 +263,39 @@ def test_simulate_runs_the_decode_stage_and_refuses_what_it_needs_in_one_line(cl
     assert enough["min_fps"] == 30
     said = cli(*base[:-3], "--decoders", "2")
     assert said.status == 2 and said.err.count("\n") == 1 and "--decoders" in said.err
+
+
+# -- the Plan page ----------------------------------------------------------------------
+
+
+def test_the_plan_page_opens_the_decoders_of_a_link_and_its_controls_write_them(
+    app: AppTest,
+) -> None:
+    first = next(c.id for c in pages.db().curves() if c.card == "server-24gb")
+    plain_plan = PlanParams(curve=first, budget_ms=100.0, policies=("batch-all",), **pages.QUICK)
+    decoded = replace(plain_plan, decode_ms=10.0, decoders=1, codec="h265")
+    alone, bound = pages.expected(plain_plan), pages.expected(decoded)
+    assert alone.recommended is not None and bound.recommended is not None
+    assert bound.recommended.cap < alone.recommended.cap  # the decoders bind here
+    pages.open_page(app, "plan.py", encode(decoded))
+    assert pages.ignored(app) == []
+    assert app.title[0].value == pages.headline_of(bound)
+    assert "the video decoders are busy 100%" in "\n".join(m.value for m in app.markdown)
+    assert app.number_input(key="plan_decode_ms").value == 10.0
+    assert app.number_input(key="plan_decoders").value == 1
+    assert app.selectbox(key="plan_codec").value == "h265"
+    assert pages.query(app) == encode(decoded)  # the link round-trips
+    # More decoders on the page go into the link, and the decoders no longer bind.
+    app.number_input(key="plan_decoders").set_value(8)
+    app.run()
+    assert not app.exception
+    got, problems = decode(PlanParams, pages.query(app))
+    assert problems == [] and got.decoders == 8
+    assert app.title[0].value == pages.headline_of(pages.expected(got))
+    # Emptied, the decode time leaves no decode stage and the old link.
+    app.number_input(key="plan_decode_ms").set_value(None)
+    app.number_input(key="plan_decoders").set_value(None)
+    app.selectbox(key="plan_codec").set_value("h264")
+    app.run()
+    assert not app.exception
+    assert not {"decode_ms", "decoders", "codec"} & set(pages.query(app))
