@@ -23,6 +23,7 @@ from planner.sim.arrivals import arrivals
 from planner.sim.decode import Decoding, decoded_times, decoded_times_reference
 from planner.sim.engine_fast import run_fast
 from planner.sim.engine_reference import run_reference
+from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario
 from planner.sim.stages import WorkerStages
 
@@ -46,6 +47,38 @@ def decodings(draw: st.DrawFn, scenario: Scenario) -> Decoding:
 def test_fast_engine_matches_reference_engine_exactly_with_decoders(data: st.DataObject) -> None:
     scenario = data.draw(scenarios(max_sessions=24, durations_s=(0.2, 0.5, 1.0)))
     scenario = scenario.with_(decode=data.draw(decodings(scenario)))
+    assert run_fast(scenario).same_as(run_reference(scenario), tolerance_ms=1e-9) == []
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.integers(1, 12),
+    st.sampled_from(list(POLICIES)),
+    st.sampled_from(["h264", "jpeg"]),
+    st.one_of(st.integers(1, 3), st.none()),
+    st.sampled_from([0.5, 9.0, 40.0]),
+    st.sampled_from([0.0, 1.5]),
+    st.integers(0, 2**32),
+)
+def test_fast_engine_matches_reference_engine_with_decoders_when_every_frame_queues(
+    sessions: int,
+    policy: str,
+    codec: str,
+    engines: int | None,
+    decode_ms: float,
+    network_ms: float,
+    seed: int,
+) -> None:
+    scenario = Scenario(
+        latency_ms=tuple(1.0 + 0.5 * b for b in range(1, 65)),
+        sessions=sessions,
+        policy=policy,
+        duration_s=0.5,
+        seed=seed,
+        queue="all",
+        stages=WorkerStages(network_ms=network_ms, pre_ms=1.0, post_ms=0.5),
+        decode=Decoding(decode_ms=decode_ms, engines=engines, codec=codec),
+    )
     assert run_fast(scenario).same_as(run_reference(scenario), tolerance_ms=1e-9) == []
 
 
