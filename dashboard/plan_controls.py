@@ -13,7 +13,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard.controls import Controls, chosen_card, pick_curve, queue_controls
-from dashboard.plan_worker import chain_controls, workload_controls
+from dashboard.plan_worker import chain_controls, decoder_controls, workload_controls
 from dashboard.ui import show_problems
 from planner import display, limits
 from planner.curves.cards import Card
@@ -216,8 +216,9 @@ def controls(c: Controls, db: Any, default: Curve, curves: list[Curve]) -> PlanP
         "pre_ms",
         "Decode per frame (ms)",
         step=1.0,
-        help="CPU work per frame before the GPU: decode, resize, normalise. A hardware "
-        "decoder: 1000 / its frames per second per engine, with threads = engines.",
+        help="CPU work per frame before the GPU: decode, resize, normalise. Decoding on "
+        "the card's video decoders is set under Video decoders below; this is then the "
+        "CPU's work after it.",
     )
     c.number(
         right,
@@ -226,7 +227,8 @@ def controls(c: Controls, db: Any, default: Curve, curves: list[Curve]) -> PlanP
         step=1.0,
         help="CPU work per frame after the GPU.",
     )
-    queue_fields = chain_controls(c, bar, curves) + queue_controls(c, bar)
+    queue_fields = chain_controls(c, bar, curves) + decoder_controls(c, bar)
+    queue_fields += queue_controls(c, bar)
 
     bar.markdown("**Fleet and cost**")
     left, right = bar.columns(2)

@@ -1,12 +1,13 @@
 """The Plan page's worker beyond one model (SPEC §6.3): the chain of models it runs on each
-frame batch (a stored curve and its crops per frame, added and removed one at a time) and
-the co-tenants given by what they run under time-slicing (a stored curve or its points, a
-batch and a request rate each), with the busy fraction and busy period the library
-derives from them.
+frame batch (a stored curve and its crops per frame, added and removed one at a time), the
+video decoders its streams are decoded on before the CPU's pre stage, and the co-tenants
+given by what they run under time-slicing (a stored curve or its points, a batch and a
+request rate each), with the busy fraction and busy period the library derives from them.
 
-Each is a link parameter (``cascade``; ``cotenant_curve``, ``cotenant_batch``,
-``cotenant_rps``), held in the page's session state in its widget form, so a link opens
-them and the page's URL carries them; a plan without them keeps its old link.
+Each is a link parameter (``cascade``; ``decode_ms``, ``decoders``, ``codec``,
+``cpu_decode_ms``; ``cotenant_curve``, ``cotenant_batch``, ``cotenant_rps``), held in the
+page's session state in its widget form, so a link opens them and the page's URL carries
+them; a plan without them keeps its old link.
 """
 
 from __future__ import annotations
@@ -27,9 +28,12 @@ from planner.links.parameters import ParameterSet
 from planner.plan.cotenants import WORKLOAD_FIELDS, workloads_of
 from planner.store.repository import Store
 from planner.text import md
+from planner.views.choices import CODECS
 
 CHAIN = ("cascade",)
 """The chain's link parameter."""
+DECODE = ("decode_ms", "decoders", "codec", "cpu_decode_ms")
+"""The decode stage's link parameters (none set: no decode stage)."""
 CROPS = {"fixed": "A fixed number", "poisson": "A Poisson mean"}
 """How a later model's crops per frame are given on this page (a histogram comes by link
 or on the command line)."""
@@ -41,7 +45,7 @@ def opened(c: Controls, params: ParameterSet) -> None:
     """A link opened the page: its chain and co-tenants by workload into the page's state.
     A link whose co-tenants are all given by workload keeps the duty cycles empty (they
     would otherwise start from their default when time-slicing is drawn)."""
-    c.load(params, [*CHAIN, *WORKLOAD_FIELDS])
+    c.load(params, [*CHAIN, *DECODE, *WORKLOAD_FIELDS])
     if getattr(params, "cotenant_curve", ()) and not getattr(params, "cotenants", ()):
         c.load(params, ["cotenants"])
 
@@ -116,6 +120,49 @@ def chain_controls(c: Controls, bar: DeltaGenerator, curves: Sequence[Curve]) ->
     if error:
         bar.error(md(error))
     return list(CHAIN)
+
+
+def decoder_controls(c: Controls, bar: DeltaGenerator) -> list[str]:
+    """The video decoders the streams are decoded on before the CPU's pre stage; the names
+    of the parameters shown."""
+    bar.markdown("**Video decoders**")
+    left, right = bar.columns(2)
+    c.number(
+        left,
+        "decode_ms",
+        "Decoder time per frame (ms)",
+        step=0.5,
+        placeholder="no decode stage",
+        help="One decoder engine's time to decode a frame of these streams. Empty: no "
+        "decode stage (decoding, if any, is in the CPU's pre work).",
+    )
+    c.number(
+        right,
+        "decoders",
+        "Decoders",
+        placeholder="the card's",
+        help="How many decoder engines one instance has. Empty: the card's, or under MIG "
+        "the profile's, from the catalogue.",
+    )
+    left, right = bar.columns(2)
+    c.select(
+        left,
+        "codec",
+        "Codec",
+        CODECS,
+        help="h264 and h265 decode every frame, even those the worker later drops; jpeg "
+        "decodes only the frames taken.",
+    )
+    c.number(
+        right,
+        "cpu_decode_ms",
+        "CPU decode per frame (ms)",
+        step=0.5,
+        placeholder="not set",
+        help="The CPU's time to decode a frame where an instance has no decoder (an A100 "
+        "1g.5gb, an A30 1g.6gb): decoding then runs on the CPU threads.",
+    )
+    return list(DECODE)
 
 
 def _add(c: Controls) -> None:

@@ -284,7 +284,7 @@ PLAN_OPTIONS = (
     "peak_sessions", "headroom", "price_per_hour",
     "profile", "lead_time_min", "network_ms", "pre_ms", "post_ms", "cpu_workers",
     "cotenant_memory_mb", "mps_memory_mb", "spread", "queue", "max_queue_size",
-    "queue_timeout_us", "timeout_action",
+    "queue_timeout_us", "timeout_action", "decode_ms", "decoders", "codec", "cpu_decode_ms",
 )  # fmt: skip
 """The options of ``add_plan_options`` that are plan parameters, read by their codecs."""
 
@@ -318,6 +318,14 @@ def add_worker_options(parser: argparse.ArgumentParser) -> None:
         "cpu_workers",
         "CPU threads doing the pre and post work (0 = unlimited: the stages only delay)",
     )
+    option(parser, "decode_ms", "video decoder time per frame on one engine, ms")
+    option(
+        parser,
+        "decoders",
+        "video decoder engines (override; unset: the card's or MIG profile's)",
+    )
+    option(parser, "codec", "the streams' codec: h264/h265 decode every frame, jpeg those taken")
+    option(parser, "cpu_decode_ms", "CPU time to decode a frame where there is no decoder, ms")
     parser.add_argument(
         "--cotenant-memory-mb",
         help="time-slicing: GPU memory each co-tenant uses, MB (one for all or one per co-tenant)",

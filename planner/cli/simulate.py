@@ -17,6 +17,7 @@ from planner.cli.output import (
     number,
     open_store,
     option,
+    option_name,
     print_json,
     read_curve_source,
 )
@@ -31,7 +32,8 @@ from planner.curves.fit import EDGES, FittedCurve, fit_curve
 from planner.errors import BadInput, NotFound
 from planner.plan.cascade import CascadeStep, models
 from planner.plan.cotenants import workload_conflicts, workloads_of
-from planner.plan.params import queue_conflicts
+from planner.plan.decoders import Decoders
+from planner.plan.params import decoder_conflicts, queue_conflicts
 from planner.plan.resolve import cascade_steps
 from planner.views.choices import (
     MODES,
@@ -44,7 +46,7 @@ from planner.views.choices import (
     sharing_for,
     sharing_mode,
 )
-from planner.views.runs import Calibration, Scenario
+from planner.views.runs import Calibration, Decoding, Scenario
 from planner.views.simulation import (
     FIRST_MODEL,
     memory_of,
@@ -175,6 +177,9 @@ def scenario_from(
             f"--fps gives {len(fps)} frame rates for {int(sessions)} sessions; give one for "
             "all or one per session"
         )
+    decoding = get(decoding_from, args, sharing, curve, workers) if sharing else None
+    if problems:
+        raise BadInput(problems)
     memory = memory_of(points, sharing, lambda: _card_memory_gb(args, curve), cascade)
     # The table and the spread a plan's runs take (``planner.plan.request``).
     return simulation_scenario(
@@ -195,9 +200,33 @@ def scenario_from(
         jitter_ms=jitter,
         stages=WorkerStages(**stage_values, cpu_workers=int(workers)),
         cascade=models(cascade, args.edge),
+        decode=decoding,
         **params,
         **(queue or {}),
     )
+
+
+def decoding_from(
+    args: argparse.Namespace, sharing: Any, curve: Any, workers: Any
+) -> Decoding | None:
+    """The run's decode stage from ``--decode-ms``, ``--decoders``, ``--codec`` and
+    ``--cpu-decode-ms`` (``planner.plan.decoders``): None without a decode time."""
+    values = link_values(args, DECODE_OPTIONS)
+    conflicts = decoder_conflicts({**values, "cpu_workers": workers or 0})
+    if conflicts:
+        raise BadInput([option_name(message) for _, message in conflicts])
+    card = args.card or (curve.card if curve is not None else None)
+    decoders = Decoders.given_as(values, card)
+    if decoders is None:
+        return None
+    try:
+        return decoders.decoding(sharing)
+    except BadInput as exc:
+        raise BadInput([option_name(p) for p in exc.problems]) from None
+
+
+DECODE_OPTIONS = ("decode_ms", "decoders", "codec", "cpu_decode_ms")
+"""The decode stage's options (SPEC §6.3), link parameters read by their codecs."""
 
 
 QUEUE_OPTIONS = ("queue", "max_queue_size", "queue_timeout_us", "timeout_action")

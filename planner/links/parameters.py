@@ -37,6 +37,7 @@ from planner.links.codecs import (
     Text,
     Texts,
 )
+from planner.sim.decode import CODECS, DEFAULT_CODEC, MAX_ENGINES
 from planner.sim.policies import POLICIES, POLICY_NAMES
 from planner.sim.scenario import (
     MODES,
@@ -177,6 +178,23 @@ PARAMETERS: dict[str, Parameter] = {
         WorkerStages.cpu_workers,
         Int.of(limits.CPU_WORKERS),
         "CPU threads for that work (0 = unlimited)",
+    ),
+    # The decode stage (SPEC §6.3): none unless a decode time is given.
+    "decode_ms": Parameter(
+        None,
+        Maybe(Float(0, limits.STAGE_MS.high, above_low=True)),
+        "video decoder time per frame on one engine, ms (unset: no decode stage)",
+    ),
+    "decoders": Parameter(
+        None,
+        Maybe(Int(0, MAX_ENGINES)),
+        "video decoder engines (unset: the card's or MIG profile's, from the catalogue)",
+    ),
+    "codec": Parameter(DEFAULT_CODEC, Choice(CODECS), "the streams' codec: h264, h265 or jpeg"),
+    "cpu_decode_ms": Parameter(
+        None,
+        Maybe(Float(0, limits.STAGE_MS.high, above_low=True)),
+        "CPU time to decode a frame, ms, where there is no decoder engine",
     ),
     # A cascade (SPEC §6.3): the models the worker runs after the curve's on each batch.
     "cascade": Parameter(

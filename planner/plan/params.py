@@ -21,6 +21,7 @@ from planner.curves.curve import (
 from planner.links.parameters import PARAMETERS, ParameterSet, curve_conflicts, param
 from planner.plan.cotenants import workload_conflicts
 from planner.plan.request import Request
+from planner.sim.decode import DEFAULT_CODEC, VIDEO_CODECS
 from planner.sim.scenario import frames_problem
 from planner.sim.sharing import SHARING_MODES, Choice, Sharing, default_modes
 from planner.sim.stages import STAGE_FIELDS, WorkerStages
@@ -156,6 +157,7 @@ class PlanParams(ParameterSet):
         modes = values.get("modes")
         out += _mode_conflicts(values, modes or (), "modes")
         out += _memory_conflicts(values) + queue_conflicts(values) + workload_conflicts(values)
+        out += decoder_conflicts(values)
         duration = values.get("duration_s", 30.0)
         sessions = values.get("max_sessions")
         too_long = sessions is not None and frames_problem(
@@ -214,11 +216,45 @@ class PlanParams(ParameterSet):
     cotenant_batch: tuple[float, ...] = param("cotenant_batch")
     cotenant_rps: tuple[float, ...] = param("cotenant_rps")
     margin: int | None = param("margin")
+    decode_ms: Milliseconds | None = param("decode_ms")
+    decoders: int | None = param("decoders")
+    codec: str = param("codec")
+    cpu_decode_ms: Milliseconds | None = param("cpu_decode_ms")
 
     @property
     def stages(self) -> WorkerStages:
         """The worker's stages (SPEC §5.1) as the one value the library takes."""
         return stages_of(self.__dict__)
+
+
+def decoder_conflicts(values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
+    """A decoder count without the time it needs (SPEC §6.3): engines need ``decode_ms``,
+    none (decoding on the CPU) needs ``cpu_decode_ms``; and a video stream decoded on a
+    finite pool of CPU threads, which is not modelled (``planner.sim.decode``)."""
+    out: list[tuple[tuple[str, ...], str]] = []
+    codec = values.get("codec") or DEFAULT_CODEC
+    if (
+        values.get("cpu_decode_ms") is not None
+        and (values.get("cpu_workers") or 0) > 0
+        and codec in VIDEO_CODECS
+    ):
+        out.append(
+            (
+                ("cpu_decode_ms", "cpu_workers"),
+                f"cpu_decode_ms: decoding every frame of a {codec} stream on a finite pool of "
+                "CPU threads is not modelled: set cpu_workers to 0 or use codec jpeg",
+            )
+        )
+    decoders = values.get("decoders")
+    if decoders is None:
+        return out
+    if decoders > 0 and values.get("decode_ms") is None:
+        out.append((("decoders", "decode_ms"), "decoders: a decoder count needs decode_ms, "
+                    "each decoder's time per frame"))  # fmt: skip
+    if decoders == 0 and values.get("cpu_decode_ms") is None:
+        out.append((("decoders", "cpu_decode_ms"), "decoders: 0 decoders (decoding on the CPU) "
+                    "needs cpu_decode_ms, the CPU's time per frame"))  # fmt: skip
+    return out
 
 
 @dataclass(frozen=True)
@@ -278,6 +314,10 @@ class SimulateParams(ParameterSet):
     cotenant_curve: tuple[str, ...] = param("cotenant_curve")
     cotenant_batch: tuple[float, ...] = param("cotenant_batch")
     cotenant_rps: tuple[float, ...] = param("cotenant_rps")
+    decode_ms: Milliseconds | None = param("decode_ms")
+    decoders: int | None = param("decoders")
+    codec: str = param("codec")
+    cpu_decode_ms: Milliseconds | None = param("cpu_decode_ms")
 
     @property
     def stages(self) -> WorkerStages:
@@ -287,7 +327,7 @@ class SimulateParams(ParameterSet):
     @classmethod
     def conflicts(cls, values: Mapping[str, Any]) -> list[tuple[tuple[str, ...], str]]:
         out = curve_conflicts(values) + _memory_conflicts(values) + queue_conflicts(values)
-        out += workload_conflicts(values)
+        out += workload_conflicts(values) + decoder_conflicts(values)
         fps = values.get("fps") or ()
         sessions = values.get("sessions", 3)
         if len(fps) not in (1, sessions):

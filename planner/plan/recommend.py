@@ -37,6 +37,7 @@ from planner.curves.measure_next import Advice
 from planner.errors import BadInput
 from planner.plan import margin
 from planner.plan.cascade import chain_clause
+from planner.plan.decoders import decoders_note
 from planner.plan.outcomes import (
     Failure,
     Option,
@@ -50,7 +51,7 @@ from planner.plan.outcomes import (
 from planner.plan.pareto import rank
 from planner.plan.request import Request
 from planner.plan.search import FULL, PROBE, Found, Hint, Run, probe_duration, search
-from planner.plan.stability import service_at, stable_upto
+from planner.plan.stability import decoders_reason, service_at, stable_upto
 from planner.sim.memory import MemoryLimit
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario, Sharing
@@ -212,6 +213,9 @@ def _next_fails(
         return failures(rows[cap + 1], request.criteria)
     if cap < request.largest and cap == stable.get(key, request.largest):
         (policy, sharing), edge = key
+        decoders = decoders_reason(request, sharing, cap + 1)
+        if decoders is not None:
+            return (Failure("decoders", cap + 1, decoders),)
         served = service_at(request, policy, sharing, _edge(key), cap + 1, memory=edge != UNLIMITED)
         return (Failure("latency", cap + 1, served.reason(cap + 1, request.fps)),)
     return ()
@@ -535,6 +539,8 @@ def _assumptions(request: Request) -> tuple[str, ...]:
             "rest of the card goes to other jobs to count and charge one instance instead."
         )
     notes.append(_worker_assumption(request))
+    if request.decoders is not None:
+        notes.append(decoders_note(request.decoders, tuple(dict.fromkeys(request.sharings))))
     if request.calibration is not None:
         notes.append(request.calibration.description)
     for sharing in dict.fromkeys(request.sharings):
@@ -552,7 +558,7 @@ def _worker_assumption(request: Request) -> str:
     """What the plan assumes about the worker beyond the GPU (SPEC §5.1)."""
     overhead = request.criteria.overhead_ms
     stages = request.stages
-    if not stages.takes_time:
+    if not stages.takes_time and request.decoders is None:
         return (
             "Latency is GPU-side plus a fixed per-frame overhead for network, decode and "
             f"post-processing ({display.ms(overhead)}), which does not occupy the GPU."

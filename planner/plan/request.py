@@ -15,6 +15,7 @@ from planner.curves.batch_cost import spread_table, with_per_request
 from planner.curves.fit import Edge, FittedCurve
 from planner.errors import BadInput
 from planner.plan.cascade import CascadeStep, memory_note, models, with_cascade_memory
+from planner.plan.decoders import Decoders
 from planner.sim.calibration import Calibration
 from planner.sim.memory import MemoryLimit, available, memory_limit, memory_model
 from planner.sim.policies import POLICIES
@@ -100,6 +101,8 @@ class Request:
     ``margin`` is the version of the uncalibrated range's margin (SPEC §6.2,
     ``planner.plan.margin``): without a calibration, each cap's low end also carries the
     model's error measured on published results. None: no margin, as plans before it.
+    ``decoders`` is the decode stage before the CPU's pre stage, read per option for its
+    instance (``planner.plan.decoders``); None: none, as plans before it.
     """
 
     curve: FittedCurve
@@ -133,6 +136,7 @@ class Request:
     cascade: tuple[CascadeStep, ...] = ()
     model_name: str = "the first model"
     margin: int | None = None
+    decoders: Decoders | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -330,6 +334,7 @@ class Request:
             queue_timeout_us=self.queue_timeout_us,
             timeout_action=self.timeout_action,
             cascade=models(self.cascade, edge),
+            decode=None if self.decoders is None else self.decoders.decoding(sharing),
         )
 
     def peak_upto(self, sharing: Sharing) -> int:

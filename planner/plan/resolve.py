@@ -17,6 +17,7 @@ from planner.links.codecs import cascade_entry, number_text
 from planner.links.urls import encode, linked_curve
 from planner.plan.cascade import CascadeStep, memory_note, models, with_cascade_memory
 from planner.plan.cotenants import WORKLOAD_FIELDS, other_card, workloads_of
+from planner.plan.decoders import Decoders
 from planner.plan.outcomes import Option
 from planner.plan.params import CompareParams, PlanParams, SimulateParams, stage_params
 from planner.plan.request import Criteria, Request, run_scenario
@@ -212,6 +213,7 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         **batcher_of(params, curve),
         cascade=cascade,
         model_name=curve.model,
+        decoders=decoders_of(params, curve.card),
     )
     return PlanInputs(
         curve=curve,
@@ -221,6 +223,12 @@ def plan_inputs(params: PlanParams, store: Store | None) -> PlanInputs:
         calibration=calibration,
         latest=latest,
     )
+
+
+def decoders_of(params: PlanParams | SimulateParams, card: str | None) -> Decoders | None:
+    """The plan's or the run's decode stage (``planner.plan.decoders``): None unless a
+    decode time is given, as in every plan before it."""
+    return Decoders.given_as(vars(params), card)
 
 
 def cascade_steps(
@@ -381,8 +389,10 @@ def simulation_inputs(params: SimulateParams, store: Store | None) -> Simulation
             queue_timeout_us=params.queue_timeout_us,
             timeout_action=params.timeout_action,
             cascade=models(cascade, "central"),
+            decode=None if decoders is None else decoders.decoding(sharing),
         )
 
+    decoders = decoders_of(params, curve.card)
     scenario = run(params.policy)
     compare = None if params.compare_policy is None else run(params.compare_policy)
     return SimulationInputs(

@@ -18,7 +18,8 @@ with ``lambda >= mu`` fails; one with ``lambda < mu`` is judged by its runs. No 
 taken below 1: ``docs/design.md`` (a server that queues every frame) says why.
 
 Under ``queue = newest`` a session holds at most one pending frame, so no queue grows and
-every count is stable.
+every count is stable. Under both, a count whose frames the decoder engines cannot decode
+(``planner.plan.decoders``) is not searched either: it fails on the decoders.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from scipy.stats import norm
 
 from planner import display
 from planner.curves.fit import Edge
+from planner.plan.decoders import busy_reason, decoders_upto
 from planner.plan.request import Request
 from planner.sim.batch_time import Z_BOUND
 from planner.sim.cascade import effective_tables, view
@@ -105,14 +107,35 @@ def stable_upto(request: Request, policy: str, sharing: Sharing, edge: Edge, mem
     """The largest count ``n <= request.largest`` such that every count up to it offers
     less than the server serves (``request.largest`` under ``queue = newest``): the cap
     search of the option on ``edge`` goes no further (``planner.plan.recommend``)."""
+    decoded = decoders_stable(request, sharing)
     if request.queue != "all":
-        return request.largest
+        return decoded
     rates = _rates(request, sharing, edge)
     limit = request.memory(sharing).batch_limit if memory else None
     counts = np.arange(1, request.largest + 1)
     largest = np.minimum(largest_batches(request, policy, counts, limit), rates.size)
     fails = counts * request.fps >= rates[largest - 1]
-    return int(np.argmax(fails)) if fails.any() else request.largest
+    return min(decoded, int(np.argmax(fails)) if fails.any() else request.largest)
+
+
+def decoders_stable(request: Request, sharing: Sharing) -> int:
+    """The largest count whose frames the decoder engines of ``sharing``'s instance can
+    decode (``request.largest`` without decoders, or where they never bind)."""
+    if request.decoders is None:
+        return request.largest
+    decoding = request.decoders.decoding(sharing)
+    return decoders_upto(
+        decoding, request.fps, request.criteria.min_fps, request.queue, request.largest
+    )
+
+
+def decoders_reason(request: Request, sharing: Sharing, sessions: int) -> str | None:
+    """Why ``sessions`` fails on the decoders (``planner.plan.decoders``), or None when
+    they can decode its frames."""
+    if request.decoders is None or sessions <= decoders_stable(request, sharing):
+        return None
+    decoding = request.decoders.decoding(sharing)
+    return busy_reason(decoding, sessions, request.fps, request.criteria.min_fps, request.queue)
 
 
 def service(

@@ -46,6 +46,7 @@ import numpy as np
 from planner.sim.arrivals import arrival_order, arrivals
 from planner.sim.batch_time import NO_SPREAD, spread_arrays, stretch
 from planner.sim.cascade import NO_CHAIN, Chain, prepared, reach_table, work_ms
+from planner.sim.decoded import arrived_at_worker, loop_times
 from planner.sim.dispatch import by_policy
 from planner.sim.pending import add, pending_set, remove
 from planner.sim.policies import POLICIES, STATE_SIZE, switched
@@ -71,26 +72,29 @@ def run_fast(scenario: Scenario) -> Records:
     timeline = cotenant_timeline(sharing, scenario.seed, reach)
     sigma, z = spread_arrays(scenario.spread, scenario.seed, arrival.times.size)
     latency, chain = prepared(scenario, np.r_[0.0, table], arrival.times.size)
+    times = loop_times(scenario, arrival)
     if scenario.queue == "all":
-        return records_of(
+        records = records_of(
             run_queue_all(
-                scenario, arrival.times, arrival.start, latency, timeline,
+                scenario, times, arrival.start, latency, timeline,
                 spread=(sigma, z), chain=chain,
             )
         )  # fmt: skip
-    return run_prepared(
-        arrival.times,
-        arrival.start,
-        scenario.duration_ms,
-        latency,
-        POLICIES[scenario.policy].pid,
-        scenario.policy_params(),
-        timeline,
-        scenario.stages.as_array(),
-        sigma,
-        z,
-        chain,
-    )
+    else:
+        records = run_prepared(
+            times,
+            arrival.start,
+            scenario.duration_ms,
+            latency,
+            POLICIES[scenario.policy].pid,
+            scenario.policy_params(),
+            timeline,
+            scenario.engine_stages.as_array(),
+            sigma,
+            z,
+            chain,
+        )
+    return arrived_at_worker(records, scenario, arrival)
 
 
 def run_prepared(

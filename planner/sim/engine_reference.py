@@ -30,9 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.sim.arrivals import arrivals
+from planner.sim.arrivals import Arrivals, arrivals
 from planner.sim.batch_time import spread_arrays, stretch
 from planner.sim.cascade import prepared, reach_table, reference_ms
+from planner.sim.decode import decoded_times_reference
 from planner.sim.policies import POLICIES, decide, initial_state
 from planner.sim.records import Records
 from planner.sim.scenario import Scenario
@@ -61,9 +62,10 @@ def run_reference(scenario: Scenario) -> Records:
     n = scenario.sessions
     duration = scenario.duration_ms
     capture = arrivals(scenario)
-    stages = scenario.stages
-    network, pre, post = stages.network_ms, stages.pre_ms, stages.post_ms
+    stages = scenario.engine_stages
+    network, pre, post = scenario.stages.network_ms, stages.pre_ms, stages.post_ms
     pool = scenario.cpu_pool
+    reach_worker = _reaching(scenario, capture, replaces=True)
     table = effective_table(np.asarray(scenario.latency_ms), scenario.sharing, scenario.peak_upto)
     reach = horizon(scenario.sharing, duration,
                     *reach_table(scenario, table, n, stretch(scenario.spread)))  # fmt: skip
@@ -78,8 +80,9 @@ def run_reference(scenario: Scenario) -> Records:
     sequence = itertools.count()
     events: list[tuple[float, int, int, int, int, int]] = []
     for session in range(n):
-        for k, t in enumerate(capture.of(session)):
-            heapq.heappush(events, (float(t) + network, ARRIVE, next(sequence), session, k, 0))
+        for k in range(capture.of(session).size):
+            at = float(reach_worker[int(capture.start[session]) + k])
+            heapq.heappush(events, (at, ARRIVE, next(sequence), session, k, 0))
 
     waiting: dict[int, tuple[int, float, float]] = {}  # session -> (frame, arrival, ready)
     queue: list[_Job] = []  # CPU jobs not started
@@ -238,6 +241,20 @@ def run_reference(scenario: Scenario) -> Records:
     )
 
 
+def _reaching(scenario: Scenario, capture: Arrivals, replaces: bool) -> np.ndarray:
+    """When each frame is ready for the CPU stages: capture + network, or with decoder
+    engines, when it leaves them (``planner.sim.decode``, event by event); ``replaces``:
+    whether a JPEG frame waiting for an engine is replaced by its session's newer one."""
+    network = scenario.stages.network_ms
+    decoding = scenario.decode
+    if decoding is None or decoding.on_cpu:
+        return capture.times + network
+    return decoded_times_reference(
+        decoding, capture.times, capture.start, network, scenario.duration_ms,
+        replaces and not decoding.every_frame,
+    )  # fmt: skip
+
+
 def run_reference_queue_all(scenario: Scenario) -> Records:
     """Simulate a server that queues every frame (``queue = all``: the semantics are in
     ``planner.sim.queue_all``) event by event: a heap of requests joining and batches
@@ -245,8 +262,9 @@ def run_reference_queue_all(scenario: Scenario) -> Records:
     n = scenario.sessions
     duration = scenario.duration_ms
     capture = arrivals(scenario)
-    stages = scenario.stages
-    network, pre, post = stages.network_ms, stages.pre_ms, stages.post_ms
+    stages = scenario.engine_stages
+    network, pre, post = scenario.stages.network_ms, stages.pre_ms, stages.post_ms
+    reach_worker = _reaching(scenario, capture, replaces=False)
     table = effective_table(np.asarray(scenario.latency_ms), scenario.sharing, scenario.peak_upto)
     largest = scenario.largest_batch(memory=False)
     reach = horizon(scenario.sharing, duration,
@@ -263,8 +281,9 @@ def run_reference_queue_all(scenario: Scenario) -> Records:
     sequence = itertools.count()
     events: list[tuple[float, int, int, int, int]] = []
     for session in range(n):
-        for k, t in enumerate(capture.of(session)):
-            heapq.heappush(events, (float(t) + network + pre, ARRIVE, session, k, next(sequence)))
+        for k in range(capture.of(session).size):
+            at = float(reach_worker[int(capture.start[session]) + k]) + pre
+            heapq.heappush(events, (at, ARRIVE, session, k, next(sequence)))
     live: list[tuple[float, int, int]] = []  # (ready, session, frame), oldest first
     delayed: list[tuple[float, int, int]] = []
     delivered = np.zeros(n, np.int64)

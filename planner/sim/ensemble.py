@@ -27,6 +27,7 @@ import numpy as np
 from planner.sim.arrivals import Arrivals, Order, arrival_order, arrivals
 from planner.sim.batch_time import spread_arrays, stretch
 from planner.sim.cascade import prepared, reach_table
+from planner.sim.decoded import arrived_at_worker, loop_times
 from planner.sim.delivered import delivered_fps
 from planner.sim.engine_fast import fast_loop, records_of
 from planner.sim.pipeline import frame_parts
@@ -125,6 +126,7 @@ class _Job:
     latency: np.ndarray  # latency[b] for a batch of b (index 0 unused)
     timeline: Timeline | None
     order: Order  # arrivals.arrival_order
+    times: np.ndarray  # the times the loop takes (engine_fast.loop_times)
 
 
 def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcome]:
@@ -161,9 +163,12 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
     arrival_sets.update(zip(firsts, _each(arrivals, list(firsts.values()), workers), strict=True))
     wanted: dict[object, tuple[Arrivals, np.ndarray]] = {}
     for s in scenarios:
-        akey = _arrival_key(s)
-        okey = (akey, s.stages.network_ms, None if s.cpu_pool else s.stages.pre_ms)
-        wanted.setdefault(okey, (arrival_sets[akey], s.stages.as_array()))
+        okey = _order_key(s)
+        if okey not in wanted:
+            capture = arrival_sets[_arrival_key(s)]
+            times = loop_times(s, capture)
+            loop = capture if times is capture.times else Arrivals(times, capture.start)
+            wanted[okey] = (loop, s.engine_stages.as_array())
     made = _each(
         lambda a: arrival_order(a[0].times, a[0].start, a[1]), list(wanted.values()), workers
     )
@@ -178,13 +183,29 @@ def run_many(scenarios: Sequence[Scenario], detail: bool = False) -> list[Outcom
                 timeline_sets[tkey] = cotenant_timeline(s.sharing, s.seed, horizons[tkey])
             timeline = timeline_sets[tkey]
         table = table_sets[(s.latency_ms, s.sharing.kind.table_key(s.sharing), s.peak_upto)]
-        okey = (akey, s.stages.network_ms, None if s.cpu_pool else s.stages.pre_ms)
-        jobs.append(_Job(s, arrival_sets[akey], table, timeline, orders[okey]))
+        okey = _order_key(s)
+        jobs.append(
+            _Job(s, arrival_sets[akey], table, timeline, orders[okey], wanted[okey][0].times)
+        )
     run = _run_in_detail if detail else _run
     if workers == 1:
         return [run(job) for job in jobs]
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(run, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
+
+
+def _order_key(s: Scenario) -> tuple[object, ...]:
+    """What the order frames reach the loop in depends on: the arrivals, the stages as the
+    loop runs them, and the decoder engines where there are some."""
+    stages = s.engine_stages
+    decoding = s.decode
+    decoders = (
+        None
+        if decoding is None or decoding.on_cpu
+        else (decoding, s.queue, s.stages.network_ms, s.duration_ms)
+    )
+    pre = None if s.cpu_pool else stages.pre_ms
+    return (_arrival_key(s), stages.network_ms, pre, decoders)
 
 
 def _each(make: Callable[[Any], Any], items: list[Any], workers: int) -> list[Any]:
@@ -253,18 +274,18 @@ def _run(job: _Job, detail: bool = False) -> Outcome:
     latency, chain = prepared(s, job.latency, job.arrivals.times.size)
     if s.queue == "all":
         out = run_queue_all(
-            s, job.arrivals.times, job.arrivals.start, latency, job.timeline, job.order,
+            s, job.times, job.arrivals.start, latency, job.timeline, job.order,
             chain=chain,
         )  # fmt: skip
     else:
         sigma, z = spread_arrays(s.spread, s.seed, job.arrivals.times.size)
         out = fast_loop()(
-            job.arrivals.times, job.arrivals.start, s.duration_ms, latency,
+            job.times, job.arrivals.start, s.duration_ms, latency,
             POLICIES[s.policy].pid, s.policy_params(), job.timeline is not None, edges, speed,
-            work, s.stages.as_array(), job.order[0], job.order[1], job.order[2], detail,
+            work, s.engine_stages.as_array(), job.order[0], job.order[1], job.order[2], detail,
             sigma, z, chain,
         )  # fmt: skip
-    r = records_of(out)
+    r = arrived_at_worker(records_of(out), s, job.arrivals)
     thirds = None
     if s.queue == "all":
         # Delivered frames are in delivery order: those of the first and the last third of
@@ -280,7 +301,7 @@ def _run(job: _Job, detail: bool = False) -> Outcome:
         pool["cpu_sums"] = out[-1]
         if detail:
             pool["job_waits"] = (r.job_kind, r.job_start - r.job_ready)
-    staged = s.stages.takes_time
+    staged = s.takes_time_outside
     worker = r.frame_done - r.frame_arrival if staged else r.frame_latency
     parts = None
     if detail:

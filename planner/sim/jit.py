@@ -50,6 +50,7 @@ COMPILED_SOURCES: tuple[str, ...] = (
     "sharing/timeline.py",
     "batch_time.py",
     "cascade.py",
+    "decode.py",
     "engine_fast.py",
     "queue_all.py",
 )

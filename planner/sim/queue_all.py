@@ -315,7 +315,7 @@ def run_queue_all(
         edges = speed = work = _NO_TIMELINE
     else:
         edges, speed, work = timeline.edges, timeline.speed, timeline.work
-    stages = scenario.stages.as_array()
+    stages = scenario.engine_stages.as_array()
     if order is None:
         order = arrival_order(times, start, stages)
     queue = queue_params(

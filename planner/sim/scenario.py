@@ -15,6 +15,7 @@ import numpy as np
 from planner import limits
 from planner.errors import BadInput
 from planner.sim.cascade import CascadeModel, model_problems
+from planner.sim.decode import Decoding, cpu_problem, engine_stages
 from planner.sim.policies import POLICIES, policy_params
 from planner.sim.sharing import MODE_NAMES, Sharing
 from planner.sim.stages import NO_STAGES, WorkerStages
@@ -75,6 +76,8 @@ class Scenario:
     to it: ``reject`` drops it, ``delay`` serves it only when no request within its
     timeout waits (Triton's ``default_queue_policy``). These three are dropped under
     ``newest``. A finite pool of CPU threads is not modelled with ``all``.
+    ``decode`` is the decode stage before the CPU pre stage (``planner.sim.decode``; None:
+    none, the first waves' worker, whose frames arrive ready for the pre stage).
     ``spread[b - 1]`` is the sigma of the lognormal multiplier of a batch of ``b``'s
     duration, whose median is the table's value (``planner.sim.batch_time``); it covers
     the table like ``latency_ms``. Empty (and all zeros, which is the same model) means
@@ -103,6 +106,7 @@ class Scenario:
     timeout_action: TimeoutAction = "reject"
     spread: tuple[float, ...] = ()
     cascade: tuple[CascadeModel, ...] = ()
+    decode: Decoding | None = None
 
     def __post_init__(self) -> None:
         problems = _problems(self)
@@ -158,14 +162,27 @@ class Scenario:
 
     @property
     def non_gpu_ms(self) -> Milliseconds:
-        """A frame's time outside the GPU when nothing waits for a CPU thread:
-        ``2 * network_ms + pre_ms + post_ms + overhead_ms`` (SPEC §5.1)."""
-        return self.stages.outside_ms(self.overhead_ms)
+        """A frame's time outside the GPU when nothing waits for a CPU thread or a
+        decoder: ``2 * network_ms + pre_ms + post_ms + overhead_ms`` (SPEC §5.1), and the
+        decode time with a decode stage."""
+        decoding = 0.0 if self.decode is None else self.decode.decode_ms
+        return self.stages.outside_ms(self.overhead_ms) + decoding
 
     @property
     def cpu_pool(self) -> bool:
         """Whether CPU work queues for a finite pool of threads (K >= 1 and a stage > 0)."""
-        return self.stages.cpu_pool
+        return self.engine_stages.cpu_pool
+
+    @property
+    def engine_stages(self) -> WorkerStages:
+        """The stages as the engines run them, the decode stage accounted for
+        (``planner.sim.decode.engine_stages``): the scenario's own without one."""
+        return engine_stages(self.decode, self.stages)
+
+    @property
+    def takes_time_outside(self) -> bool:
+        """Whether a frame spends time outside the GPU: in the stages or decoding."""
+        return self.stages.takes_time or self.decode is not None
 
     def param(self, name: str) -> float:
         """A policy parameter's value, the policy's default where not set."""
@@ -269,7 +286,12 @@ def _problems(s: Scenario) -> list[str]:
         problems.append(
             f"timeout action {s.timeout_action!r} is not one of {', '.join(TIMEOUT_ACTIONS)}"
         )
-    if s.queue == "all" and isinstance(s.stages, WorkerStages) and s.stages.cpu_pool:
+    if (
+        s.queue == "all"
+        and isinstance(s.stages, WorkerStages)
+        and (s.decode is None or isinstance(s.decode, Decoding))
+        and engine_stages(s.decode, s.stages).cpu_pool
+    ):
         problems.append(
             "a server that queues every frame (queue all) is modelled with unlimited CPU "
             "threads only: set cpu_workers to 0"
@@ -279,6 +301,12 @@ def _problems(s: Scenario) -> list[str]:
     else:
         for model in s.cascade:
             problems.extend(model_problems(model))
+    if s.decode is not None and not isinstance(s.decode, Decoding):
+        problems.append("decode must be a Decoding value (planner.sim.decode) or None")
+    elif isinstance(s.stages, WorkerStages):
+        problem = cpu_problem(s.decode, s.stages)
+        if problem:
+            problems.append(problem)
     if not isinstance(s.sharing, Sharing):
         problems.append("sharing must be a Sharing value")
     if not problems:

@@ -144,7 +144,7 @@ def pool(outcomes: Sequence[Outcome], percentile: float) -> Pooled:
     at_worker = None
     if p is not None:
         # Without stages the time at the worker is the GPU-side latency, to the last bit.
-        staged = first.stages.takes_time
+        staged = first.takes_time_outside
         at_worker = (
             percentiles(np.concatenate([o.worker_ms for o in outcomes]), [percentile])[0]
             if staged

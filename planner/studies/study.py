@@ -508,10 +508,11 @@ def cell_key(
         # Cells stored before the search was a parameter were searched exhaustively; the
         # default search gives their caps (docs/design.md, the cap search), so they stay found.
         del saved["search"]
-    for name in ("queue", "timeout_action", "source_fps"):
+    for name in ("queue", "timeout_action", "source_fps", "codec"):
         # The same for the server's queue, which cells stored before it existed left as is
-        # (its other settings, unset by default, are not saved then), and for the source
-        # frame rate, 30 fps in every cell stored before it was a plan parameter.
+        # (its other settings, unset by default, are not saved then), for the source
+        # frame rate, 30 fps in every cell stored before it was a plan parameter, and for
+        # the streams' codec, which changes nothing without a decode time.
         parameter = PARAMETERS[name]
         if saved.get(name) == parameter.codec.format(parameter.default):
             del saved[name]

@@ -1,13 +1,14 @@
 """What a front end offers to choose from, read off the simulator's registries: the
 scheduling policies, the arrival phases, the sharing modes (those a card offers, the
 parameters a choice of them asks for, and the ``Sharing`` a choice makes), every MIG
-profile at once, and the worker's stages. The page and the command line take these names
-from here rather than from the simulator."""
+profile at once, the worker's stages and the codecs its streams may use. The page and
+the command line take these names from here rather than from the simulator."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from planner.sim.decode import CODECS
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import MODES, PHASES
 from planner.sim.sharing import offered_modes, owner_of, parameters_of, sharing_mode
@@ -17,6 +18,7 @@ from planner.sim.stages import NO_STAGES, STAGE_FIELDS, WorkerStages
 
 __all__ = [
     "ALL_PROFILES",
+    "CODECS",
     "MODES",
     "NO_STAGES",
     "PHASES",
