@@ -207,14 +207,15 @@ def controls(c: Controls, db: Any, default: Curve, curves: list[Curve]) -> PlanP
         right,
         "cpu_workers",
         "CPU threads",
-        help="Threads that decode and post-process frames, from one queue. 0 = unlimited: "
+        help="Threads that pre- and post-process frames (and decode them where no video "
+        "decoder does), from one queue. 0 = unlimited: "
         "the CPU stages only delay frames.",
     )
     left, right = bar.columns(2)
     c.number(
         left,
         "pre_ms",
-        "Decode per frame (ms)",
+        "Pre-process (ms)",
         step=1.0,
         help="CPU work per frame before the GPU: decode, resize, normalise. Decoding on "
         "the card's video decoders is set under Video decoders below; this is then the "

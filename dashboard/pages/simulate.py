@@ -172,7 +172,7 @@ def controls() -> SimulateParams | None:
         help="Threads for the pre and post work, from one queue; 0 = unlimited.",
     )
     left, right = worker.columns(2)
-    c.number(left, "pre_ms", "Decode per frame (ms)", step=1.0, help="CPU work before the GPU.")
+    c.number(left, "pre_ms", "Pre-process (ms)", step=1.0, help="CPU work before the GPU.")
     c.number(right, "post_ms", "Post-process (ms)", step=1.0, help="CPU work after the GPU.")
     queue_fields = queue_controls(c, worker)
 
