@@ -7,9 +7,9 @@ its cap: the batch size that carried the most frames there (the batch a person s
 worker for; the cap itself where no run was made), each model's time on that batch at the
 expected crops (``planner.plan.cascade.stage_times``, the central edge of its curve), the
 decode time per frame on what the option's instance decodes on (its video decoders, or
-the CPU where it has none: ``planner.plan.decoders``) and the CPU stages' work per frame. ``stages_table`` and ``stages_figure`` lay them out from
-numbers only; every name in them is the renderer's to escape (the figure escapes its own
-for Plotly's pseudo-HTML).
+the CPU where it has none: ``planner.plan.decoders``) and the CPU stages' work per
+frame. ``stages_table`` and ``stages_figure`` lay them out from numbers only; every name
+in them is the renderer's to escape (the figure escapes its own for Plotly's pseudo-HTML).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from planner import display
-from planner.plan.cascade import stage_times
 from planner.errors import BadInput
+from planner.plan.cascade import stage_times
 from planner.plan.outcomes import Option, Recommendation
 from planner.report.figures import COLOURS, plotly_text
 from planner.views.table import Table
