@@ -99,3 +99,23 @@ def test_a_plan_without_a_chain_or_cpu_stages_draws_no_stages(store: Store) -> N
     assert DEPLOYMENT_NOTE not in [getattr(b, "text", "") for b in staged.blocks]
     (chart,) = [b for b in staged.blocks if isinstance(b, Chart)]
     assert [b.y[0] for b in chart.figure.data] == ["CPU work before the GPU", "detector"]
+
+
+def test_the_decode_stage_is_drawn_before_the_cpu_work_on_what_decodes(store: Store) -> None:
+    engines = _worker(_context(store, decode_ms=2.5, decoders=3, pre_ms=1.0))
+    stages = next(b for b in engines.blocks if isinstance(b, Table) and "for" in b.header)
+    assert stages.column("stage")[:3] == ("decode (h264)", "CPU work before the GPU", "detector")
+    assert stages.column("runs on")[0] == "3 video decoders"
+    assert stages.column("time at the cap")[:2] == (display.ms(2.5), display.ms(1.0))
+    assert stages.column("for")[0] == "per frame"
+    (chart,) = [b for b in engines.blocks if isinstance(b, Chart)]
+    assert [float(b.base[0]) for b in chart.figure.data][:3] == pytest.approx([0.0, 2.5, 3.5])
+    # No decoder on the instance: the CPU's decode time, on the CPU; a decode stage alone
+    # is enough to draw the worker.
+    cpu = _worker(_context(store, decoders=0, cpu_decode_ms=6.0, codec="jpeg"))
+    (chart,) = [b for b in cpu.blocks if isinstance(b, Chart)]
+    assert [b.y[0] for b in chart.figure.data] == ["decode (jpeg)", "detector"]
+    assert float(chart.figure.data[0].x[0]) == pytest.approx(6.0)
+    stages = next(b for b in cpu.blocks if isinstance(b, Table) and "for" in b.header)
+    assert "the CPU" in stages.column("runs on")[0]
+    assert DEPLOYMENT_NOTE not in [getattr(b, "text", "") for b in cpu.blocks]

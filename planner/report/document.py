@@ -513,7 +513,7 @@ WORKER_STAGES = (
 
 def _worker(ctx: ReportContext) -> Section | None:
     """The worker's settings, and its stages drawn with the time each takes at the cap
-    (``planner.report.worker``), when it has CPU stages or a chain of models."""
+    (``planner.report.worker``), when it decodes, has CPU stages or runs a chain."""
     stages = getattr(ctx.result.request, "stages", None)
     values = [(words, getattr(stages, name, None)) for name, words in WORKER_STAGES]
     drawn = worker_stages(ctx.result)

@@ -1,14 +1,15 @@
-"""The worker drawn as its stages in a plan report (SPEC §5.3, §6.3): the CPU work before
-the GPU, each model of the chain, the CPU work after, each with the time it takes at the
-cap of the option the report answers with.
+"""The worker drawn as its stages in a plan report (SPEC §5.3, §6.3): the decoding of the
+streams, the CPU work before the GPU, each model of the chain, the CPU work after, each
+with the time it takes at the cap of the option the report answers with.
 
 ``worker_stages`` works the figures out from the plan's request and the option's runs at
 its cap: the batch size that carried the most frames there (the batch a person sizes the
 worker for; the cap itself where no run was made), each model's time on that batch at the
 expected crops (``planner.plan.cascade.stage_times``, the central edge of its curve), the
-CPU stages' work per frame. ``stages_table`` and ``stages_figure`` lay them out from
-numbers only; every name in them is the renderer's to escape (the figure escapes its own
-for Plotly's pseudo-HTML).
+decode time per frame on what the option's instance decodes on (its video decoders, or
+the CPU where it has none: ``planner.plan.decoders``) and the CPU stages' work per
+frame. ``stages_table`` and ``stages_figure`` lay them out from numbers only; every name
+in them is the renderer's to escape (the figure escapes its own for Plotly's pseudo-HTML).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from planner import display
+from planner.errors import BadInput
 from planner.plan.cascade import stage_times
 from planner.plan.outcomes import Option, Recommendation
 from planner.report.figures import COLOURS, plotly_text
@@ -71,19 +73,21 @@ def batch_at_cap(option: Option) -> int:
 
 def worker_stages(result: Recommendation) -> WorkerStages | None:
     """The worker's stages at the cap of the plan's answer (the recommended option, or
-    the one that came closest); None when the worker runs one model and no CPU stage."""
+    the one that came closest); None when the worker runs one model, decodes nothing and
+    has no CPU stage."""
     request: Any = result.request
     cascade = tuple(getattr(request, "cascade", ()))
     stages = getattr(request, "stages", None)
     pre = float(getattr(stages, "pre_ms", 0.0) or 0.0)
     post = float(getattr(stages, "post_ms", 0.0) or 0.0)
     option = getattr(result, "closest", None)  # a plan with no option has none
-    if option is None or not (cascade or pre or post):
+    decode = None if option is None else decode_stage(request, option)
+    if option is None or not (cascade or pre or post or decode):
         return None
     batch = batch_at_cap(option)
     times = stage_times(cascade, request.curve_for(option.sharing), batch)
     names = [request.model_name, *(step.name for step in cascade)]
-    rows: list[StageTime] = []
+    rows: list[StageTime] = [decode] if decode is not None else []
     if pre:
         rows.append(StageTime("CPU work before the GPU", "a CPU thread", pre, "per frame"))
     for j, (name, ms) in enumerate(zip(names, times, strict=True)):
@@ -92,6 +96,25 @@ def worker_stages(result: Recommendation) -> WorkerStages | None:
     if post:
         rows.append(StageTime("CPU work after the GPU", "a CPU thread", post, "per frame"))
     return WorkerStages(option, batch, tuple(rows))
+
+
+def decode_stage(request: Any, option: Option) -> StageTime | None:
+    """The decode stage of ``option``'s instance: its time per frame on one decoder engine
+    (or on the CPU where the instance has none); None when the plan decodes nothing."""
+    decoders = getattr(request, "decoders", None)
+    if decoders is None:
+        return None
+    try:
+        decoding = decoders.decoding(option.sharing)
+    except BadInput:  # no decoder and no CPU time: the plan has said so already
+        return None
+    if decoding.on_cpu:
+        on = "the CPU (no video decoder on this instance)"
+    elif not decoding.known:
+        on = "the video decoders (how many is unknown: a delay that never queues)"
+    else:
+        on = f"{decoding.engines} video decoder{'' if decoding.engines == 1 else 's'}"
+    return StageTime(f"decode ({decoding.codec})", on, decoding.decode_ms, "per frame")
 
 
 def stages_table(worker: WorkerStages) -> Table:

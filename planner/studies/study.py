@@ -25,11 +25,16 @@ policy). ``crops``, an axis of its own, varies the crops per frame of the chain 
 under ``cascade``: a value is one crop law (``3``, ``"poisson=2.5"``, ``"hist=0:0.2,2:0.8"``)
 for the chain's first model after the curve's, or a list of laws, one per model of the
 chain; a cell is the plan of the cascade with those crops (the same cell as that cascade
-given as an axis). ``[prices]`` gives each card its hourly price, so that cards compare at their
-own prices: a cell takes its curve's card's price unless ``price_per_hour`` is fixed or an
-axis (then that one); without either, the card's stored price (``planner cards``), if
-any. A cell is keyed by a hash of its plan parameters, the planner's version and the
-calibration used, so a cell is computed once however many studies contain it.
+given as an axis). The decode stage's parameters are axes like any other
+(``decode_ms = [2, 4]``, ``decoders = [1, 3]``, ``codec``, ``cpu_decode_ms``); since a study
+file has no empty value, ``"none"`` among ``decode_ms`` or ``cpu_decode_ms`` values leaves
+it unset (no decode stage: the cell of a study without the axis) and ``"card"`` among
+``decoders`` values takes the card's or MIG profile's count from the catalogue.
+``[prices]`` gives each card its hourly price, so that cards compare at their own prices:
+a cell takes its curve's card's price unless ``price_per_hour`` is fixed or an axis (then
+that one); without either, the card's stored price (``planner cards``), if any. A cell
+is keyed by a hash of its plan parameters, the planner's version and the calibration
+used, so a cell is computed once however many studies contain it.
 
 Each curve's cells use its newest calibration from a load test (SPEC §5.2), as a plan on
 the Plan page does, and pin it by id; a curve measured on a server (``planner loadtest
@@ -85,6 +90,9 @@ _CURVE_PARAMS = {"curve", "points", "model", "card", "precision", "resolution"}
 CROPS_AXIS = "crops"
 """The axis over the crops per frame of the study's chain of models (a study's own key:
 no plan parameter has the name)."""
+UNSET_WORDS = {"decode_ms": "none", "cpu_decode_ms": "none", "decoders": "card"}
+"""Axis values that leave a plan parameter unset, as a link does by leaving it out: no
+decode stage, no CPU decode time, the catalogue's decoder count."""
 
 
 @dataclass(frozen=True)
@@ -337,12 +345,26 @@ def _axes(raw: object, problems: list[str]) -> tuple[tuple[str, tuple[Any, ...]]
         if not values:
             problems.append(f"axes.{key}: is empty; give at least one value")
             continue
-        read = _crops if key == CROPS_AXIS else _value
+        read = _crops if key == CROPS_AXIS else _unset_or_value
         checked = [read(key, v, f"axes.{key}[{i}]", problems) for i, v in enumerate(values, 1)]
         if len({json.dumps(_plain(v), sort_keys=True) for v in checked}) != len(checked):
             problems.append(f"axes.{key}: a value is listed twice")
         out.append((key, tuple(checked)))
     return tuple(out)
+
+
+def _unset_or_value(key: str, value: Any, where: str, problems: list[str]) -> Any:
+    """An axis value: the word that leaves the parameter unset (``UNSET_WORDS``), kept as
+    that word, or a value read by the parameter's link codec."""
+    word = UNSET_WORDS.get(key)
+    if word is not None and isinstance(value, str) and value.strip().lower() == word:
+        return word
+    return _value(key, value, where, problems)
+
+
+def without_unset(values: dict[str, Any]) -> dict[str, Any]:
+    """A cell's plan parameters with each ``UNSET_WORDS`` coordinate left out (unset)."""
+    return {k: v for k, v in values.items() if not (k in UNSET_WORDS and v == UNSET_WORDS[k])}
 
 
 def _crops(key: str, value: Any, where: str, problems: list[str]) -> Any:
@@ -462,7 +484,7 @@ def cells(store: Store, study: Study) -> list[Cell]:
             if latest is not None:
                 values["calibration"] = latest.id
             try:
-                params = PlanParams(**with_crops(values))
+                params = PlanParams(**with_crops(without_unset(values)))
             except BadInput as exc:
                 # A combination a plan refuses (say, an overhead above the budget) is a
                 # cell that fails with the reason, not a bad file.

@@ -45,6 +45,10 @@ _AXIS_WORDS = {
     "other_jobs": "rest of the card to other jobs",
     "jitter_ms": "arrival jitter (ms)",
     "crops": "crops per frame of the chain",
+    "decode_ms": "decode time per frame on a video decoder (ms)",
+    "decoders": "video decoders",
+    "codec": "streams' codec",
+    "cpu_decode_ms": "CPU decode time per frame (ms)",
 }
 
 
