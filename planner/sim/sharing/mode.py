@@ -21,6 +21,7 @@ import numpy as np
 
 from planner import limits
 from planner.curves.cards import Card
+from planner.curves.fit import Edge
 from planner.errors import BadInput
 from planner.sim.sharing.deployment import ModeFile, Target
 from planner.sim.sharing.space import Available, on_card
@@ -213,6 +214,12 @@ class SharingMode(Generic[S]):
         """How settings the user gave in other terms became the model's figures (time-
         slicing: co-tenants given by their workload); none by default."""
         return ()
+
+    def at_edge(self, sharing: Sharing, edge: Edge) -> Sharing:
+        """``sharing`` as a run on one band edge of the plan's curve takes it: settings
+        that follow the card's speed (time-slicing: co-tenants given by their workload)
+        take that edge's; ``sharing`` itself by default."""
+        return sharing
 
     def settings_of(self, sharing: Sharing) -> S:
         """This mode's settings in ``sharing`` (a sharing of this mode)."""

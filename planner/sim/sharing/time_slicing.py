@@ -9,10 +9,11 @@ co-tenants' declared memory is not ours.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner import limits
+from planner.curves.fit import Edge
 from planner.errors import BadInput
 from planner.sim.sharing.deployment import ModeFile, Target, comment
 from planner.sim.sharing.exclusive import AS_MEASURED
@@ -37,15 +38,23 @@ MAX_COTENANT_RPS = 1_000_000.0
 class CotenantWorkload:
     """A co-tenant described by what it runs (SPEC §6.3): ``name`` (its curve), requests
     of ``batch`` frames at ``rps`` frames per second, each batch taking ``batch_ms`` on
-    the card (its curve at that batch), holding ``memory_mb`` (None: not known). It is
-    busy ``rps / batch * batch_ms / 1000`` of the time in busy periods of ``batch_ms``:
-    exactly a duty-cycle co-tenant with those figures."""
+    the card (its curve's fit at that batch), holding ``memory_mb`` (None: not known). It
+    is busy ``rps / batch * batch_ms / 1000`` of the time in busy periods of ``batch_ms``:
+    exactly a duty-cycle co-tenant with those figures.
+
+    ``optimistic_ms`` and ``pessimistic_ms`` are its curve's band at that batch (None: no
+    band, the fit on every edge, as co-tenants given before the band was followed). The
+    co-tenant runs on the card the plan judges, so on each band edge of the plan it takes
+    that edge's time (``at_edge``): slower on the pessimistic edge, so busier there. It is
+    refused where even its pessimistic time keeps it busy all the time."""
 
     name: str
     batch: int
     rps: float
     batch_ms: Milliseconds
     memory_mb: Megabytes | None = None
+    optimistic_ms: Milliseconds | None = None
+    pessimistic_ms: Milliseconds | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -57,29 +66,84 @@ class CotenantWorkload:
             )
         if not (is_finite(self.batch_ms) and self.batch_ms > 0):
             problems.append("a co-tenant's batch time must be a number of ms above 0")
-        if not problems and self.duty >= 1.0:
+        elif not self._band_holds():
             problems.append(
+                "a co-tenant's band must be batch times above 0 ms, the optimistic one no "
+                "longer and the pessimistic one no shorter than its fit's"
+            )
+        if not problems and self.duty_at("pessimistic") >= 1.0:
+            problems.append(self._overloaded())
+        if problems:
+            raise BadInput(problems)
+
+    def _band_holds(self) -> bool:
+        """Whether its band is times above 0 ms around its fit's."""
+        given = (self.optimistic_ms, self.pessimistic_ms)
+        if not all(t is None or (is_finite(t) and t > 0) for t in given):
+            return False
+        return self.time_at("optimistic") <= self.batch_ms <= self.time_at("pessimistic")
+
+    def _overloaded(self) -> str:
+        """Why it cannot share the card: busy all the time on the fit or on its band's
+        slow edge."""
+        if self.duty >= 1.0:
+            return (
                 f"co-tenant {self.name} would be busy {self.duty:.0%} of the time "
                 f"({self.rps:g} frames/s in batches of {self.batch} at {self.batch_ms:.3g} ms "
                 "each): it cannot keep up, so it cannot share the card; lower its rate or "
                 "raise its batch"
             )
-        if problems:
-            raise BadInput(problems)
+        slow = self.time_at("pessimistic")
+        return (
+            f"co-tenant {self.name} would be busy {self.duty_at('pessimistic'):.0%} of the "
+            f"time on its curve's pessimistic edge ({self.rps:g} frames/s in batches of "
+            f"{self.batch} at {slow:.3g} ms each; {self.duty:.0%} on its fit): where the card "
+            "is that slow it cannot keep up, so the plan's low end cannot be judged; lower "
+            "its rate, raise its batch or measure its curve at that batch to narrow the band"
+        )
 
     @property
     def duty(self) -> float:
-        """Its busy fraction: r / b x L(b)."""
-        return self.rps / self.batch * self.batch_ms / 1000.0
+        """Its busy fraction on its curve's fit: r / b x L(b)."""
+        return self.duty_at("central")
+
+    def time_at(self, edge: Edge) -> Milliseconds:
+        """Its batch time on one band edge (its fit's where it has no band)."""
+        given = {"optimistic": self.optimistic_ms, "pessimistic": self.pessimistic_ms}.get(edge)
+        return self.batch_ms if given is None else given
+
+    def duty_at(self, edge: Edge) -> float:
+        """Its busy fraction on one band edge: r / b x L_edge(b)."""
+        return self.rps / self.batch * self.time_at(edge) / 1000.0
+
+    @property
+    def banded(self) -> bool:
+        """Whether its batch time differs between the band's edges."""
+        return self.time_at("optimistic") != self.time_at("pessimistic")
+
+    def at_edge(self, edge: Edge) -> CotenantWorkload:
+        """The co-tenant as one band edge of the plan runs it: that edge's batch time, as
+        its fit and without a band (itself on the central edge, or without a band)."""
+        if edge == "central" or not self.banded:
+            return self
+        return replace(self, batch_ms=self.time_at(edge), optimistic_ms=None, pessimistic_ms=None)
 
     @property
     def derivation(self) -> str:
         """How its figures follow from its workload, in one sentence."""
         held = f", holding {gb(self.memory_mb)}" if self.memory_mb is not None else ""
+        band = ""
+        if self.banded:
+            band = (
+                f" ({self.duty_at('optimistic'):.1%}–{self.duty_at('pessimistic'):.1%} "
+                f"across its curve's band, {self.time_at('optimistic'):.3g}–"
+                f"{self.time_at('pessimistic'):.3g} ms per batch, each edge of the plan "
+                "taking its own)"
+            )
         return (
             f"co-tenant {self.name}: {self.rps:g} frames/s in batches of {self.batch}, "
             f"{self.batch_ms:.3g} ms per batch, is busy {self.rps:g} / {self.batch} x "
-            f"{self.batch_ms:.3g} ms = {self.duty:.1%} of the time in busy periods of "
+            f"{self.batch_ms:.3g} ms = {self.duty:.1%} of the time{band} in busy periods of "
             f"{self.batch_ms:.3g} ms{held}"
         )
 
@@ -218,6 +282,15 @@ class TimeSlicing(SharingMode[TimeSlicingSettings]):
 
     def notes(self, sharing: Sharing) -> tuple[str, ...]:
         return tuple(f"{d[0].upper()}{d[1:]}." for d in self.derivations(sharing))
+
+    def at_edge(self, sharing: Sharing, edge: Edge) -> Sharing:
+        # A co-tenant by workload runs on the same card: on the band's slow edge its
+        # batches are slower too, so it is busier (and its busy periods longer).
+        own = self.settings_of(sharing)
+        workloads = tuple(w.at_edge(edge) for w in own.workloads)
+        if workloads == own.workloads:
+            return sharing
+        return Sharing(self.name, replace(own, workloads=workloads))
 
     def run_problems(self, sharing: Sharing, duration_s: Seconds) -> list[str]:
         own = self.settings_of(sharing)
