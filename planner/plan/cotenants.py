@@ -1,7 +1,9 @@
 """Co-tenants given by what they run (SPEC §6.3): a stored curve (or its points given
 inline, ``1:5,4:12``), a batch and a request rate each, turned into the time-slicing
 model's figures (``CotenantWorkload``: busy ``r / b x L(b)`` of the time in busy periods
-of ``L(b)``, holding the curve's memory at that batch), which the answer shows."""
+of ``L(b)``, holding the curve's memory at that batch), which the answer shows. ``L(b)``
+is the curve's fit with its band at that batch: each band edge of a plan runs the
+co-tenant at that edge's time, and one busy all the time on the slow edge is refused."""
 
 from __future__ import annotations
 
@@ -78,7 +80,7 @@ def workloads_of(
                 continue
             points, name = curve.points, f"{curve.model} ({curve.id})"
         b = int(batch)
-        latency = float(fit_curve(points).latency(b)[()])
+        central, fast, slow = (float(v[()]) for v in fit_curve(points).band(b))
         memory = memory_model(points)
         try:
             out.append(
@@ -86,8 +88,10 @@ def workloads_of(
                     name,
                     b,
                     float(rps),
-                    latency,
+                    central,
                     None if memory is None else memory.at(b),
+                    optimistic_ms=fast,
+                    pessimistic_ms=slow,
                 )
             )
         except BadInput as exc:

@@ -363,6 +363,7 @@ def run_scenario(
     else the curve's per-request) batch cost and overhead applied (``model_table``,
     ``model_spread``, ``Calibration.overhead``); ``settings`` are the scenario's other
     fields as given (frame rate, duration, the policy's parameters, stages, queue).
+    ``sharing`` runs as that edge takes it (``SharingMode.at_edge``).
 
     The table is computed over batch 1..``upto`` (one cached table serves every count of
     a search) and kept up to the batches the run can use and those its card's peak is
@@ -376,6 +377,9 @@ def run_scenario(
     upto = max(upto, cover)
     if calibration is not None:
         overhead_ms = calibration.overhead(overhead_ms)
+    # What of the sharing follows the card's speed takes the edge's (co-tenants by
+    # workload: their batch time on the same edge of their own curve's band).
+    sharing = sharing.kind.at_edge(sharing, edge)
     return Scenario(
         latency_ms=model_table(curve, upto, edge, per_request_ms, calibration)[:cover],
         spread=model_spread(curve, upto, calibration, spread)[:cover],
