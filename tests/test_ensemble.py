@@ -7,10 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from planner.errors import BadInput
 from planner.sim.ensemble import run_many
 from planner.sim.pipeline import job_sums
 from planner.sim.scenario import Scenario
 from planner.sim.simulate import simulate
+from planner.sim.sweep import pooled_runs
 
 from .simulation_cases import scenarios
 
@@ -52,3 +54,34 @@ def test_run_many_equals_simulating_each_scenario(batch: list[Scenario]) -> None
 
 def test_run_many_of_nothing_is_nothing() -> None:
     assert run_many([]) == []
+
+
+@settings(max_examples=25, deadline=None)
+@given(scenarios(max_sessions=16), st.integers(0, 2**40))
+def test_a_copy_with_another_seed_is_the_validated_copy(scenario: Scenario, seed: int) -> None:
+    fast, checked = scenario.with_seed(seed), scenario.with_(seed=seed)
+    assert fast == checked and hash(fast) == hash(checked)
+    assert vars(fast) == vars(checked)
+    assert scenario.seed == scenario.with_seed(seed).with_seed(scenario.seed).seed
+
+
+def test_a_copy_with_a_bad_seed_is_refused_as_before() -> None:
+    scenario = Scenario(latency_ms=(1.0, 2.0), sessions=2)
+    for seed in (-1, 1.5):
+        with pytest.raises(BadInput, match="seed must be"):
+            scenario.with_seed(seed)  # type: ignore[arg-type]
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.lists(scenarios(max_sessions=8), min_size=1, max_size=4), st.data())
+def test_runs_pooled_together_with_their_own_seed_counts_are_the_runs_pooled_apart(
+    batch: list[Scenario], data: st.DataObject
+) -> None:
+    counts = [data.draw(st.integers(1, 3)) for _ in batch]
+    together, ran = pooled_runs(batch, counts, 99.0)
+    apart = [pooled_runs([s], k, 99.0) for s, k in zip(batch, counts, strict=True)]
+    assert together == [rows[0] for rows, _ in apart]
+    assert [row.seeds for row in together] == [tuple(range(k)) for k in counts]
+    # The same scenario asked twice (with one seed count) is run once.
+    distinct = {(s.with_seed(0), k) for s, k in zip(batch, counts, strict=True)}
+    assert ran == sum(k for _, k in distinct)
