@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.errors import BadInput
+from planner.sim import ensemble
 from planner.sim.ensemble import run_many
 from planner.sim.pipeline import job_sums
 from planner.sim.scenario import Scenario
@@ -85,3 +86,27 @@ def test_runs_pooled_together_with_their_own_seed_counts_are_the_runs_pooled_apa
     # The same scenario asked twice (with one seed count) is run once.
     distinct = {(s.with_seed(0), k) for s, k in zip(batch, counts, strict=True)}
     assert ran == sum(k for _, k in distinct)
+
+
+def test_runs_on_several_threads_come_back_in_the_order_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Runs of different lengths, which the threads take longest first.
+    batch = [
+        Scenario(latency_ms=tuple(0.5 + 0.2 * b for b in range(1, 41)), sessions=n,
+                 policy=policy, duration_s=d, seed=seed)
+        for n, d in ((3, 2.0), (40, 5.0), (12, 1.0), (25, 3.0))
+        for policy in ("batch-all", "oldest-first")
+        for seed in (0, 1)
+    ]  # fmt: skip
+    alone = [run_many([s])[0] for s in batch]
+    monkeypatch.setattr(ensemble, "PARALLEL_FRAMES", 0)
+    ensemble.set_threads(2)
+    try:
+        together = run_many(batch)
+    finally:
+        ensemble.reset_threads()
+    assert [o.scenario for o in together] == batch
+    for a, b in zip(together, alone, strict=True):
+        assert np.array_equal(a.latency_ms, b.latency_ms) and np.array_equal(a.fps, b.fps)
+        assert np.array_equal(a.batch_sizes, b.batch_sizes) and a.arrived == b.arrived
