@@ -5,6 +5,7 @@ a full stable sort, so every run sees the same frames in the same order."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -110,3 +111,16 @@ def test_equal_times_go_to_the_lower_session_then_the_earlier_frame() -> None:
     per_frame = a.start[1] - a.start[0]
     assert list(sessions) == [0, 1, 2, 3] * int(per_frame)
     assert np.all(np.diff(times) >= 0)
+
+
+@pytest.mark.parametrize("phases", ["random", "even", "aligned"])
+def test_a_big_cards_sessions_with_every_frame_are_the_definitions(phases: str) -> None:
+    # Every session has all its frames (the whole grid, the usual case at scale).
+    s = Scenario(latency_ms=(1.0,) * 600, sessions=594, phases=phases, seed=3)
+    a = arrivals(s)
+    times, start = by_session(s)
+    assert np.array_equal(a.times, times) and np.array_equal(a.start, start)
+    assert np.all(np.diff(a.start) == a.start[1])
+    for stages in STAGES:
+        expected = sorted_in_full(a.times, a.start, stages)
+        assert same(arrival_order(a.times, a.start, stages), expected)

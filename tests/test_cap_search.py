@@ -135,6 +135,41 @@ def test_a_probe_that_passes_with_little_room_is_run_in_full() -> None:
     assert (300, FULL) in asked
 
 
+def test_a_candidate_whose_probe_passes_thinly_is_run_before_the_count_above_it() -> None:
+    # The probes put the boundary at 300, but 300's probe leaves little room and its full
+    # run fails: the full run at 301, which nothing would use, is not made.
+    def runs(n: int, f: str) -> Pooled:
+        if n > 300:
+            return row(n, 80.0)
+        if n == 300:
+            return row(n, 49.5, fps=27.0) if f == FULL else row(n, 49.5)
+        return row(n, 10.0)
+
+    slow, fast, asked = both(runs, 4096)
+    assert fast.cap == slow.cap == 299
+    assert (300, FULL) in asked and (301, FULL) not in asked
+    assert all(fast.rows[n] == slow.rows[n] for n in fast.rows if n <= fast.cap + 1)
+
+
+def test_a_candidate_whose_probe_has_room_is_run_beside_the_count_above_it() -> None:
+    # Where the probe establishes the candidate, both full runs go in one round.
+    steps = bracketed(4096, CRITERIA, FPS, probe_is_full=False)
+
+    def runs(n: int, f: str) -> Pooled:
+        return row(n, 10.0 if n <= 600 else 80.0)
+
+    rounds = []
+    try:
+        wanted = next(steps)
+        while True:
+            rounds.append(wanted)
+            wanted = steps.send({(n, f): runs(n, f) for n, f in wanted})
+    except StopIteration as stop:
+        assert stop.value.cap == 600
+    fulls = [sorted(n for n, f in r if f == FULL and n > EXHAUSTIVE_UPTO) for r in rounds]
+    assert [600, 601] in fulls
+
+
 def test_the_stated_case_a_narrow_dip_in_a_wide_margin_can_go_unseen() -> None:
     # The one case the bracketed search may differ (docs/design.md): a count whose full run
     # fails between two counts that both pass with wide room, which no rung or probe lands

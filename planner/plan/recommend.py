@@ -166,18 +166,28 @@ def _search(
     simulations = 0
     while wants:
         got: dict[Key, dict[Run, Pooled]] = {key: {} for key in wants}
-        for fidelity, seeds in ((FULL, request.seeds), (PROBE, 1)):
-            chosen = [(key, n) for key, runs in wants.items() for n, f in runs if f == fidelity]
-            if not chosen:
-                continue
-            templates = [_template(request, key, n) for key, n in chosen]
+        # The round's full runs and probes in one call, so that both share the cores
+        # rather than one waiting for the other (full runs first: the longest go first).
+        chosen = [
+            (key, run)
+            for fidelity in (FULL, PROBE)
+            for key, runs in wants.items()
+            for run in runs
+            if run[1] == fidelity
+        ]
+        short = probe_duration(request.duration_s)
+        templates, seeds = [], []
+        for key, (n, fidelity) in chosen:
+            template = _template(request, key, n)
             if fidelity == PROBE and request.seeds > 1:
-                short = probe_duration(request.duration_s)
-                templates = [t.with_(duration_s=short) for t in templates]
+                template = template.with_(duration_s=short)
+            templates.append(template)
+            seeds.append(request.seeds if fidelity == FULL else 1)
+        if chosen:
             rows, ran = pooled_runs(templates, seeds, request.criteria.percentile, cache, work)
             simulations += ran
-            for (key, n), row in zip(chosen, rows, strict=True):
-                got[key][(n, fidelity)] = row
+            for (key, run), row in zip(chosen, rows, strict=True):
+                got[key][run] = row
         asked, wants = wants, {}
         for key in asked:
             try:

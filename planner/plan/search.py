@@ -274,12 +274,19 @@ def _from_hint(judge: _Judge, start: int, small: int, limit: int) -> _Bracket:
 
 def _settle(judge: _Judge, candidate: int, limit: int, small: int) -> _Count:
     """The boundary on full runs near ``candidate``: a count whose full run passes and
-    whose next count's fails (or ``limit``, passing)."""
-    runs = [(candidate, FULL)] + ([(candidate + 1, FULL)] if candidate < limit else [])
+    whose next count's fails (or ``limit``, passing). The count above is run beside the
+    candidate only when the candidate's probe establishes it (``_Judge.established``);
+    otherwise the candidate's full run goes first, so that a candidate whose full run
+    fails (a probe that passed thinly) costs no full run above it that nothing uses."""
+    sure = judge.established(candidate) is not None
+    runs = [(candidate, FULL)] + ([(candidate + 1, FULL)] if candidate < limit and sure else [])
     yield from judge.ask(runs)
     if judge.fails(judge.full[candidate]):
         return (yield from _below(judge, candidate, small))
-    if candidate == limit or judge.fails(judge.full[candidate + 1]):
+    if candidate == limit:
+        return candidate
+    yield from judge.ask([(candidate + 1, FULL)])
+    if judge.fails(judge.full[candidate + 1]):
         return candidate
     # The full runs pass beyond the probes' boundary: gallop upward, then bisect.
     low, step = candidate + 1, 1

@@ -11,6 +11,7 @@ Randomness: one seed per scenario, with a generator per stream (``planner.sim.st
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -78,7 +79,12 @@ def _periodic(offsets: np.ndarray, periods: np.ndarray, duration: float) -> Arri
     if longest * n <= 2 * int(counts.sum()):
         # Sessions with about as many frames each: one row of frames per session.
         k = np.arange(longest, dtype=np.float64)
-        grid = offsets[:, None] + k[None, :] * periods[:, None]
+        grid = k[None, :] * periods[:, None]
+        grid += offsets[:, None]  # offset + k * period (the sum is the same either way round)
+        if longest and int(counts.min()) == longest and not np.any(grid[:, -1] >= duration):
+            # Every session has all its frames (the usual case): the grid is whole.
+            whole = np.arange(0, (n + 1) * longest, longest, dtype=np.int64)
+            return Arrivals(times=grid.ravel(), start=whole)
         kept = (k[None, :] < counts[:, None]) & (grid < duration)
         start = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.count_nonzero(kept, axis=1), out=start[1:])
@@ -118,15 +124,19 @@ def arrival_order(times: np.ndarray, start: np.ndarray, stages: np.ndarray) -> O
     arrival = times + network if network != 0.0 else times
     if not (workers > 0 and (pre > 0 or post > 0)):
         ready = arrival + pre if pre != 0.0 else arrival
-        return (None, *_sorted(ready, start)[1:])
+        return (None, *_sorted(ready, start, indices=False)[1:])
     order, owner, ordered = _sorted(arrival, start)
+    assert order is not None
     return order.astype(np.int64), owner, ordered
 
 
-def _sorted(values: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _sorted(
+    values: np.ndarray, start: np.ndarray, indices: bool = True
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
     """``np.argsort(values, kind="stable")`` (by value, ties to the lower index), the
     session of each frame in that order and the values in that order, for values laid out
-    session after session, each session's in increasing order.
+    session after session, each session's in increasing order. Without ``indices`` the
+    first may be None (the caller needs only the other two).
 
     Sessions at one frame rate interleave: frame k of every session comes before frame
     k + 1 of any, in the order of the sessions' first frames. That order is tried first
@@ -138,16 +148,32 @@ def _sorted(values: np.ndarray, start: np.ndarray) -> tuple[np.ndarray, np.ndarr
     longest = int(counts.max()) if sessions else 0
     if busy.size > 1 and longest * busy.size <= 2 * values.size:
         by_first = busy[np.argsort(values[start[busy]], kind="stable")]
+        firsts = start[by_first]
         k = np.arange(longest, dtype=np.int64)[:, None]
-        inside = k < counts[by_first][None, :]
-        guess = (start[by_first][None, :] + k)[inside]
-        ordered = values[guess]
-        later, earlier = ordered[1:], ordered[:-1]
-        if not np.any(later < earlier):
-            tied = np.flatnonzero(later == earlier)
-            if not np.any(guess[tied] > guess[tied + 1]):
+        if busy.size == sessions and values.size == longest * sessions:
+            # Every session has as many frames (the usual case): the guess is whole rows,
+            # taken row by row rather than frame by frame.
+            ordered = values.reshape(sessions, longest)[by_first].T.ravel()
+            if _ascending(ordered, lambda p: firsts[p % sessions] + p // sessions):
+                owner = np.tile(by_first, longest)
+                return ((firsts[None, :] + k).ravel() if indices else None), owner, ordered
+        else:
+            inside = k < counts[by_first][None, :]
+            guess = (firsts[None, :] + k)[inside]
+            ordered = values[guess]
+            if _ascending(ordered, lambda p: guess[p]):
                 owner = np.broadcast_to(by_first[None, :], inside.shape)[inside]
                 return guess, owner, ordered
     owner = np.repeat(np.arange(sessions, dtype=np.int64), counts)
     order = np.argsort(values, kind="stable")
     return order, owner[order], values[order]
+
+
+def _ascending(ordered: np.ndarray, index: Callable[[np.ndarray], np.ndarray]) -> bool:
+    """Whether ``ordered`` is the stable sort's order: values that never decrease, and
+    every tie with the lower index first (``index`` of positions: their indices)."""
+    later, earlier = ordered[1:], ordered[:-1]
+    if np.any(later < earlier):
+        return False
+    tied = np.flatnonzero(later == earlier)
+    return not np.any(index(tied) > index(tied + 1))

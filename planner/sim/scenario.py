@@ -7,6 +7,7 @@ field and reports all problems at once with messages a user can act on.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -206,6 +207,16 @@ class Scenario:
     def with_(self, **changes: Any) -> Scenario:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
+
+    def with_seed(self, seed: int) -> Scenario:
+        """``with_(seed=seed)`` without validating the other fields again: nothing else
+        depends on the seed, and a sweep makes one such copy per run (validating a big
+        card's table each time cost a fifth of a small run)."""
+        if not (isinstance(seed, int) and limits.SEED.holds(seed)):
+            return self.with_(seed=seed)  # refused with the usual message
+        seeded = copy.copy(self)
+        object.__setattr__(seeded, "seed", seed)
+        return seeded
 
 
 def _problems(s: Scenario) -> list[str]:

@@ -247,20 +247,27 @@ class PoolCache:
 
 def pooled_runs(
     templates: Sequence[Scenario],
-    seeds: int,
+    seeds: int | Sequence[int],
     percentile: float,
     cache: PoolCache | None = None,
     work: Work | None = None,
     detail: bool = False,
 ) -> tuple[list[Pooled], int]:
     """Each template (seed 0) run on seeds 0..seeds-1 and pooled; with the number of runs
-    simulated (those not found in ``cache``). The misses run in parallel batches: all at
-    once, or under ``work`` in chunks that count against its budget, with a checkpoint
-    between chunks (``planner.sim.work``). ``detail`` adds the stage breakdown
-    (``Pooled.stages``); such rows bypass the cache."""
+    simulated (those not found in ``cache``). ``seeds`` is one number for every template
+    or one per template (a recommendation's full runs and probes go in one call). The
+    misses run in parallel batches: all at once, or under ``work`` in chunks that count
+    against its budget, with a checkpoint between chunks (``planner.sim.work``). ``detail``
+    adds the stage breakdown (``Pooled.stages``); such rows bypass the cache."""
     if detail:
         cache = None
-    keys = [(t.with_(seed=0) if t.seed else t, seeds, percentile) for t in templates]
+    each = [seeds] * len(templates) if isinstance(seeds, int) else list(seeds)
+    if len(each) != len(templates):
+        raise ValueError("one seed count per template")
+    keys = [
+        (t.with_seed(0) if t.seed else t, k, percentile)
+        for t, k in zip(templates, each, strict=True)
+    ]
     found = [cache.get(k) if cache is not None else None for k in keys]
     # Templates that are the same scenario (a memory limit that cannot bind is dropped, for
     # one) are simulated once.
@@ -269,11 +276,12 @@ def pooled_runs(
     ran = 0
     # A few keys at a time, pooled as soon as they are run, so that the frames of a
     # search's many runs at large counts are not all held at once.
-    for group in _groups(missing, seeds):
-        grid = [key[0] if s == 0 else key[0].with_(seed=s) for key in group for s in range(seeds)]
+    for group in _groups(missing):
+        grid = [key[0] if s == 0 else key[0].with_seed(s) for key in group for s in range(key[1])]
         outcomes = run_many(grid, detail=detail) if work is None else run_within(grid, work, detail)
         ran += len(grid)
-        parts = [outcomes[j * seeds : (j + 1) * seeds] for j in range(len(group))]
+        ends = np.cumsum([key[1] for key in group])
+        parts = [outcomes[end - key[1] : end] for key, end in zip(group, ends, strict=True)]
         for key, pooled in zip(group, _pool_all(parts, percentile), strict=True):
             done[key] = pooled
             if cache is not None:
@@ -288,13 +296,11 @@ POOL_FRAMES = 16_000_000
 """At most about this many frames' latencies are held before they are pooled (128 MB)."""
 
 
-def _groups(
-    keys: Sequence[tuple[Scenario, int, float]], seeds: int
-) -> list[list[tuple[Scenario, int, float]]]:
+def _groups(keys: Sequence[tuple[Scenario, int, float]]) -> list[list[tuple[Scenario, int, float]]]:
     groups: list[list[tuple[Scenario, int, float]]] = []
     held = POOL_FRAMES
     for key in keys:
-        frames = frames_of(sum(key[0].session_fps), key[0].duration_s) * seeds
+        frames = frames_of(sum(key[0].session_fps), key[0].duration_s) * key[1]
         if held + frames > POOL_FRAMES:
             groups.append([])
             held = 0
