@@ -51,7 +51,7 @@ def opened(c: Controls, params: ParameterSet) -> None:
         c.load(params, ["cotenants"])
 
 
-def held_workloads(c: Controls) -> dict[str, tuple[Any, ...]]:
+def held_workloads(c: Controls) -> dict[str, Any]:
     """The co-tenants by workload the page holds while its sharing mode does not draw
     them: kept as they are (a link's stay in its link), for when time-slicing is picked."""
     return {name: _held(c, name) for name in WORKLOAD_FIELDS}

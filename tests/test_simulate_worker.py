@@ -122,8 +122,13 @@ def _two_resolutions(store: Store) -> tuple[str, str]:
     """One detector's curves at two resolutions on one card: the chain runs the small
     one on the frame, then the large one on its crops."""
     made = [
-        make_curve(model="ball-detector", card="server-24gb", precision="fp16",
-                   resolution=resolution, points=[Point(1, ms), Point(8, 4 * ms)])  # fmt: skip
+        make_curve(
+            model="ball-detector",
+            card="server-24gb",
+            precision="fp16",
+            resolution=resolution,
+            points=[Point(1, ms), Point(8, 4 * ms)],
+        )
         for resolution, ms in (("640x640", 2.0), ("1280x1280", 6.0))
     ]
     small, large = store.add_curves(made)
@@ -141,7 +146,8 @@ def test_models_that_share_a_name_are_told_apart_on_the_command_line(
     lines = done.out.splitlines()
     at = next(i for i, x in enumerate(lines) if x.startswith("each batch's time by model"))
     shown = ["ball-detector (model 1)", "ball-detector (model 2)"]
-    assert [x.strip().startswith(name) for x, name in zip(lines[at + 1 :], shown)] == [True, True]
+    assert [x.strip().startswith(name) for x, name in zip(lines[at + 1 : at + 3], shown,
+                                                         strict=True)] == [True, True]  # fmt: skip
     doc = cli("simulate", "--curve", small, "--cascade", f"{large}:2", "--sessions", "3",
               "--duration-s", "2", "--json").json  # fmt: skip
     assert [m["model"] for m in doc["cascade_models"]] == shown

@@ -174,7 +174,7 @@ def controls() -> SimulateParams | None:
         )
         mode_fields += ["cotenants", "busy_period_ms", "cotenant_memory_mb"]
         mode_fields += worker_controls.workload_controls(c, bar, db, curves)
-        kept: dict[str, tuple[Any, ...]] = {}
+        kept: dict[str, Any] = {}
     else:
         kept = worker_controls.held_workloads(c)
         if any(kept.values()):
