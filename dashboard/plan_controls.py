@@ -13,8 +13,8 @@ from typing import Any
 import streamlit as st
 
 from dashboard.controls import Controls, chosen_card, pick_curve, queue_controls
-from dashboard.plan_worker import chain_controls, decoder_controls, workload_controls
 from dashboard.ui import show_problems
+from dashboard.worker_controls import chain_controls, decoder_controls, workload_controls
 from planner import display, limits
 from planner.curves.cards import Card
 from planner.curves.curve import Curve

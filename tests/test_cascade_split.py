@@ -134,7 +134,7 @@ def test_the_simulate_page_draws_each_model_of_a_batch_on_the_timeline(app: Any)
     table = app.get_by_key("sim_models_0")
     assert table is not None
     # Without the chain, the batches are drawn whole.
-    app.button(key="sim_worker_remove").click()
+    app.button(key="sim_cascade_remove_0").click()
     app.run()
     assert not app.exception
     spec = json.loads(app.get_by_key("sim_chart_timeline_0").proto.spec)

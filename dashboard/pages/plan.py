@@ -18,8 +18,8 @@ from dashboard import (
     plan_report,
     plan_share,
     plan_url,
-    plan_worker,
     url_state,
+    worker_controls,
 )
 from dashboard.charts import Fitted, fit_figure
 from dashboard.controls import QUEUE_FIELDS, Controls, load_curve
@@ -288,7 +288,7 @@ if link is not None:
             c.load(link.params, [name])
         else:
             st.session_state.pop(c.key(name), None)
-    plan_worker.opened(c, link.params)
+    worker_controls.opened(c, link.params)
     st.session_state[c.key("modes")] = list(modes_of(link.params))
     url_state.show_ignored(link.ignored)
     plan_url.opened(c, link.params, db)

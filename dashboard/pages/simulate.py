@@ -6,7 +6,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import cache, calibration_control, url_state
+from dashboard import cache, calibration_control, url_state, worker_controls
 from dashboard.controls import (
     QUEUE_FIELDS,
     Controls,
@@ -35,7 +35,6 @@ from dashboard.ui import (
 from planner import display
 from planner.curves.fit import FittedCurve
 from planner.errors import BadInput, NotFound
-from planner.links.codecs import is_points
 from planner.plan.params import SimulateParams
 from planner.plan.resolve import command_line, simulation_inputs
 from planner.text import md
@@ -66,29 +65,6 @@ RUN_FIELDS = (
 MODE_MEMORY = ("cotenant_memory_mb", "mps_memory_mb")
 CRITERIA = ("budget_ms", "percentile", "min_fps")
 CALIBRATION_KEY = "sim_calibration"
-WORKER_KEY = "sim_worker_from_link"
-WORKER_FIELDS = ("cascade", "cotenant_curve", "cotenant_batch", "cotenant_rps")
-"""What a link (a plan's "see it in detail") gives of the worker that this page has no
-controls for: the chain of models after the curve's and the co-tenants given by workload.
-They are kept as the link gave them, said, and can be removed, never dropped unsaid."""
-
-
-def worker_from_link() -> dict[str, Any]:
-    """The link's chain and co-tenants by workload, shown with a button that removes them."""
-    carried = {k: v for k, v in st.session_state.get(WORKER_KEY, {}).items() if v}
-    if not carried:
-        return {}
-    parts = []
-    if carried.get("cascade"):
-        parts.append("a chain of models after the curve's: " + ", ".join(carried["cascade"]))
-    if carried.get("cotenant_curve"):
-        on = [f"points {x}" if is_points(x) else f"curve {x}" for x in carried["cotenant_curve"]]
-        parts.append("co-tenants by workload on " + " and ".join(on))
-    st.sidebar.caption(md("From the link: " + "; ".join(parts) + "."))
-    if st.sidebar.button("Simulate without them", key="sim_worker_remove"):
-        st.session_state.pop(WORKER_KEY, None)
-        st.rerun()
-    return carried
 
 
 def controls() -> SimulateParams | None:
@@ -175,6 +151,8 @@ def controls() -> SimulateParams | None:
     c.number(left, "pre_ms", "Pre-process (ms)", step=1.0, help="CPU work before the GPU.")
     c.number(right, "post_ms", "Post-process (ms)", step=1.0, help="CPU work after the GPU.")
     queue_fields = queue_controls(c, worker)
+    queue_fields += worker_controls.decoder_controls(c, worker)
+    queue_fields += worker_controls.chain_controls(c, bar, curves)
 
     offered = offered_modes(card)
     if c.get("mode") not in offered:
@@ -195,6 +173,12 @@ def controls() -> SimulateParams | None:
             help="One value for all co-tenants, or one per co-tenant.",
         )
         mode_fields += ["cotenants", "busy_period_ms", "cotenant_memory_mb"]
+        mode_fields += worker_controls.workload_controls(c, bar, db, curves)
+        kept: dict[str, Any] = {}
+    else:
+        kept = worker_controls.held_workloads(c)
+        if any(kept.values()):
+            bar.caption("The co-tenants by what they run apply under time-slicing.")
     if "mps_share" in asked:
         c.default("mps_share", 50.0)
         c.number(bar, "mps_share", "MPS compute share (%)", step=5.0, placeholder="50")
@@ -221,7 +205,7 @@ def controls() -> SimulateParams | None:
         show_problems("These settings do not make a scenario:", problems)
         return None
     try:
-        return SimulateParams(**chosen, **values, **worker_from_link())
+        return SimulateParams(**chosen, **values, **kept)
     except BadInput as exc:
         show_problems("These settings do not make a scenario:", c.explain(exc.problems))
         return None
@@ -352,7 +336,7 @@ if link is not None:
             st.session_state.pop(c.key(name), None)
     url_state.show_ignored(link.ignored)
     calibration_control.load(link.params, CALIBRATION_KEY)
-    st.session_state[WORKER_KEY] = {name: getattr(link.params, name) for name in WORKER_FIELDS}
+    worker_controls.opened(c, link.params)
 
 st.title("Simulate one scenario")
 params = controls()

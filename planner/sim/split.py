@@ -99,9 +99,18 @@ def _reach(scenario: Scenario) -> float:
 
 
 def model_names(scenario: Scenario, first: str = FIRST_MODEL) -> tuple[str, ...]:
-    """The chain's models as the answer names them, the first one ``first``."""
+    """The chain's models as the answer names them, the first one ``first``; models that
+    share a name (one detector's curves at two resolutions, say) are told apart by their
+    place in the chain, ``ball-detector (model 1)`` and ``ball-detector (model 3)``."""
     later = (m.name or f"a model on {m.crops.words}" for m in scenario.cascade)
-    return (first, *later)
+    return distinct((first, *later))
+
+
+def distinct(names: tuple[str, ...]) -> tuple[str, ...]:
+    """``names`` with each that occurs more than once followed by its place (from 1)."""
+    return tuple(
+        f"{name} (model {i + 1})" if names.count(name) > 1 else name for i, name in enumerate(names)
+    )
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,14 @@
-"""The Plan page's worker beyond one model (SPEC §6.3): the chain of models it runs on each
-frame batch (a stored curve and its crops per frame, added and removed one at a time), the
-video decoders its streams are decoded on before the CPU's pre stage, and the co-tenants
-given by what they run under time-slicing (a stored curve or its points, a batch and a
-request rate each), with the busy fraction and busy period the library derives from them.
+"""The worker beyond one model (SPEC §6.3), as the Plan and Simulate pages both draw it:
+the chain of models it runs on each frame batch (a stored curve and its crops per frame,
+added and removed one at a time), the video decoders its streams are decoded on before the
+CPU's pre stage, and the co-tenants given by what they run under time-slicing (a stored
+curve or its points, a batch and a request rate each), with the busy fraction and busy
+period the library derives from them.
 
 Each is a link parameter (``cascade``; ``decode_ms``, ``decoders``, ``codec``,
 ``cpu_decode_ms``; ``cotenant_curve``, ``cotenant_batch``, ``cotenant_rps``), held in the
-page's session state in its widget form, so a link opens them and the page's URL carries
-them; a plan without them keeps its old link.
+page's session state in its widget form (under the page's prefix), so a link opens them
+and the page's URL carries them; a plan or a run without them keeps its old link.
 """
 
 from __future__ import annotations
@@ -48,6 +49,12 @@ def opened(c: Controls, params: ParameterSet) -> None:
     c.load(params, [*CHAIN, *DECODE, *WORKLOAD_FIELDS])
     if getattr(params, "cotenant_curve", ()) and not getattr(params, "cotenants", ()):
         c.load(params, ["cotenants"])
+
+
+def held_workloads(c: Controls) -> dict[str, Any]:
+    """The co-tenants by workload the page holds while its sharing mode does not draw
+    them: kept as they are (a link's stay in its link), for when time-slicing is picked."""
+    return {name: _held(c, name) for name in WORKLOAD_FIELDS}
 
 
 def _held(c: Controls, name: str) -> tuple[Any, ...]:
