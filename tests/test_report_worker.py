@@ -18,7 +18,7 @@ from planner.plan.resolve import plan_inputs
 from planner.report.document import Chart, ReportContext, Table, report_sections
 from planner.report.html import html_report
 from planner.report.markdown import markdown_report
-from planner.report.worker import DEPLOYMENT_NOTE, batch_at_cap
+from planner.report.worker import DECODE_DEPLOYMENT_NOTE, DEPLOYMENT_NOTE, batch_at_cap
 from planner.store.repository import Store
 
 XSS = "<b>cls</b><img src=x onerror=alert(1)>"
@@ -97,6 +97,7 @@ def test_a_plan_without_a_chain_or_cpu_stages_draws_no_stages(store: Store) -> N
     assert all(s.id != "worker" for s in report_sections(plain))
     staged = _worker(_context(store, pre_ms=2.0))
     assert DEPLOYMENT_NOTE not in [getattr(b, "text", "") for b in staged.blocks]
+    assert DECODE_DEPLOYMENT_NOTE not in [getattr(b, "text", "") for b in staged.blocks]
     (chart,) = [b for b in staged.blocks if isinstance(b, Chart)]
     assert [b.y[0] for b in chart.figure.data] == ["CPU work before the GPU", "detector"]
 
@@ -119,3 +120,4 @@ def test_the_decode_stage_is_drawn_before_the_cpu_work_on_what_decodes(store: St
     stages = next(b for b in cpu.blocks if isinstance(b, Table) and "for" in b.header)
     assert "the CPU" in stages.column("runs on")[0]
     assert DEPLOYMENT_NOTE not in [getattr(b, "text", "") for b in cpu.blocks]
+    assert DECODE_DEPLOYMENT_NOTE in [getattr(b, "text", "") for b in cpu.blocks]

@@ -37,7 +37,13 @@ from planner.plan.outcomes import Recommendation
 from planner.plan.params import PlanParams
 from planner.plan.resolve import BATCHER, PlanInputs
 from planner.report.figures import curve_figure, demand_figure, options_figure
-from planner.report.worker import DEPLOYMENT_NOTE, stages_figure, stages_table, worker_stages
+from planner.report.worker import (
+    DECODE_DEPLOYMENT_NOTE,
+    DEPLOYMENT_NOTE,
+    stages_figure,
+    stages_table,
+    worker_stages,
+)
 from planner.sim.policies import POLICIES
 from planner.store.repository import plan_key
 from planner.views.plan import PlanView, plan_view
@@ -525,6 +531,8 @@ def _worker(ctx: ReportContext) -> Section | None:
         blocks += [stages_table(drawn), Chart("chart-worker", stages_figure(drawn))]
         if getattr(ctx.result.request, "cascade", ()):
             blocks.append(Text(DEPLOYMENT_NOTE, lead="Deployment: "))
+        if getattr(ctx.result.request, "decoders", None) is not None:
+            blocks.append(Text(DECODE_DEPLOYMENT_NOTE, lead="Deployment: "))
     return Section("worker", "The worker", tuple(blocks))
 
 

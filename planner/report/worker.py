@@ -36,6 +36,14 @@ DEPLOYMENT_NOTE = (
 )
 """What the report says of the deployment files of a plan whose worker runs a chain."""
 
+DECODE_DEPLOYMENT_NOTE = (
+    "The deployment files need nothing new for the decode stage: the worker decodes its "
+    "streams itself (on the card's video decoders, or on the CPU where its instance has "
+    "none), and under MIG the profile they name is the one whose decoders were counted; "
+    "the session cap they carry already stops where the decoders would fall behind."
+)
+"""What the report says of the deployment files of a plan whose worker decodes."""
+
 
 AXIS = "each stage's work, one after the other (ms; waits not drawn)"
 
