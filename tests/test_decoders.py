@@ -25,6 +25,7 @@ from planner.sim.engine_fast import run_fast
 from planner.sim.engine_reference import run_reference
 from planner.sim.policies import POLICIES
 from planner.sim.scenario import Scenario
+from planner.sim.simulate import simulate
 from planner.sim.stages import WorkerStages
 
 from . import test_dashboard_pages as pages
@@ -142,6 +143,9 @@ def test_decoding_on_the_cpu_is_pre_work_there() -> None:
     on_cpu = _run(Decoding(decode_ms=4.0, engines=0, codec="jpeg"), stages=stages)
     as_pre = _run(None, stages=WorkerStages(pre_ms=5.0, cpu_workers=2))
     assert run_fast(on_cpu).same_as(run_fast(as_pre), tolerance_ms=0.0) == []
+    # The CPU threads' figures count the decoding they do, as the plan's runs do.
+    busy = simulate(on_cpu).cpu
+    assert busy is not None and busy == simulate(as_pre).cpu
 
 
 def test_a_video_stream_decoded_on_a_finite_pool_of_cpu_threads_is_refused() -> None:
@@ -296,6 +300,15 @@ def test_simulate_runs_the_decode_stage_and_refuses_what_it_needs_in_one_line(cl
     assert enough["min_fps"] == 30
     said = cli(*base[:-3], "--decoders", "2")
     assert said.status == 2 and said.err.count("\n") == 1 and "--decoders" in said.err
+    # The run names the decoders: falling behind at 30 sessions, keeping up with ten.
+    text = cli(*base[:-1]).out
+    assert "The video decoders are busy 100%: more GPU does not add a seat" in text
+    assert f"decode at most {capacity:,.0f}" in text
+    kept = cli(*base[:-1], "--decoders", "10").out
+    assert "The video decoders were " in kept and "busy 100%" not in kept
+    unknown = cli("simulate", "--points", "1:0.5,8:1.0", "--sessions", "2", "--duration-s",
+                  "1", "--decode-ms", "7").out  # fmt: skip
+    assert "decoding was taken as a delay of 7 ms a frame that never queues" in unknown
 
 
 # -- the Plan page ----------------------------------------------------------------------
@@ -332,3 +345,43 @@ def test_the_plan_page_opens_the_decoders_of_a_link_and_its_controls_write_them(
     app.run()
     assert not app.exception
     assert not {"decode_ms", "decoders", "codec"} & set(pages.query(app))
+
+
+def test_mps_clients_share_the_cards_decoders_instead_of_each_having_them_all() -> None:
+    """Under MPS every client sees the whole card, decoders included: four clients at a
+    25% share decode together what the card's engines decode, not four times that."""
+    from planner.plan.decoders import Decoders
+    from planner.sim.scenario import Sharing
+    from planner.sim.sharing import instances_per_card
+
+    card = decoder_count("a100-40gb")
+    assert card is not None and card.nvdec > 1
+    decoders = Decoders(decode_ms=4.0, card="a100-40gb")
+    whole = decoders.decoding(Sharing.of("exclusive"))
+    assert whole.engines == card.nvdec
+    for share in (25.0, 50.0, 10.0):
+        mps = Sharing.of("mps", mps_share=share)
+        clients = instances_per_card(mps)
+        one = decoders.decoding(mps)
+        assert clients * one.capacity_fps == pytest.approx(whole.capacity_fps)
+        assert one.engines is not None and 1 <= one.engines <= card.nvdec
+        assert one.decode_ms >= whole.decode_ms  # a shared engine is never faster
+        assert f"shared by its {clients} clients" in decoders.sentence(mps)
+    # A MIG instance has decoders of its own; the whole card's are one worker's.
+    mig = Sharing.of("mig", mig_profile="3g.20gb", mig_slices=3, mig_total=7)
+    assert decoders.decoding(mig).engines == 2
+
+
+def test_jpeg_is_not_counted_on_the_video_decoders_unless_a_count_is_given() -> None:
+    """The catalogue counts NVDEC engines; JPEG has engines of its own on most cards, so
+    a JPEG stream's count is unknown (a delay, and said) until one is given."""
+    from planner.plan.decoders import Decoders
+    from planner.sim.scenario import Sharing
+
+    exclusive = Sharing.of("exclusive")
+    jpeg = Decoders(decode_ms=3.0, codec="jpeg", card="a100-40gb")
+    assert not jpeg.decoding(exclusive).known
+    assert "NVJPG" in jpeg.sentence(exclusive)
+    counted = Decoders(decode_ms=3.0, codec="jpeg", card="a100-40gb", given=2)
+    assert counted.decoding(exclusive).engines == 2
+    assert Decoders(decode_ms=3.0, codec="h265", card="a100-40gb").decoding(exclusive).known

@@ -18,7 +18,12 @@ from planner.plan.resolve import plan_inputs
 from planner.report.document import Chart, ReportContext, Table, report_sections
 from planner.report.html import html_report
 from planner.report.markdown import markdown_report
-from planner.report.worker import DECODE_DEPLOYMENT_NOTE, DEPLOYMENT_NOTE, batch_at_cap
+from planner.report.worker import (
+    DECODE_DEPLOYMENT_NOTE,
+    DEPLOYMENT_NOTE,
+    UNCOUNTED_DECODE_NOTE,
+    batch_at_cap,
+)
 from planner.store.repository import Store
 
 XSS = "<b>cls</b><img src=x onerror=alert(1)>"
@@ -121,3 +126,9 @@ def test_the_decode_stage_is_drawn_before_the_cpu_work_on_what_decodes(store: St
     assert "the CPU" in stages.column("runs on")[0]
     assert DEPLOYMENT_NOTE not in [getattr(b, "text", "") for b in cpu.blocks]
     assert DECODE_DEPLOYMENT_NOTE in [getattr(b, "text", "") for b in cpu.blocks]
+    counted = [getattr(b, "text", "") for b in engines.blocks]
+    assert DECODE_DEPLOYMENT_NOTE in counted and UNCOUNTED_DECODE_NOTE not in counted
+    # A count no source gives (laptop-8gb is in no catalogue row): the cap
+    # the deployment files carry does not stop at the decoders, and the report says so.
+    unknown = [getattr(b, "text", "") for b in _worker(_context(store, decode_ms=2.5)).blocks]
+    assert UNCOUNTED_DECODE_NOTE in unknown and DECODE_DEPLOYMENT_NOTE not in unknown

@@ -27,8 +27,8 @@ from typing import Any
 from planner import display
 from planner.curves.decoders import decoder_count
 from planner.errors import BadInput
-from planner.sim.decode import CODECS, DEFAULT_CODEC, Decoding
-from planner.sim.sharing import Sharing
+from planner.sim.decode import CODECS, DEFAULT_CODEC, VIDEO_CODECS, Decoding
+from planner.sim.sharing import Sharing, instances_per_card
 
 BUSY_REASON = "the video decoders are busy 100%: more GPU does not add a seat"
 
@@ -72,12 +72,16 @@ class Decoders:
         )
 
     def engines(self, sharing: Sharing) -> int | None:
-        """The engines one instance of ``sharing`` has: given, or the catalogue's (for a
-        MIG profile, the profile's); None when unknown. Only the CPU's time given, 0."""
+        """The engines the card (for a MIG profile, one instance of it) has: given, or
+        the catalogue's; None when unknown. Only the CPU's time given, 0. The catalogue
+        counts video decoders (NVDEC); JPEG has engines of its own on most cards (NVJPG),
+        which it does not hold, so a JPEG stream's count is unknown unless given."""
         if self.given is not None:
             return self.given
         if self.decode_ms is None:
             return 0
+        if self.codec not in VIDEO_CODECS:
+            return None
         profile = mig_profile(sharing)
         if profile == "":
             return None  # a MIG slice named by no profile
@@ -87,7 +91,9 @@ class Decoders:
     def decoding(self, sharing: Sharing) -> Decoding:
         """The decode stage of one instance of ``sharing`` (BadInput saying what to give
         where it has no decoder and no CPU time is given; engines None, a delay, where
-        the catalogue does not know its count)."""
+        the catalogue does not know its count). Under a mode whose several instances
+        share one card's decoders (MPS: every client sees them all), each instance gets
+        its share (``shared``)."""
         engines = self.engines(sharing)
         where = sharing.label
         if engines == 0:
@@ -98,11 +104,20 @@ class Decoders:
                 )
             return Decoding(decode_ms=self.cpu_decode_ms, engines=0, codec=self.codec)
         assert self.decode_ms is not None  # engines > 0 or unknown come from decode_ms
+        if engines is not None and sharing_clients(sharing) > 1:
+            return shared(Decoding(self.decode_ms, engines, self.codec), sharing_clients(sharing))
         return Decoding(decode_ms=self.decode_ms, engines=engines, codec=self.codec)
 
     def sentence(self, sharing: Sharing) -> str:
         """What one instance of ``sharing`` decodes on, in words."""
         decoding = self.decoding(sharing)
+        if not decoding.known and self.given is None and self.codec not in VIDEO_CODECS:
+            return (
+                f"{sharing.label}: JPEG is decoded on engines of its own on most cards "
+                "(NVJPG), which the catalogue does not count, so decoding is taken as a "
+                f"delay of {display.ms(decoding.decode_ms)} a frame that never queues (give "
+                "decoders to count them)"
+            )
         if not decoding.known:
             return (
                 f"{sharing.label}: how many video decoders it has on "
@@ -119,10 +134,46 @@ class Decoders:
             f"{decoding.engines} video decoders"
         )  # fmt: skip
         source = "" if self.given is not None else _source(self.card, sharing)
+        clients = sharing_clients(sharing)
+        if clients > 1:
+            card = self.engines(sharing)
+            return (
+                f"{sharing.label}: the card's {card} video decoder{'' if card == 1 else 's'}"
+                f"{source} shared by its {clients} clients, each decoding at most "
+                f"{display.count(decoding.capacity_fps)} frames/s (as {engines} of "
+                f"{display.ms(decoding.decode_ms)} a frame)"
+            )
         return (
             f"{sharing.label}: {engines} of {display.ms(decoding.decode_ms)} a frame, at most "
             f"{display.count(decoding.capacity_fps)} frames/s{source}"
         )
+
+
+def sharing_clients(sharing: Sharing) -> int:
+    """How many instances of the worker share one card's decoders: under a mode with
+    several instances per card that is not MIG (MPS), all of them; else 1 (a MIG
+    instance has decoders of its own, and the whole card's are one worker's)."""
+    if not sharing.kind.several_per_card or mig_profile(sharing) is not None:
+        return 1
+    return max(1, instances_per_card(sharing))
+
+
+def shared(decoding: Decoding, clients: int) -> Decoding:
+    """One of ``clients`` instances' share of ``decoding``'s engines, as engines of its
+    own with the same capacity: ``ceil(E / clients)`` engines, each ``clients x engines /
+    E`` times the decode time (never less than it), so that the clients together decode
+    what the card's E engines do (each client's frames wait as if it had its share to
+    itself, which under-states a decoder's wait only where the clients' frames arrive
+    together)."""
+    own = math.ceil(decoding.engines / clients) if decoding.engines else 0
+    if not own:
+        return decoding
+    assert decoding.engines is not None
+    return Decoding(
+        decode_ms=decoding.decode_ms * clients * own / decoding.engines,
+        engines=own,
+        codec=decoding.codec,
+    )
 
 
 def mig_profile(sharing: Sharing) -> str | None:
@@ -187,3 +238,36 @@ def decoders_note(decoders: Decoders, sharings: tuple[Sharing, ...]) -> str:
         f"Decoding comes before the CPU's pre stage ({what}), first come first served on "
         f"the decoders. {each}."
     )
+
+
+def decoder_notes(results: Any) -> tuple[str, ...]:
+    """What a run's decode stage did, in words (none without one): how busy the decoders
+    were (and that they fell behind, naming them, at 100%), or that decoding ran on the
+    CPU threads, or that the decoders' count is unknown and decoding a delay."""
+    scenario = results.scenario
+    decoding = getattr(scenario, "decode", None)
+    if decoding is None:
+        return ()
+    ms = display.ms(decoding.decode_ms)
+    if decoding.on_cpu:
+        return (f"Decoding ran on the CPU threads, {ms} a frame (no video decoder here).",)
+    if not decoding.known:
+        return (
+            f"How many decoders this instance has is not known, so decoding was taken as a "
+            f"delay of {ms} a frame that never queues (give decoders to count them).",
+        )
+    if decoding.every_frame or scenario.queue == "all":
+        rate = float(sum(scenario.session_fps))
+        what = "every frame sent"
+    else:
+        rate = float(sum(s.fps for s in results.sessions))
+        what = "the frames taken"
+    busy = decoding.busy_fraction(rate)
+    engines = "1 decoder" if decoding.engines == 1 else f"{decoding.engines} decoders"
+    figures = (
+        f"{display.count(rate)} frames/s to decode ({what}); {engines} of {ms} decode at "
+        f"most {display.count(decoding.capacity_fps)}"
+    )
+    if busy >= 1.0:
+        return (f"{BUSY_REASON[0].upper()}{BUSY_REASON[1:]}: they fall behind ({figures}).",)
+    return (f"The video decoders were {display.fraction(busy)} busy ({figures}).",)

@@ -38,8 +38,8 @@ from planner.plan.params import PlanParams
 from planner.plan.resolve import BATCHER, PlanInputs
 from planner.report.figures import curve_figure, demand_figure, options_figure
 from planner.report.worker import (
-    DECODE_DEPLOYMENT_NOTE,
     DEPLOYMENT_NOTE,
+    decode_deployment_note,
     stages_figure,
     stages_table,
     worker_stages,
@@ -531,8 +531,9 @@ def _worker(ctx: ReportContext) -> Section | None:
         blocks += [stages_table(drawn), Chart("chart-worker", stages_figure(drawn))]
         if getattr(ctx.result.request, "cascade", ()):
             blocks.append(Text(DEPLOYMENT_NOTE, lead="Deployment: "))
-        if getattr(ctx.result.request, "decoders", None) is not None:
-            blocks.append(Text(DECODE_DEPLOYMENT_NOTE, lead="Deployment: "))
+        decode_note = decode_deployment_note(ctx.result.request, ctx.result.options)
+        if decode_note is not None:
+            blocks.append(Text(decode_note, lead="Deployment: "))
     return Section("worker", "The worker", tuple(blocks))
 
 

@@ -42,7 +42,31 @@ DECODE_DEPLOYMENT_NOTE = (
     "none), and under MIG the profile they name is the one whose decoders were counted; "
     "the session cap they carry already stops where the decoders would fall behind."
 )
-"""What the report says of the deployment files of a plan whose worker decodes."""
+"""What the report says of the deployment files of a plan whose worker decodes on
+decoders it has counted."""
+
+UNCOUNTED_DECODE_NOTE = (
+    "The deployment files need nothing new for the decode stage, but the session cap "
+    "they carry does not account for the decoders of every option: where their count is "
+    "unknown, decoding was taken as a delay that never queues. Give the count (decoders) "
+    "to plan a cap that stops where they would fall behind."
+)
+"""The same, where some option's decoder count is unknown."""
+
+
+def decode_deployment_note(request: Any, options: Any) -> str | None:
+    """What the report says of the deployment files of a plan that decodes (None for
+    one that does not): whether the cap they carry accounts for the decoders."""
+    decoders = getattr(request, "decoders", None)
+    if decoders is None:
+        return None
+    for option in options:
+        try:
+            if not decoders.decoding(option.sharing).known:
+                return UNCOUNTED_DECODE_NOTE
+        except BadInput:  # no decoder and no CPU time: the plan has said so already
+            continue
+    return DECODE_DEPLOYMENT_NOTE
 
 
 AXIS = "each stage's work, one after the other (ms; waits not drawn)"

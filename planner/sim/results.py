@@ -244,7 +244,7 @@ def summarise(scenario: Scenario, records: Records, percentile: float = 99.0) ->
         records.frame_done,
     )
     pool = None
-    worker_stages = scenario.stages
+    worker_stages = scenario.engine_stages  # decoding on the CPU is the threads' work too
     if worker_stages.cpu_pool:
         sums = job_sums(
             records.job_kind, records.job_ready, records.job_start, worker_stages.pre_ms,

@@ -22,6 +22,7 @@ from planner.curves.curve import Point
 from planner.curves.fit import Edge, FittedCurve
 from planner.errors import BadInput
 from planner.plan.cascade import CascadeStep, memory_note, with_cascade_memory
+from planner.plan.decoders import decoder_notes
 from planner.plan.overload import overload_notes
 from planner.plan.request import run_scenario
 from planner.sim.calibration import Calibration
@@ -130,7 +131,7 @@ def simulation_view(
     """The view of ``results``, a run on ``fitted`` (with ``calibration``, if any); the
     slowest session's figure is judged against ``min_fps`` when one is given; a
     cascade's first model is named ``first_model``."""
-    notes = overload_notes(results, fitted)
+    notes = (*overload_notes(results, fitted), *decoder_notes(results))
     models = model_shares(results.scenario, results.records, first_model)
     text = (
         *_summary(results),
