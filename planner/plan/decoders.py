@@ -269,5 +269,5 @@ def decoder_notes(results: Any) -> tuple[str, ...]:
         f"most {display.count(decoding.capacity_fps)}"
     )
     if busy >= 1.0:
-        return (f"{BUSY_REASON[0].upper()}{BUSY_REASON[1:]}: they fall behind ({figures}).",)
+        return (f"{BUSY_REASON[0].upper()}{BUSY_REASON[1:]} ({figures}); they fall behind.",)
     return (f"The video decoders were {display.fraction(busy)} busy ({figures}).",)
