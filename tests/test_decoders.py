@@ -385,3 +385,15 @@ def test_jpeg_is_not_counted_on_the_video_decoders_unless_a_count_is_given() -> 
     counted = Decoders(decode_ms=3.0, codec="jpeg", card="a100-40gb", given=2)
     assert counted.decoding(exclusive).engines == 2
     assert Decoders(decode_ms=3.0, codec="h265", card="a100-40gb").decoding(exclusive).known
+
+
+def test_an_mps_share_too_small_to_count_its_clients_still_shares_the_decoders() -> None:
+    """A share of 5e-324% makes 100 / share overflow to infinity; the clients are then as
+    many as an int holds, not an OverflowError when the decoders are shared out."""
+    from planner.plan.decoders import Decoders
+    from planner.sim.scenario import Sharing
+    from planner.sim.sharing import instances_per_card
+
+    tiny = Sharing.of("mps", mps_share=5e-324)
+    assert instances_per_card(tiny) >= 10**18
+    assert Decoders(decode_ms=1.0, cpu_decode_ms=1.0, given=1).decoding(tiny).engines == 1

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from planner import display
+from planner import display, limits
 from planner.curves.decoders import decoder_count
 from planner.errors import BadInput
 from planner.sim.decode import CODECS, DEFAULT_CODEC, VIDEO_CODECS, Decoding
@@ -170,7 +170,8 @@ def shared(decoding: Decoding, clients: int) -> Decoding:
         return decoding
     assert decoding.engines is not None
     return Decoding(
-        decode_ms=decoding.decode_ms * clients * own / decoding.engines,
+        # At most the longest stage time: a share too small to decode anything is one.
+        decode_ms=min(decoding.decode_ms * clients * own / decoding.engines, limits.STAGE_MS.high),
         engines=own,
         codec=decoding.codec,
     )

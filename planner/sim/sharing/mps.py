@@ -9,6 +9,7 @@ client when a limit is set.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,8 +90,10 @@ class Mps(SharingMode[MpsSettings]):
         return True
 
     def instances_per_card(self, sharing: Sharing) -> int:
-        # floor(100 / share) clients of our share.
-        return max(1, math.floor(100.0 / share_of(sharing) + 1e-9))
+        # floor(100 / share) clients of our share (a share so small that the count
+        # overflows a float is as many clients as an int holds).
+        clients = min(100.0 / share_of(sharing) + 1e-9, float(sys.maxsize))
+        return max(1, math.floor(clients))
 
     def card_fraction(self, sharing: Sharing) -> float:
         return share_of(sharing) / 100.0
