@@ -91,6 +91,45 @@ def test_a_plan_on_a_curve_with_a_per_request_cost_runs_slower_batches() -> None
     assert other.latency_ms[5] == pytest.approx(one.latency_ms[5] + 12.0)
 
 
+def test_uncalibrated_the_optimistic_edge_takes_the_per_request_cost_off_the_path() -> None:
+    fitted = fit_curve(POINTS)
+    for edge in ("central", "pessimistic"):
+        plain = model_table(fitted, 8, edge, 0.0, None)
+        costly = model_table(fitted, 8, edge, 0.5, None)
+        assert costly == pytest.approx([v + 0.5 * b for b, v in enumerate(plain, start=1)])
+    assert model_table(fitted, 8, "optimistic", 0.5, None) == model_table(
+        fitted, 8, "optimistic", 0.0, None
+    )
+    # A calibration settles the cost: every edge takes its a + c * b, the optimistic too.
+    calibrated = Calibration(curve_id="x", a_ms=1.0, c_ms=0.1, d_ms=0.0)
+    optimistic = model_table(fitted, 8, "optimistic", 0.0, None)
+    assert model_table(fitted, 8, "optimistic", 0.5, calibrated) == calibrated.table(optimistic)
+
+
+def test_a_per_request_cost_widens_only_the_high_end_of_an_uncalibrated_plan() -> None:
+    """A server's per-request cost moves the likely count and the low end as before (the
+    cost on the path) and lifts the high end to what the batches alone allow; a plan says
+    so, and a calibrated one does not."""
+    from dataclasses import replace
+
+    from planner.plan.recommend import recommend
+
+    fitted = fit_curve(POINTS)
+    plain = Request(curve=fitted, policies=("triton",), seeds=2, duration_s=5.0, queue="all")
+    costly = replace(plain, per_request_ms=3.0)
+    answer = recommend(costly)
+    alone, paid = recommend(plain).recommended, answer.recommended
+    assert alone is not None and paid is not None
+    assert paid.band_cap_high == alone.band_cap_high  # the high end: no cost on the path
+    assert paid.cap < alone.cap and paid.cap_low <= alone.cap_low
+    assert any("per-request cost" in a for a in answer.assumptions)
+    cost = Calibration(curve_id="x", a_ms=0.0, c_ms=3.0, d_ms=0.0)
+    calibrated = replace(costly, calibration=cost)
+    settled = recommend(calibrated)
+    assert not any("per-request cost" in a for a in settled.assumptions)
+    assert settled.recommended is not None and settled.recommended.cap_high < alone.cap_high
+
+
 def test_a_plan_takes_the_curves_spread_unless_turned_off() -> None:
     fitted = fit_curve(POINTS)
     on = Request(curve=fitted, max_sessions=8, seeds=1, duration_s=1.0)

@@ -94,3 +94,16 @@ def low_end_reason(option: Option) -> str:
         f"{display.fraction(m)} of the likely count until then ({display.fraction(m)} of "
         f"{option.cap}, rounded down)"
     )
+
+
+def per_request_note(per_request_ms: float) -> str:
+    """What an uncalibrated plan assumes of its curve's per-request cost: on a batch's
+    path for the likely count and the low end, off it for the high end
+    (``planner.plan.request.model_table``)."""
+    return (
+        f"Each request of a batch adds {display.ms(per_request_ms)} to the batch's time (the "
+        "server's per-request cost) for the likely count and the low end; the high end "
+        "takes that cost as overlapping the batch before, as it can when requests arrive "
+        f"spread out. A load test's calibration ({LOAD_TEST}) settles how much of it a "
+        "batch waits for."
+    )

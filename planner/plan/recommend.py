@@ -553,6 +553,8 @@ def _assumptions(request: Request) -> tuple[str, ...]:
         notes.append(decoders_note(request.decoders, tuple(dict.fromkeys(request.sharings))))
     if request.calibration is not None:
         notes.append(request.calibration.description)
+    elif request.per_request_ms:
+        notes.append(margin.per_request_note(request.per_request_ms))
     for sharing in dict.fromkeys(request.sharings):
         for sentence in request.memory(sharing).assumptions:
             notes.append(f"{sharing.label}: {sentence}" if len(request.sharings) > 1 else sentence)

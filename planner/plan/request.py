@@ -393,6 +393,11 @@ def run_scenario(
     )
 
 
+OPTIMISTIC_PER_REQUEST = 0.0
+"""The share of an uncalibrated curve's per-request cost the optimistic edge puts on a
+batch's path: none (``model_table``)."""
+
+
 @functools.lru_cache(maxsize=512)
 def _memory(
     curve: FittedCurve,
@@ -417,10 +422,21 @@ def model_table(
     """The one table a run of a plan or a simulation takes from a curve: batch 1..upto on
     one edge, with the calibration's ``a + c * b`` added, or without one the curve's
     per-request cost ``b * per_request_ms`` (the calibration's ``c`` is that cost as a
-    load test measured it, so the two are never added together)."""
+    load test measured it, so the two are never added together).
+
+    Uncalibrated, the per-request cost is added on the central and pessimistic edges
+    only. It is the gap between a server's two sweeps (b requests at once against one
+    request of b frames), timed at the client: it holds the client's sending and the
+    server's handling of each request, and how much of that lies on a batch's path (rather
+    than overlapping the batch before it, as it can when requests arrive spread over
+    time) only a load test tells. So the optimistic edge, the range's high end, takes
+    none of it on the path (``OPTIMISTIC_PER_REQUEST``); a calibration's ``c`` settles it
+    (``docs/design.md``, the per-request cost)."""
     table = _table(curve, upto, edge)
     if calibration is not None:
         return calibration.table(table)
+    if edge == "optimistic":
+        per_request_ms *= OPTIMISTIC_PER_REQUEST
     return _per_request(table, per_request_ms) if per_request_ms else table
 
 
