@@ -162,6 +162,26 @@ def test_the_predicted_cap_comes_from_the_recommendation_on_the_same_scenarios(
                            (0.0, 0.0))  # fmt: skip
 
 
+def test_a_calibration_that_leaves_the_gpu_nothing_predicts_no_seat_and_no_other_error(
+    store: Store,
+) -> None:
+    """Only a calibration whose time outside the device alone exceeds the budget reads as
+    0 seats; the same load test with a usable calibration gets a cap from the
+    recommendation."""
+    from planner.sim.calibration import Calibration
+    from planner.validate.accuracy import predicted_cap
+    from planner.validate.runs import LoadTest
+
+    options = LoadTestOptions(sessions=(1,), policies=("oldest-first",), duration_s=2.0, seeds=1)
+    test = LoadTest(curve=default_curve(store), options=options, runs=())
+    criteria = Criteria(budget_ms=50.0)
+    outside = Calibration("x", a_ms=0.0, c_ms=0.0, d_ms=60.0)
+    assert predicted_cap(test, "oldest-first", criteria, 4, outside) == (0, 0, 0)
+    usable = Calibration("x", a_ms=0.0, c_ms=0.0, d_ms=1.0)
+    cap, low, high = predicted_cap(test, "oldest-first", criteria, 4, usable)
+    assert 1 <= low <= cap <= high
+
+
 # -- comparisons -----------------------------------------------------------------------
 
 

@@ -256,17 +256,17 @@ def predicted_cap(
     served, searched up to ``upto`` sessions, with ``calibration`` where given; a server's
     as a server that queues every frame, at its curve's per-request cost. A calibration
     whose time outside the device alone exceeds the budget holds no session: 0."""
+    if calibration is not None and test.options.slo_ms is None:
+        stages = test.options.stages_for(test.pre_ms, test.post_ms)
+        outside = calibration.overhead(test.options.overhead_ms)
+        if stages.budget_problem(outside, criteria.budget_ms):
+            return 0, 0, 0
     request = prediction_request(test.options, fit_curve(test.curve.points), policy, criteria,
                                  upto, (test.pre_ms, test.post_ms), calibration)  # fmt: skip
     request = replace(request, spread=False) if not spread else request
     if test.source == SERVER_SOURCE:
         request = replace(request, queue=SERVER_QUEUE, per_request_ms=test.curve.per_request_ms)
-    try:
-        option = recommend(request).options[0]
-    except BadInput:
-        if calibration is None:
-            raise
-        return 0, 0, 0
+    option = recommend(request).options[0]
     return option.cap, option.cap_low, option.cap_high
 
 
