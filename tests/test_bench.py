@@ -106,5 +106,5 @@ def test_the_big_plans_are_the_command_lines_and_are_timed_with_the_load_beside(
     figures = timed_plan(small)
     assert figures["wall_s"] > 0 and figures["cpu_s"] >= 0 and figures["frames"] > 0
     assert figures["load_before"] >= 0 and figures["load_after"] >= 0
-    # 3 seats likely; the uncalibrated range's margin (0.694 x 3) takes the low end to 2.
+    # 3 seats likely; the uncalibrated range's margin (0.674 x 3) takes the low end to 2.
     assert figures["seats"] == "2–3" and A100_PLAN_TARGET_S == 5.0

@@ -155,14 +155,14 @@ def test_an_uncalibrated_range_is_what_dominance_and_the_ranking_read() -> None:
     wide = _ranged("wide", 7, 12, 12, 20.0)
     narrow = _ranged("narrow", 11, 11, 11, 20.0)
     assert dominated([wide, narrow]) == [None, None]
-    # Uncalibrated, the margin sets both low ends to 7 (floor(0.694 x 11) = 7): the
+    # Uncalibrated, the margin sets both low ends to 7 (floor(0.674 x 11) = 7): the
     # narrow band no longer promises 11, and the larger likely count dominates.
     m = limits.UNCALIBRATED_MARGINS[limits.UNCALIBRATED_MARGIN]
     wide_u, narrow_u = margin.widened(wide, m), margin.widened(narrow, m)
     assert (wide_u.seats_per_card_low, narrow_u.seats_per_card_low) == (7, 7)
     assert dominated([wide_u, narrow_u]) == [None, wide_u]
     # The ranking's second key is the range's low end. On the band's range the higher low
-    # edge comes first; uncalibrated, both low ends are the margin's (floor(0.694 x 12) =
+    # edge comes first; uncalibrated, both low ends are the margin's (floor(0.674 x 12) =
     # 8), they tie there, and the lower latency at the cap decides.
     tight, loose = _ranged("tight", 10, 12, 12, 30.0), _ranged("loose", 9, 12, 12, 20.0)
     policies, sharings = ("tight", "loose"), [Sharing()]

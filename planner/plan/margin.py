@@ -3,9 +3,10 @@ range also carries the model's own error, measured on published results.
 
 A curve's band covers what its points leave open, not what the model of the serving path
 leaves out (host costs, a server's own batching, a client's timing). Across 50 published
-multi-stream results the planner's cap was above the published stream count in most
-cases, by up to 44% (``docs/accuracy.md``), so an uncalibrated range's low end becomes
-``min(band low, floor(m x cap))`` with m from ``planner.limits.UNCALIBRATED_MARGINS``; its
+multi-stream results and the repository's own load tests the planner's cap was above the
+measured one in most cases, by up to 44% on the published ones (``docs/accuracy.md``), so
+an uncalibrated range's low end becomes ``min(band low, floor(m x cap))`` with m from
+``planner.limits.UNCALIBRATED_MARGINS`` (the version the request pins); its
 likely value and high end stay the band's. The band's own caps stay on the option
 (``band_cap_low``, ``band_cap_high``). A calibrated plan, or one that pins no margin (a
 link or saved plan from before it), keeps the band's range.
