@@ -310,3 +310,15 @@ def test_the_command_line_reproduces_a_plan_without_a_margin() -> None:
     assert without[-2:] == ["--margin", "none"]
     pinned = command_line("recommend", replace(PlanParams(points=POINTS), margin=1))
     assert "--margin" in pinned and pinned[pinned.index("--margin") + 1] == "1"
+
+
+def test_the_low_end_names_the_corpus_its_version_was_measured_on() -> None:
+    from planner.plan.margin import corpus, low_end_reason
+
+    assert corpus(limits.UNCALIBRATED_MARGINS[1]) == "published multi-stream results"
+    assert "load tests" in corpus(limits.UNCALIBRATED_MARGINS[2])
+    pinned = recommend(_request(margin=1)).recommended
+    current = recommend(_request(margin=limits.UNCALIBRATED_MARGIN)).recommended
+    assert pinned is not None and current is not None
+    assert "load tests" not in low_end_reason(pinned)
+    assert "load tests" in low_end_reason(current)

@@ -195,9 +195,9 @@ def add_plan_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--margin",
         metavar="VERSION|none",
-        help="the uncalibrated range's margin, the model's error on published results, by "
-        f"version (default {limits.UNCALIBRATED_MARGIN}, the current one; none: the band's "
-        "range alone, as links from before it)",
+        help="the uncalibrated range's margin, the model's error on published results and "
+        f"load tests, by version (default {limits.UNCALIBRATED_MARGIN}, the current one; "
+        "none: the band's range alone, as links from before it)",
     )
     parser.add_argument("--card", help="the card (default: the stored curve's card)")
     parser.add_argument(

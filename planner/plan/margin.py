@@ -1,5 +1,5 @@
 """The uncalibrated range (SPEC §6.2): until a load test calibrates the curve, a cap's
-range also carries the model's own error, measured on published results.
+range also carries the model's own error, measured on published results and load tests.
 
 A curve's band covers what its points leave open, not what the model of the serving path
 leaves out (host costs, a server's own batching, a client's timing). Across 50 published
@@ -91,7 +91,7 @@ def low_end_reason(option: Option) -> str:
     """Why the low end is where the margin puts it (no full stop)."""
     m = option.margin or 1.0
     return (
-        f"the model's error on published multi-stream results puts the low end at "
+        f"the model's error on {corpus(m)} puts the low end at "
         f"{display.fraction(m)} of the likely count until then ({display.fraction(m)} of "
         f"{option.cap}, rounded down)"
     )
@@ -108,3 +108,11 @@ def per_request_note(per_request_ms: float) -> str:
         f"spread out. A load test's calibration ({LOAD_TEST}) settles how much of it a "
         "batch waits for."
     )
+
+
+def corpus(m: float) -> str:
+    """What the margin ``m`` was measured on, in words: version 1 on published results
+    alone, later versions on the repository's own load tests too."""
+    if m == limits.UNCALIBRATED_MARGINS[1]:
+        return "published multi-stream results"
+    return "published multi-stream results and load tests of real servers"

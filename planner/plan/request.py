@@ -100,7 +100,7 @@ class Request:
     ``model_name`` names the curve's model when the answer speaks of the chain.
     ``margin`` is the version of the uncalibrated range's margin (SPEC §6.2,
     ``planner.plan.margin``): without a calibration, each cap's low end also carries the
-    model's error measured on published results. None: no margin, as plans before it.
+    model's error measured on published results and load tests. None: no margin, as plans before it.
     ``decoders`` is the decode stage before the CPU's pre stage, read per option for its
     instance (``planner.plan.decoders``); None: none, as plans before it.
     """
