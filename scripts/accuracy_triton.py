@@ -218,6 +218,8 @@ def run_case(settings: Settings, workdir: Path, quick: bool, again: bool = False
 
 
 def section(cases: list[Case], commands: list[str]) -> str:
+    from planner import limits
+
     lines = [
         f"## {TITLE}",
         "",
@@ -276,9 +278,12 @@ def section(cases: list[Case], commands: list[str]) -> str:
            else "")
         + (f"; held-out median |p99 error| {statistics.median(medians):.0f}% over the cases "
            f"(largest {max(medians):.0f}%), against the 20% target." if medians else ".")
-        + f" Before any calibration, the range `recommend` gives (the margin's low end, "
-        f"fitted on published results without these runs) holds the measured cap in {held} "
-        f"of {len(cases)} cases."
+        + f" Before any calibration, the range `recommend` gives (the shipped margin's low "
+        f"end: version {limits.UNCALIBRATED_MARGIN}, m = "
+        f"{limits.UNCALIBRATED_MARGINS[limits.UNCALIBRATED_MARGIN]}) holds the measured cap "
+        f"in {held} of {len(cases)} cases. The margin fitted without this server's runs is "
+        "judged in the table of the repository's own load tests above (\"Against published "
+        "multi-stream results\")."
     ]  # fmt: skip
     lines += [
         "",
