@@ -4,6 +4,7 @@ points' percentiles give, the per-request cost, and how a plan's runs take both.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from planner.curves.fit import fit_curve
 from planner.errors import BadInput
 from planner.links.urls import decode, encode
 from planner.plan.params import PlanParams
+from planner.plan.recommend import recommend
 from planner.plan.request import Request, model_spread, model_table
 from planner.sim.calibration import Calibration, Sample, fit, fit_spread
 from planner.sim.scenario import Sharing
@@ -110,10 +112,6 @@ def test_a_per_request_cost_widens_only_the_high_end_of_an_uncalibrated_plan() -
     """A server's per-request cost moves the likely count and the low end as before (the
     cost on the path) and lifts the high end to what the batches alone allow; a plan says
     so, and a calibrated one does not."""
-    from dataclasses import replace
-
-    from planner.plan.recommend import recommend
-
     fitted = fit_curve(POINTS)
     plain = Request(curve=fitted, policies=("triton",), seeds=2, duration_s=5.0, queue="all")
     costly = replace(plain, per_request_ms=3.0)

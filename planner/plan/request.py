@@ -393,11 +393,6 @@ def run_scenario(
     )
 
 
-OPTIMISTIC_PER_REQUEST = 0.0
-"""The share of an uncalibrated curve's per-request cost the optimistic edge puts on a
-batch's path: none (``model_table``)."""
-
-
 @functools.lru_cache(maxsize=512)
 def _memory(
     curve: FittedCurve,
@@ -430,13 +425,13 @@ def model_table(
     server's handling of each request, and how much of that lies on a batch's path (rather
     than overlapping the batch before it, as it can when requests arrive spread over
     time) only a load test tells. So the optimistic edge, the range's high end, takes
-    none of it on the path (``OPTIMISTIC_PER_REQUEST``); a calibration's ``c`` settles it
-    (``docs/design.md``, the per-request cost)."""
+    none of it on the path; a calibration's ``c`` settles it (``docs/design.md``, the
+    per-request cost)."""
     table = _table(curve, upto, edge)
     if calibration is not None:
         return calibration.table(table)
     if edge == "optimistic":
-        per_request_ms *= OPTIMISTIC_PER_REQUEST
+        return table
     return _per_request(table, per_request_ms) if per_request_ms else table
 
 
