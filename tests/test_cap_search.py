@@ -135,6 +135,34 @@ def test_a_probe_that_passes_with_little_room_is_run_in_full() -> None:
     assert (300, FULL) in asked
 
 
+@pytest.mark.parametrize(
+    ("floor", "probe_s", "resolved"),
+    [(29.9, 10.0, False), (29.9, 3.0, False), (29.8, 10.0, True), (28.5, 3.0, True)],
+)
+def test_a_floor_within_a_frame_of_the_source_leaves_a_probe_no_rate_room(
+    floor: float, probe_s: float, resolved: bool
+) -> None:
+    # Half of a 0.1 fps allowance is half a frame over a 10 s probe: seed 0 losing no
+    # frame at 59 sessions (a rung, just below the boundary) says nothing of the other
+    # seeds, one of which loses a few frames there and fails.
+    criteria = Criteria(budget_ms=50.0, min_fps=floor)
+
+    def runs(n: int, f: str) -> Pooled:
+        if n > 60:
+            return row(n, 80.0)
+        if n == 59 and f == FULL:
+            return row(n, 10.0, fps=floor - 0.1)  # another seed's slowest session
+        return row(n, 10.0, fps=FPS)  # every probe loses nothing: full room, as read
+
+    slow, _ = drive(exhaustive(4096, criteria, FPS), runs)
+    fast, asked = drive(bracketed(4096, criteria, FPS, probe_is_full=False, probe_s=probe_s), runs)
+    if resolved:  # half the allowance is a frame or more: the probe's room is real, and
+        # the seed doing a frame worse is the documented exception (b)
+        assert slow.cap == 58 and fast.cap == 60 and (59, FULL) not in asked
+    else:
+        assert fast.cap == slow.cap == 58 and (59, FULL) in asked
+
+
 def test_a_candidate_whose_probe_passes_thinly_is_run_before_the_count_above_it() -> None:
     # The probes put the boundary at 300, but 300's probe leaves little room and its full
     # run fails: the full run at 301, which nothing would use, is not made.

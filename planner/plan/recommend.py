@@ -153,6 +153,7 @@ def _search(
             seeds=request.seeds,
             tell=hints.get(key[0]) if key[1] == "central" else None,
             follow=hints.get(key[0]) if key[1] in ("pessimistic", "optimistic") else None,
+            probe_s=probe_duration(request.duration_s),
         )
         for key in keys
     }

@@ -56,7 +56,11 @@ least half of the frame-rate and overwritten allowances (``rooms``) establishes 
 without a full run; with less, the count is run in full. The latency percentile of one
 seed is within about 1% of all seeds' at these counts; the slowest session of the worst
 of 8 seeds can be a good part of a frame per second below the first seed's near
-saturation, hence the wider margin there."""
+saturation, hence the wider margin there. A probe counts a session's frames whole, so
+where half the frame-rate allowance is less than one frame over the probe (a floor of
+29.9 fps for 30 fps sources, over 10 s: half a frame), a probe that lost no frame says
+nothing of a seed that loses one: such a floor leaves a probe no frame-rate room, as a
+floor equal to the source rate leaves none (``_Judge.rate_resolved``)."""
 GAP_ROOM = 0.3
 GAP_ROOM_PER_LOAD = 4.0
 """Counts strictly between two established counts ``a < c`` are established without runs
@@ -110,6 +114,7 @@ class _Judge:
     criteria: Criteria
     fps: float
     probe_is_full: bool  # one seed per count: a probe is the full run
+    probe_s: float = PROBE_SECONDS  # how long a probe runs
     full: dict[int, Pooled] = field(default_factory=dict)
     probe: dict[int, Pooled] = field(default_factory=dict)
 
@@ -147,7 +152,16 @@ class _Judge:
         if row is None or self.fails(row):
             return None
         latency, rate = rooms(row, self.criteria, self.fps)
+        if not self.rate_resolved:
+            rate = 0.0
         return min(latency, rate) if latency >= PROBE_ROOM and rate >= PROBE_RATE_ROOM else None
+
+    @property
+    def rate_resolved(self) -> bool:
+        """Whether half the frame-rate allowance is at least one frame over a probe, so
+        that a probe can tell room from one frame's loss (``PROBE_RATE_ROOM``)."""
+        allowed = self.fps - self.criteria.min_fps
+        return self.criteria.min_fps <= 0 or allowed * self.probe_s * PROBE_RATE_ROOM > 1.0 - 1e-9
 
 
 def exhaustive(limit: int, criteria: Criteria, fps: float) -> Search:
@@ -182,27 +196,21 @@ def bracketed(
     probe_is_full: bool,
     tell: Hint | None = None,
     follow: Hint | None = None,
+    probe_s: float = PROBE_SECONDS,
 ) -> Search:
     """The bracketed search (see the module docstring and ``docs/design.md``). With
     ``tell`` it says where its probes found the boundary; with ``follow`` it brackets the
     boundary from where another search's probes found it (waiting for it, if need be)
-    rather than doubling from the start."""
+    rather than doubling from the start. ``probe_s``: how long a probe runs."""
+    judge = _Judge(criteria, fps, probe_is_full, probe_s)
     try:
-        return (yield from _bracketed(limit, criteria, fps, probe_is_full, tell, follow))
+        return (yield from _bracketed(limit, judge, tell, follow))
     finally:
         if tell is not None:
             tell.known = True
 
 
-def _bracketed(
-    limit: int,
-    criteria: Criteria,
-    fps: float,
-    probe_is_full: bool,
-    tell: Hint | None,
-    follow: Hint | None,
-) -> Search:
-    judge = _Judge(criteria, fps, probe_is_full)
+def _bracketed(limit: int, judge: _Judge, tell: Hint | None, follow: Hint | None) -> Search:
     small = min(EXHAUSTIVE_UPTO, limit)
     for n in range(1, small + 1):
         yield from judge.ask([(n, FULL)])
@@ -374,11 +382,14 @@ def search(
     seeds: int,
     tell: Hint | None = None,
     follow: Hint | None = None,
+    probe_s: float = PROBE_SECONDS,
 ) -> Search:
     """The named search (``SEARCHES``: bracketed, exhaustive) of one option on one curve;
     ``tell`` and ``follow`` share where the boundary lies between the bracketed searches
-    of one option (``bracketed``)."""
+    of one option (``bracketed``); ``probe_s``: how long a probe runs."""
     assert name in SEARCHES, name
     if name == "exhaustive":
         return exhaustive(limit, criteria, fps)
-    return bracketed(limit, criteria, fps, probe_is_full=seeds == 1, tell=tell, follow=follow)
+    return bracketed(
+        limit, criteria, fps, probe_is_full=seeds == 1, tell=tell, follow=follow, probe_s=probe_s
+    )
